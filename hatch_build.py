@@ -1,0 +1,20 @@
+"""Build this repository's own kernel library (shaders/) with the in-tree hatch-slang plugin."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from hatch_slang.hook import SlangBuildHook  # noqa: E402
+
+
+class CustomBuildHook(SlangBuildHook):
+    PLUGIN_NAME = "custom"
+
+    @property
+    def config(self) -> dict[str, Any]:
+        # `path` is hatchling's option for custom hooks, not one of ours.
+        return {k: v for k, v in super().config.items() if k != "path"}

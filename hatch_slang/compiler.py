@@ -1,0 +1,254 @@
+"""Drive the Slang compiler shipped inside the ``slangpy`` wheel, through its C API.
+
+This is the only module that touches Slang. Compilation runs in worker processes: a native crash
+in the compiler then becomes a build error naming the shader, not a dead ``pip``. Each worker
+creates Slang's global session once (about 0.5 s) and reuses it for every shader it is given.
+One compile request per entry point: several ``-entry`` flags in one request crash on code fetch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import importlib.util
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hatch_slang.errors import CompileError, HatchSlangError
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[tuple[str, str], ...] = ()
+    optimization: int = 2
+
+    def args(self) -> list[str]:
+        out = [f"-O{self.optimization}"]
+        for d in self.include_dirs:
+            out += ["-I", d]
+        for name, value in self.defines:
+            out += ["-D", f"{name}={value}" if value else name]
+        return out
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    path: str  # as the compiler should see it (messages quote it), relative to `cwd`
+    entries: tuple[str, ...]
+    options: CompileOptions
+    cwd: str
+
+
+@dataclass(frozen=True)
+class CompiledEntry:
+    name: str
+    spirv: bytes
+    reflection: str  # the JSON slangc -reflection-json would print
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    path: str
+    entries: tuple[CompiledEntry, ...] = ()
+    dependencies: tuple[str, ...] = ()
+    error: CompileError | None = None
+    warnings: str = ""
+
+
+@dataclass
+class _Slang:
+    lib: ctypes.CDLL
+    session: int
+    version: str
+
+
+_WORKER: _Slang | None = None
+
+
+def slang_library_path() -> Path:
+    # Locate the package without importing it: importing slangpy loads its GPU runtime too.
+    spec = importlib.util.find_spec("slangpy")
+    if spec is None or not spec.submodule_search_locations:
+        raise HatchSlangError(
+            "the Slang compiler comes from the `slangpy` package, which is not installed; "
+            "`pip install slangpy`"
+        )
+    here = Path(next(iter(spec.submodule_search_locations)))
+    found = sorted(glob.glob(str(here / "libslang-compiler.so*")) + glob.glob(str(here / "slang-compiler.dll")))
+    found += sorted(glob.glob(str(here / "libslang-compiler*.dylib")))
+    if not found:
+        raise HatchSlangError(f"no Slang compiler library found in {here}")
+    return Path(found[0])
+
+
+def _load() -> _Slang:
+    global _WORKER
+    if _WORKER is None:
+        lib = ctypes.CDLL(str(slang_library_path()))
+        vp, cp, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
+        sigs: dict[str, tuple[Any, list[Any]]] = {
+            "spCreateSession": (vp, [cp]),
+            "spCreateCompileRequest": (vp, [vp]),
+            "spDestroyCompileRequest": (None, [vp]),
+            "spProcessCommandLineArguments": (i, [vp, ctypes.POINTER(cp), i]),
+            "spCompile": (i, [vp]),
+            "spGetDiagnosticOutput": (cp, [vp]),
+            "spGetEntryPointCodeBlob": (i, [vp, i, i, ctypes.POINTER(vp)]),
+            "spGetReflection": (vp, [vp]),
+            "spReflection_ToJson": (i, [vp, vp, ctypes.POINTER(vp)]),
+            "spGetDependencyFileCount": (i, [vp]),
+            "spGetDependencyFilePath": (cp, [vp, i]),
+            "spGetBuildTagString": (cp, []),
+        }
+        for name, (res, args) in sigs.items():
+            fn = getattr(lib, name)
+            fn.restype = res
+            fn.argtypes = args
+        session = lib.spCreateSession(None)
+        if not session:
+            raise HatchSlangError("the Slang compiler could not create a session")
+        _WORKER = _Slang(lib, session, lib.spGetBuildTagString().decode())
+    return _WORKER
+
+
+def _blob(ptr: int) -> bytes:
+    """Copy out and release an ISlangBlob (COM: slot 2 release, 3 pointer, 4 size)."""
+    vtable = ctypes.cast(ctypes.c_void_p(ptr), ctypes.POINTER(ctypes.POINTER(ctypes.c_void_p)))[0]
+    get_ptr = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(vtable[3])
+    get_size = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p)(vtable[4])
+    release = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p)(vtable[2])
+    data = ctypes.string_at(get_ptr(ptr), get_size(ptr))
+    release(ptr)
+    return data
+
+
+def compile_job(job: CompileJob) -> CompileResult:
+    """Compile every entry of one shader, in this process."""
+    if os.environ.get("HATCH_SLANG_TEST_CRASH") == Path(job.path).name:
+        os.abort()  # test seam: a native compiler crash
+    slang = _load()
+    os.chdir(job.cwd)  # worker processes are single-threaded: changing directory is safe here
+    entries: list[CompiledEntry] = []
+    deps: dict[str, None] = {}
+    warnings: list[str] = []
+    for entry in job.entries:
+        req = slang.lib.spCreateCompileRequest(slang.session)
+        try:
+            args = [job.path, "-target", "spirv", "-entry", entry, "-stage", "compute",
+                    "-fvk-use-entrypoint-name", *job.options.args(), "-o", f"{entry}.spv"]
+            argv = (ctypes.c_char_p * len(args))(*[a.encode() for a in args])
+            if slang.lib.spProcessCommandLineArguments(req, argv, len(args)) < 0:
+                diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
+                return CompileResult(job.path, error=CompileError(job.path, entry, diag or "bad options"))
+            rc = slang.lib.spCompile(req)
+            diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
+            if rc < 0:
+                return CompileResult(job.path, error=CompileError(job.path, entry, diag or f"code {rc}"))
+            if diag.strip():
+                warnings.append(diag)
+            code = ctypes.c_void_p()
+            if slang.lib.spGetEntryPointCodeBlob(req, 0, 0, ctypes.byref(code)) < 0 or not code.value:
+                return CompileResult(job.path, error=CompileError(job.path, entry, "no SPIR-V produced"))
+            spirv = _blob(code.value)
+            refl = ctypes.c_void_p()
+            if slang.lib.spReflection_ToJson(slang.lib.spGetReflection(req), None, ctypes.byref(refl)) < 0:
+                return CompileResult(job.path, error=CompileError(job.path, entry, "no reflection"))
+            reflection = _blob(refl.value or 0).decode()
+            for k in range(slang.lib.spGetDependencyFileCount(req)):
+                deps[os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))] = None
+            entries.append(CompiledEntry(entry, spirv, reflection))
+        finally:
+            slang.lib.spDestroyCompileRequest(req)
+    return CompileResult(job.path, tuple(entries), tuple(deps), warnings="".join(warnings))
+
+
+def _worker_init() -> None:
+    _load()
+
+
+def _worker_version() -> str:
+    return _load().version
+
+
+@dataclass
+class CompilerPool:
+    """A pool of compiler worker processes, each holding one Slang session."""
+
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    _pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> CompilerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def version(self) -> str:
+        """The Slang build tag, asked of a worker so that this process never loads Slang."""
+        return self._executor(1).submit(_worker_version).result()
+
+    def _executor(self, n_jobs: int) -> ProcessPoolExecutor:
+        if self._pool is None:
+            ctx = _mp_context()
+            self._pool = ProcessPoolExecutor(
+                max_workers=max(1, min(self.workers, n_jobs)), mp_context=ctx, initializer=_worker_init
+            )
+        return self._pool
+
+    def compile(
+        self, jobs: Sequence[CompileJob], progress: Callable[[CompileResult], None] | None = None
+    ) -> list[CompileResult]:
+        """Compile all jobs; results come back in job order. A crashed worker names its shader."""
+        if not jobs:
+            return []
+        pool = self._executor(len(jobs))
+        futures: list[Future[CompileResult]] = [pool.submit(compile_job, j) for j in jobs]
+        results: list[CompileResult] = []
+        crashed = False
+        for job, fut in zip(jobs, futures):
+            try:
+                res = fut.result()
+            except BrokenProcessPool:
+                crashed = True
+                res = CompileResult(job.path, error=None)
+            results.append(res)
+            if progress is not None and not crashed:
+                progress(res)
+        if crashed:
+            # The pool cannot say whose job killed it: retry the unfinished ones one process each.
+            self.close()
+            results = [r if r.error or r.entries else _isolated(j) for j, r in zip(jobs, results)]
+        return results
+
+
+def _mp_context() -> multiprocessing.context.BaseContext:
+    # fork on Linux: no re-import of the caller's __main__ (a build script without a main guard
+    # works) and no interpreter start-up per worker; the parent never loads Slang, so a forked
+    # worker starts clean. Elsewhere fork is unsafe and spawn is the default anyway.
+    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+
+
+def _isolated(job: CompileJob) -> CompileResult:
+    ctx = _mp_context()
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        try:
+            return pool.submit(compile_job, job).result()
+        except BrokenProcessPool:
+            return CompileResult(
+                job.path,
+                error=CompileError(job.path, None, "the Slang compiler crashed (worker process died)"),
+            )
+

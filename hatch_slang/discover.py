@@ -1,0 +1,93 @@
+"""Find the shaders a project builds and decide each one's module name and entry points."""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from hatch_slang.contract import Contract, parse_contract
+from hatch_slang.errors import ConfigError, ShaderError
+
+
+@dataclass(frozen=True)
+class Shader:
+    path: Path  # absolute
+    rel: str  # relative to the project root, posix separators: what messages and the manifest show
+    module: str  # the Python module the wrappers go in
+    source: str
+    sha256: str
+    contract: Contract
+    entries: tuple[str, ...]
+
+
+def module_name(stem: str) -> str:
+    """A Python module name for a shader file stem (``my-kernel`` -> ``my_kernel``)."""
+    name = re.sub(r"\W", "_", stem, flags=re.ASCII)
+    if not name or name[0].isdigit():
+        name = f"k_{name}"
+    if keyword.iskeyword(name) or name in {"manifest", "slangrt", "numpy"}:
+        name = f"{name}_"
+    return name
+
+
+def default_entries(stem: str, source: str) -> tuple[str, ...]:
+    """The entry when no `slang-entries` line is given: the basename, or `main` if only that exists."""
+    named = re.search(rf"\b{re.escape(stem)}\s*\(", source) is not None
+    if not named and re.search(r"\bmain\s*\(", source):
+        return ("main",)
+    return (stem,)
+
+
+def find_shaders(root: Path, patterns: list[str]) -> list[Path]:
+    """Expand the configured globs, relative to ``root``, into a sorted list of files."""
+    found: set[Path] = set()
+    for pattern in patterns:
+        if Path(pattern).is_absolute():
+            raise ConfigError(f"shader glob `{pattern}` must be relative to the project root")
+        matches = [p for p in root.glob(pattern) if p.is_file()]
+        if not matches:
+            raise ConfigError(f"shader glob `{pattern}` matches no file under {root}")
+        found.update(p.resolve() for p in matches)
+    return sorted(found)
+
+
+def load_shader(root: Path, path: Path) -> Shader:
+    data = path.read_bytes()
+    rel = path.relative_to(root.resolve()).as_posix() if path.is_relative_to(root.resolve()) else str(path)
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ShaderError(rel, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    contract = parse_contract(rel, source)
+    if contract.entries:
+        entries = contract.entries
+    else:
+        entries = default_entries(path.stem, source)
+        if entries[0].isidentifier() is False or keyword.iskeyword(entries[0]):
+            raise ShaderError(
+                rel, 1, f"file name `{path.name}` is no entry-point name; add `// slang-entries: ...`"
+            )
+    return Shader(
+        path=path,
+        rel=rel,
+        module=module_name(path.stem),
+        source=source,
+        sha256=hashlib.sha256(data).hexdigest(),
+        contract=contract,
+        entries=entries,
+    )
+
+
+def discover(root: Path, patterns: list[str]) -> list[Shader]:
+    shaders = [load_shader(root, p) for p in find_shaders(root, patterns)]
+    by_module: dict[str, Shader] = {}
+    for s in shaders:
+        if s.module in by_module:
+            raise ShaderError(
+                s.rel, None, f"module name `{s.module}` also used by {by_module[s.module].rel}; rename one"
+            )
+        by_module[s.module] = s
+    return shaders

@@ -1,0 +1,135 @@
+"""Arithmetic expressions from shader comments (shape dims and Dispatch grids).
+
+Comment text is never evaluated. An expression is parsed with :mod:`ast` and accepted only if
+every node is on a small whitelist: integer literals, names, ``+ - * / // %``, unary minus and
+calls of ``ceil``, ``min`` and ``max``. The accepted tree is re-rendered as Python source that
+calls helpers from ``slangrt._call`` (``/`` is exact division, so ``ceil(n / 256)`` is exact for
+any size), which is the only form that ever reaches generated code.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from dataclasses import dataclass
+
+MAX_EXPR_LEN = 200
+MAX_LITERAL = 2**32
+FUNCTIONS = {"ceil": 1, "min": 2, "max": 2}
+
+_BINOPS: dict[type[ast.operator], str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+}
+
+# Names generated wrapper modules use at module or function scope; a comment may not shadow them.
+RESERVED_NAMES = frozenset(
+    {"np", "npt", "slangrt", "int", "float", "bool", "None", "True", "False", "tuple", "dict"}
+)
+
+
+class ExprError(ValueError):
+    """An expression that is not on the whitelist; the message says which part."""
+
+
+def check_identifier(name: str) -> str | None:
+    """Return why ``name`` cannot be a Python-facing name, or None if it can."""
+    if not name.isidentifier() or not name.isascii():
+        return f"`{name}` is not a valid identifier"
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return f"`{name}` is a Python keyword"
+    if name.startswith("_"):
+        return f"`{name}` starts with an underscore (reserved for generated code)"
+    if name in RESERVED_NAMES:
+        return f"`{name}` is reserved by the generated wrapper"
+    return None
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A validated expression: its source text, its Python rendering and the names it reads."""
+
+    text: str
+    python: str
+    names: tuple[str, ...]
+    constant: int | None  # the value when the expression is a bare integer literal
+
+    @property
+    def is_name(self) -> bool:
+        return len(self.names) == 1 and self.python == self.names[0]
+
+
+def parse_expr(text: str) -> Expr:
+    """Parse one whitelisted expression; raise :class:`ExprError` naming what is not allowed."""
+    text = text.strip()
+    if not text:
+        raise ExprError("empty expression")
+    if len(text) > MAX_EXPR_LEN:
+        raise ExprError(f"expression longer than {MAX_EXPR_LEN} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        raise ExprError(f"`{text}` is not an expression ({e.msg})") from None
+    names: list[str] = []
+    python = _render(tree.body, names, depth=0)
+    constant = tree.body.value if isinstance(tree.body, ast.Constant) else None
+    assert constant is None or isinstance(constant, int)
+    return Expr(text=text, python=python, names=tuple(dict.fromkeys(names)), constant=constant)
+
+
+def parse_grid(text: str) -> tuple[Expr, ...]:
+    """Parse ``(X, Y, Z)``, ``(X, Y)``, ``(X)`` or ``X`` into one to three expressions."""
+    text = text.strip()
+    if len(text) > 3 * MAX_EXPR_LEN:
+        raise ExprError("grid expression too long")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        raise ExprError(f"`{text}` is not a grid expression ({e.msg})") from None
+    body = tree.body
+    parts = body.elts if isinstance(body, ast.Tuple) else [body]
+    if not 1 <= len(parts) <= 3:
+        raise ExprError(f"a grid has 1 to 3 dimensions, `{text}` has {len(parts)}")
+    return tuple(parse_expr(ast.get_source_segment(text, p) or "") for p in parts)
+
+
+def _render(node: ast.expr, names: list[str], depth: int) -> str:
+    if depth > 20:
+        raise ExprError("expression nested too deeply")
+    if isinstance(node, ast.Constant):
+        if type(node.value) is not int:
+            raise ExprError(f"only integer literals are allowed, not `{node.value!r}`")
+        if not 0 <= node.value <= MAX_LITERAL:
+            raise ExprError(f"integer literal {node.value} is out of range")
+        return str(node.value)
+    if isinstance(node, ast.Name):
+        why = check_identifier(node.id)
+        if why:
+            raise ExprError(why)
+        if node.id in FUNCTIONS:
+            raise ExprError(f"`{node.id}` is a function, not a value")
+        names.append(node.id)
+        return node.id
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return f"(-{_render(node.operand, names, depth + 1)})"
+    if isinstance(node, ast.BinOp):
+        left = _render(node.left, names, depth + 1)
+        right = _render(node.right, names, depth + 1)
+        if isinstance(node.op, ast.Div):
+            return f"_c.div({left}, {right})"
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise ExprError(f"operator `{type(node.op).__name__}` is not allowed")
+        return f"({left} {op} {right})"
+    if isinstance(node, ast.Call):
+        func = node.func
+        if not isinstance(func, ast.Name) or func.id not in FUNCTIONS:
+            raise ExprError("only ceil(), min() and max() may be called")
+        if node.keywords or len(node.args) != FUNCTIONS[func.id]:
+            raise ExprError(f"{func.id}() takes {FUNCTIONS[func.id]} positional argument(s)")
+        args = ", ".join(_render(a, names, depth + 1) for a in node.args)
+        return f"_c.{func.id}({args})"
+    raise ExprError(f"`{type(node).__name__}` is not allowed in an expression")

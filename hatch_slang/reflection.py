@@ -1,0 +1,200 @@
+"""Read what the compiler says a kernel exposes: Slang's reflection JSON and the SPIR-V itself.
+
+From the JSON: each global parameter's binding index, kind (storage or uniform buffer), access
+and element layout (scalars, vectors and structs flattened to ``(name, scalar type, byte
+offset)``); the entry's thread-group size. From the SPIR-V: which bindings the entry really uses
+(its ``OpEntryPoint`` interface), since Slang's JSON lists every global of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hatch_slang.errors import HatchSlangError
+
+SCALARS: dict[str, str] = {
+    "float32": "f32",
+    "float16": "f16",
+    "float64": "f64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "u32",
+}
+_SIZES = {"f16": 2, "i16": 2, "u16": 2, "i8": 1, "u8": 1, "f64": 8, "i64": 8, "u64": 8}
+
+
+def scalar_size(scalar: str) -> int:
+    return _SIZES.get(scalar, 4)
+
+
+@dataclass(frozen=True)
+class Scalar:
+    name: str  # dotted path inside the element (`x`, `scale`, `v.y`)
+    scalar: str  # one of SCALARS' values
+    offset: int  # bytes from the element's start
+
+
+@dataclass(frozen=True)
+class ReflectedBinding:
+    index: int
+    variable: str  # the Slang variable name
+    kind: Literal["storage", "uniform"]
+    shape: str  # structuredBuffer, byteAddressBuffer, constantBuffer, ...
+    writable: bool
+    scalars: tuple[Scalar, ...]  # the element flattened; empty when unknown (byte-address buffers)
+    element_size: int  # bytes per element (the stride); 0 when unknown
+
+    @property
+    def scalar_type(self) -> str | None:
+        """The element's scalar type when all its components share one."""
+        kinds = {s.scalar for s in self.scalars}
+        return kinds.pop() if len(kinds) == 1 else None
+
+
+@dataclass(frozen=True)
+class ReflectedEntry:
+    name: str
+    threads: tuple[int, int, int]
+    bindings: tuple[ReflectedBinding, ...]  # only those the entry uses, by index
+    used: tuple[int, ...]
+
+
+def _flatten(t: dict[str, Any], prefix: str, offset: int) -> tuple[list[Scalar], int]:
+    kind = t.get("kind")
+    if kind == "scalar":
+        sc = SCALARS.get(t.get("scalarType", ""))
+        if sc is None:
+            return [], 0
+        return [Scalar(prefix or "x", sc, offset)], scalar_size(sc)
+    if kind == "vector":
+        inner, size = _flatten(t["elementType"], "", 0)
+        if len(inner) != 1:
+            return [], 0
+        n = int(t.get("elementCount", 1))
+        names = "xyzw"
+        out = [
+            Scalar(f"{prefix}.{names[k]}" if prefix else names[k] if n > 1 else "x", inner[0].scalar, offset + k * size)
+            for k in range(n)
+        ]
+        return out, n * size
+    if kind == "struct":
+        out = []
+        end = 0
+        for f in t.get("fields", []):
+            b = f.get("binding", {})
+            off = int(b.get("offset", end))
+            sub, size = _flatten(f["type"], f"{prefix}.{f['name']}" if prefix else f["name"], offset + off)
+            if not sub:
+                return [], 0
+            out += sub
+            end = max(end, off + int(b.get("size", size)))
+        return out, end
+    return [], 0
+
+
+def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
+    b = param.get("binding", {})
+    if b.get("kind") != "descriptorTableSlot":
+        return None
+    if int(b.get("space", 0)) != 0:
+        raise HatchSlangError(f"`{param['name']}` is in descriptor set {b['space']}; only set 0 is supported")
+    t = param["type"]
+    if t.get("kind") == "constantBuffer":
+        scalars, size = _flatten(t["elementType"], "", 0)
+        return ReflectedBinding(int(b["index"]), param["name"], "uniform", "constantBuffer", False,
+                                tuple(scalars), size)
+    if t.get("kind") != "resource":
+        return None
+    shape = t.get("baseShape", "")
+    writable = t.get("access", "read") in ("readWrite", "write", "append", "consume")
+    elem = t.get("resultType")
+    scalars, size = _flatten(elem, "", 0) if elem else ([], 0)
+    return ReflectedBinding(int(b["index"]), param["name"], "storage", shape, writable, tuple(scalars), size)
+
+
+def read_entry(reflection_json: str, entry: str, spirv: bytes) -> ReflectedEntry:
+    data = json.loads(reflection_json)
+    eps = [e for e in data.get("entryPoints", []) if e.get("name") == entry]
+    if not eps:
+        raise HatchSlangError(f"reflection has no entry point `{entry}`")
+    threads = tuple(int(v) for v in eps[0].get("threadGroupSize", (1, 1, 1)))
+    all_bindings = [b for b in (_binding(p) for p in data.get("parameters", [])) if b is not None]
+    used = used_bindings(spirv)
+    return ReflectedEntry(
+        name=entry,
+        threads=(threads + (1, 1, 1))[:3],  # type: ignore[arg-type]
+        bindings=tuple(sorted((b for b in all_bindings if b.index in used), key=lambda b: b.index)),
+        used=tuple(sorted(used)),
+    )
+
+
+def read_all_bindings(reflection_json: str) -> tuple[ReflectedBinding, ...]:
+    data = json.loads(reflection_json)
+    found = (_binding(p) for p in data.get("parameters", []))
+    return tuple(sorted((b for b in found if b is not None), key=lambda b: b.index))
+
+
+# --- SPIR-V ---------------------------------------------------------------------------------
+
+_OP_SOURCE, _OP_ENTRY_POINT, _OP_DECORATE = 3, 15, 71
+_DECORATION_BINDING = 33
+
+
+def _words(spirv: bytes) -> tuple[int, ...]:
+    if len(spirv) < 20 or len(spirv) % 4:
+        raise HatchSlangError("SPIR-V module is truncated")
+    words = struct.unpack(f"<{len(spirv) // 4}I", spirv)
+    if words[0] != 0x07230203:
+        raise HatchSlangError("not a SPIR-V module (bad magic number)")
+    return words
+
+
+def _instructions(words: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
+    """(index of the first word, opcode, word count) per instruction."""
+    i = 5
+    while i < len(words):
+        count, opcode = words[i] >> 16, words[i] & 0xFFFF
+        if count == 0 or i + count > len(words):
+            raise HatchSlangError("SPIR-V module is malformed")
+        yield i, opcode, count
+        i += count
+
+
+def used_bindings(spirv: bytes) -> set[int]:
+    """Binding numbers of the variables in the (single) entry point's interface."""
+    words = _words(spirv)
+    interface: set[int] = set()
+    binding_of: dict[int, int] = {}
+    for i, opcode, count in _instructions(words):
+        if opcode == _OP_ENTRY_POINT:
+            # operands: model, function id, name (nul-terminated, word padded), interface ids
+            j = i + 3
+            while j < i + count and all((words[j] >> s) & 0xFF for s in (0, 8, 16, 24)):
+                j += 1  # the name ends in the first word holding a zero byte
+            interface.update(words[j + 1 : i + count])
+        elif opcode == _OP_DECORATE and count >= 4 and words[i + 2] == _DECORATION_BINDING:
+            binding_of[words[i + 1]] = words[i + 3]
+    return {binding_of[v] for v in interface if v in binding_of}
+
+
+def normalize_spirv(spirv: bytes) -> bytes:
+    """Mark the module's source language Unknown (0).
+
+    Slang declares language 11 (Slang), which older spirv-val and validation layers (1.3.239, as
+    in Debian 12) reject as an invalid operand although drivers run the module.
+    """
+    words = list(_words(spirv))
+    for i, opcode, count in _instructions(tuple(words)):
+        if opcode == _OP_SOURCE and count >= 3:
+            words[i + 1] = 0
+    return struct.pack(f"<{len(words)}I", *words)

@@ -1,0 +1,219 @@
+"""Argument checking and packing for generated kernel wrappers.
+
+Generated modules call only these helpers (as ``_c``); everything a wrapper checks is checked
+here, so every message has the same shape: the kernel, the argument, the axis, what was
+expected (and where that expectation came from) and what was given. Nothing is written to a
+caller's array unless the kernel ran to completion.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import threading
+from collections.abc import Mapping
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from ._kernel import Kernel
+from ._library import KernelLibrary
+from ._tensor import Tensor
+
+Number = Union[int, Fraction]
+Bound = Union[npt.NDArray[Any], Tensor]
+
+_LIBRARIES: dict[str, KernelLibrary] = {}
+_LIBRARIES_LOCK = threading.Lock()
+
+_RANGES: dict[str, tuple[int, int]] = {
+    "u32": (0, 2**32 - 1),
+    "i32": (-(2**31), 2**31 - 1),
+    "u64": (0, 2**64 - 1),
+    "i64": (-(2**63), 2**63 - 1),
+    "u16": (0, 2**16 - 1),
+    "i16": (-(2**15), 2**15 - 1),
+    "u8": (0, 255),
+    "i8": (-128, 127),
+}
+_NUMPY = {
+    "u32": "<u4", "i32": "<i4", "f32": "<f4", "u64": "<u8", "i64": "<i8", "f64": "<f8",
+    "u16": "<u2", "i16": "<i2", "f16": "<f2", "u8": "u1", "i8": "i1",
+}
+
+
+def library(module_file: str) -> KernelLibrary:
+    """The kernel library (manifest + SPIR-V) in the directory of a generated module."""
+    directory = str(Path(module_file).resolve().parent)
+    with _LIBRARIES_LOCK:
+        lib = _LIBRARIES.get(directory)
+        if lib is None:
+            lib = _LIBRARIES[directory] = KernelLibrary(Path(directory))
+        return lib
+
+
+def div(a: Number, b: Number) -> Fraction:
+    if b == 0:
+        raise ZeroDivisionError("division by zero in a Dispatch or shape expression")
+    return Fraction(a) / Fraction(b)
+
+
+def ceil(x: Number) -> int:
+    return math.ceil(x)
+
+
+def min(a: Number, b: Number) -> Number:  # noqa: A001 - mirrors the comment grammar's name
+    return a if a <= b else b
+
+
+def max(a: Number, b: Number) -> Number:  # noqa: A001
+    return a if a >= b else b
+
+
+def grid_dim(axis: str, value: Number) -> int:
+    if isinstance(value, Fraction):
+        if value.denominator != 1:
+            raise ValueError(f"grid {axis} = {value} is not a whole number of thread groups")
+        value = int(value)
+    if value < 0:
+        raise ValueError(f"grid {axis} = {value} is negative")
+    return int(value)
+
+
+def grid_arg(grid: object) -> tuple[int, int, int]:
+    """Validate an explicit ``grid=`` argument (kernels without a Dispatch line)."""
+    if not isinstance(grid, tuple | list) or not 1 <= len(grid) <= 3:
+        raise TypeError(f"argument `grid` must be a tuple of 1 to 3 ints, got {grid!r}")
+    dims = []
+    for axis, v in zip("xyz", grid):
+        try:
+            n = operator.index(v)
+        except TypeError:
+            raise TypeError(f"argument `grid` axis {axis} must be an int, got {type(v).__name__}") from None
+        if n < 0:
+            raise ValueError(f"argument `grid` axis {axis} is negative ({n})")
+        dims.append(n)
+    return (dims + [1, 1])[:3]  # type: ignore[return-value]
+
+
+def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> npt.NDArray[np.uint8]:
+    """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero)."""
+    out = np.zeros(size, dtype=np.uint8)
+    for field, offset, scalar, value in fields:
+        code = _NUMPY[scalar]
+        if scalar.startswith("f"):
+            if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+                raise TypeError(f"argument `{field}` must be a float, got {type(value).__name__}")
+            packed = np.array([value], dtype=code)
+        else:
+            try:
+                n = operator.index(value)  # type: ignore[arg-type]
+            except TypeError:
+                raise TypeError(f"argument `{field}` must be an int, got {type(value).__name__}") from None
+            lo, hi = _RANGES[scalar]
+            if not lo <= n <= hi:
+                raise ValueError(f"argument `{field}` = {n} is outside the {scalar} range [{lo}, {hi}]")
+            packed = np.array([n], dtype=code)
+        raw = packed.view(np.uint8)
+        out[offset : offset + raw.size] = raw
+    return out
+
+
+class Dims:
+    """Dimension names bound while checking one call's arguments."""
+
+    def __init__(self, kernel: str) -> None:
+        self.kernel = kernel
+        self.values: dict[str, tuple[int, str]] = {}  # name -> (value, where it came from)
+        self.writebacks: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]] = []
+
+    def _err(self, msg: str) -> str:
+        return f"{self.kernel}(): {msg}"
+
+    def given(self, name: str, value: object) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool):
+            raise TypeError(self._err(f"argument `{name}` must be an int, got bool"))
+        try:
+            n = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            raise TypeError(self._err(f"argument `{name}` must be an int, got {type(value).__name__}")) from None
+        if n < 0:
+            raise ValueError(self._err(f"argument `{name}` must be >= 0, got {n}"))
+        self.values[name] = (n, f"argument `{name}`")
+
+    def get(self, name: str) -> int:
+        return self.values[name][0]
+
+    def _bind(self, arg: str, axis: int, name: str, size: int) -> None:
+        known = self.values.get(name)
+        if known is None:
+            self.values[name] = (size, f"`{arg}` axis {axis}")
+        elif known[0] != size:
+            raise ValueError(self._err(
+                f"argument `{arg}` axis {axis} (`{name}`) has size {size}, "
+                f"expected {known[0]} (from {known[1]})"
+            ))
+
+    def expect(self, arg: str, axis: int, text: str, value: Number) -> None:
+        actual = self.values[f"{arg}#{axis}"][0]
+        if value != actual:
+            raise ValueError(self._err(f"argument `{arg}` axis {axis} has size {actual}, expected `{text}` = {value}"))
+
+    def array(
+        self,
+        name: str,
+        value: object,
+        dtype: str | None,
+        shape: tuple[str | int | None, ...] | None,
+        *,
+        writable: bool,
+        checked: bool,
+    ) -> Bound:
+        if isinstance(value, Tensor):
+            got_dtype, got_shape = value.dtype, value.shape
+        elif isinstance(value, np.ndarray):
+            got_dtype, got_shape = value.dtype, value.shape
+        else:
+            raise TypeError(self._err(
+                f"argument `{name}` must be a numpy.ndarray or slangrt.Tensor, got {type(value).__name__}"
+            ))
+        if dtype is not None and got_dtype != np.dtype(dtype):
+            raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
+        if got_dtype.byteorder == ">":
+            raise TypeError(self._err(f"argument `{name}` is big-endian ({got_dtype.str}); use native order"))
+        if checked:
+            want_ndim = len(shape) if shape is not None else 1
+            if len(got_shape) != want_ndim:
+                raise ValueError(self._err(
+                    f"argument `{name}` must have {want_ndim} dimension(s), got {len(got_shape)} (shape {got_shape})"
+                ))
+            for axis, (dim, size) in enumerate(zip(shape or (None,), got_shape)):
+                self.values[f"{name}#{axis}"] = (size, f"`{name}` axis {axis}")
+                if isinstance(dim, str):
+                    self._bind(name, axis, dim, size)
+                elif isinstance(dim, int) and dim != size:
+                    raise ValueError(self._err(f"argument `{name}` axis {axis} has size {size}, expected {dim}"))
+        if isinstance(value, Tensor):
+            return value
+        assert isinstance(value, np.ndarray)
+        if writable and not value.flags.writeable:
+            raise ValueError(self._err(f"argument `{name}` is written by the kernel but the array is read-only"))
+        if value.flags.c_contiguous and value.ctypes.data % value.dtype.alignment == 0:
+            return value
+        # Strided or misaligned: run on a contiguous copy; written arrays are copied back after.
+        copy = np.ascontiguousarray(value)
+        if copy is value:
+            copy = value.copy()
+        if writable:
+            self.writebacks.append((value, copy))
+        return copy
+
+    def run(self, kernel: Kernel, buffers: Mapping[int, Bound], grid: tuple[int, int, int]) -> None:
+        kernel.dispatch(buffers, grid)
+        for original, copy in self.writebacks:
+            original[...] = copy
