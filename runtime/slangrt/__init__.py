@@ -1,0 +1,43 @@
+"""slangrt: the Vulkan runtime that hatch-slang's generated kernel wrappers call.
+
+``import slangrt`` does not touch Vulkan; the first :func:`device`, :func:`devices` or
+:class:`Tensor` call loads the Vulkan loader and creates the instance.
+"""
+
+from __future__ import annotations
+
+from ._device import Device, DeviceInfo, device, devices
+from ._errors import (
+    DeviceLostError,
+    DispatchTimeoutError,
+    SlangRTError,
+    ValidationError,
+    VulkanError,
+    VulkanUnavailableError,
+)
+from ._kernel import BindingSpec, Kernel
+from ._tensor import Tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BindingSpec",
+    "Device",
+    "DeviceInfo",
+    "DeviceLostError",
+    "DispatchTimeoutError",
+    "Kernel",
+    "SlangRTError",
+    "Tensor",
+    "ValidationError",
+    "VulkanError",
+    "VulkanUnavailableError",
+    "__version__",
+    "device",
+    "devices",
+]
+
+# --- build side (hatch_slang) --------------------------------------------------------------
+# Imports from slangrt._call and slangrt._library go below this line, with their names added
+# to __all__ here (e.g. `__all__ += ["load_library"]`). The runtime part above does not use them.
+# --- end build side ------------------------------------------------------------------------

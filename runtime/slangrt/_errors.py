@@ -1,0 +1,64 @@
+"""The exceptions slangrt raises.
+
+Everything slangrt raises on purpose is a :class:`SlangRTError`, except out-of-memory, which is
+the built-in :class:`MemoryError` so that callers can handle it the same way as a failed host
+allocation, and argument mistakes, which are :class:`ValueError`/:class:`TypeError`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DeviceLostError",
+    "DispatchTimeoutError",
+    "SlangRTError",
+    "ValidationError",
+    "VulkanError",
+    "VulkanUnavailableError",
+]
+
+INSTALL_HINT = (
+    "To run on the CPU, install Mesa's lavapipe driver "
+    "(Debian/Ubuntu: `apt-get install libvulkan1 mesa-vulkan-drivers`); "
+    "to run on a GPU, install the vendor's driver (NVIDIA, AMD, Intel). "
+    "If a driver is installed in an unusual place, point the Vulkan loader at its ICD JSON "
+    "with VK_DRIVER_FILES (or VK_ICD_FILENAMES for loaders older than 1.3.207)."
+)
+
+
+class SlangRTError(Exception):
+    """Root of the errors raised by the slangrt runtime."""
+
+
+class VulkanUnavailableError(SlangRTError):
+    """No usable Vulkan: the loader library, a driver or a physical device is missing."""
+
+
+class VulkanError(SlangRTError):
+    """A Vulkan call failed; ``result`` is the VkResult name (e.g. ``VK_ERROR_UNKNOWN``)."""
+
+    def __init__(self, message: str, result: str = "VK_ERROR_UNKNOWN") -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class DeviceLostError(VulkanError):
+    """The device was lost (driver reset, GPU hang, hardware fault); it cannot be used again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "VK_ERROR_DEVICE_LOST")
+
+
+class DispatchTimeoutError(SlangRTError, TimeoutError):
+    """Waiting for submitted work took longer than the timeout (SLANGRT_TIMEOUT_S)."""
+
+
+class ValidationError(SlangRTError):
+    """The Khronos validation layer (SLANGRT_VALIDATION=1) reported errors.
+
+    ``messages`` holds every error message the layer produced during the failing call.
+    """
+
+    def __init__(self, messages: list[str]) -> None:
+        self.messages = list(messages)
+        joined = "\n".join(f"  - {m}" for m in self.messages)
+        super().__init__(f"Vulkan validation layer reported {len(self.messages)} error(s):\n{joined}")

@@ -1,0 +1,92 @@
+"""The one place that imports the ``vulkan`` package, and maps its failures onto ours.
+
+``import vulkan`` dlopens libvulkan at import time and raises ``OSError`` when it is missing,
+so slangrt imports it only on first use: ``import slangrt`` must work on machines without
+Vulkan (build machines, CI lint jobs).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ._errors import INSTALL_HINT, DeviceLostError, VulkanError, VulkanUnavailableError
+
+_lock = threading.Lock()
+_module: Any = None
+
+# The ``vulkan`` package defines VK_WHOLE_SIZE as -1, which overflows the unsigned fields.
+WHOLE_SIZE = 0xFFFF_FFFF_FFFF_FFFF
+UINT64_MAX = 0xFFFF_FFFF_FFFF_FFFF
+
+
+def vk() -> Any:
+    """Return the ``vulkan`` module, importing it (and so loading libvulkan) on first use."""
+    global _module
+    if _module is not None:
+        return _module
+    with _lock:
+        if _module is None:
+            try:
+                import vulkan
+            except OSError as exc:
+                raise VulkanUnavailableError(
+                    f"The Vulkan loader library (libvulkan.so.1 / vulkan-1.dll / libvulkan.dylib) "
+                    f"could not be loaded: {exc}. {INSTALL_HINT}"
+                ) from None
+            _module = vulkan
+    return _module
+
+
+_result_names: dict[int, str] = {}
+
+
+def result_name(code: int) -> str:
+    """The VkResult enumerant name for ``code`` (``VK_ERROR_...``), or the number if unknown."""
+    if not _result_names:
+        mod = vk()
+        for name in dir(mod):
+            if name.startswith("VK_ERROR_") or name in ("VK_TIMEOUT", "VK_NOT_READY", "VK_INCOMPLETE"):
+                value = getattr(mod, name)
+                if isinstance(value, int):
+                    _result_names.setdefault(value, name)
+    return _result_names.get(code, f"VkResult({code})")
+
+
+def _exception_result(exc: BaseException) -> str | None:
+    """The VkResult name carried by an exception of the ``vulkan`` package, else None."""
+    mod = vk()
+    cls = exc if isinstance(exc, type) else type(exc)
+    for code, exc_cls in mod.exception_codes.items():
+        if exc_cls is cls and code is not None:
+            return result_name(code)
+    return None
+
+
+@contextmanager
+def call(what: str, *, nbytes: int | None = None) -> Iterator[None]:
+    """Translate the ``vulkan`` package's exceptions raised inside the block into ours.
+
+    ``what`` says what was being done ("creating the compute pipeline for kernel 'x'");
+    ``nbytes``, when given, is the size of the allocation being made, for MemoryError messages.
+    """
+    mod = vk()
+    try:
+        yield
+    except (mod.VkError, mod.VkException) as exc:
+        name = _exception_result(exc) or type(exc).__name__
+        if name == "VK_ERROR_DEVICE_LOST":
+            raise DeviceLostError(f"Vulkan device lost while {what}.") from None
+        if name in ("VK_ERROR_OUT_OF_DEVICE_MEMORY", "VK_ERROR_OUT_OF_HOST_MEMORY"):
+            kind = "device" if name == "VK_ERROR_OUT_OF_DEVICE_MEMORY" else "host"
+            size = f" of {nbytes} bytes" if nbytes is not None else ""
+            raise MemoryError(
+                f"Out of {kind} memory ({name}) while {what}: allocation{size} failed."
+            ) from None
+        if name == "VK_ERROR_INCOMPATIBLE_DRIVER":
+            raise VulkanUnavailableError(
+                f"No usable Vulkan driver ({name} while {what}). {INSTALL_HINT}"
+            ) from None
+        raise VulkanError(f"Vulkan call failed with {name} while {what}.", name) from None

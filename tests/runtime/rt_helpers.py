@@ -1,0 +1,47 @@
+"""Helpers shared by the slangrt runtime tests (a plain module: conftest names can clash)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def spirv(name: str) -> bytes:
+    """The committed SPIR-V of fixture kernel ``name`` (see data/regen.py)."""
+    return (DATA / f"{name}.spv").read_bytes()
+
+
+def run_python(
+    code: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter (for per-process state: env vars, the instance)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        check=False,
+    )
+
+
+_device_ok: bool | None = None
+
+
+def has_vulkan_device() -> bool:
+    """Whether slangrt can open a device; asked once, in a subprocess, so that a broken
+    driver cannot take the test session down with it."""
+    global _device_ok
+    if _device_ok is None:
+        try:
+            proc = run_python("import slangrt; slangrt.device()")
+            _device_ok = proc.returncode == 0
+        except subprocess.TimeoutExpired:
+            _device_ok = False
+    return _device_ok
