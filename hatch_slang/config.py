@@ -103,7 +103,11 @@ def load_project_config(root: Path) -> BuildConfig:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{pyproject}: {e}") from None
-    table = data.get("tool", {}).get("hatch", {}).get("build", {}).get("hooks", {}).get(HOOK)
+    hooks = data.get("tool", {}).get("hatch", {}).get("build", {}).get("hooks", {})
+    table = hooks.get(HOOK)
+    if table is None and "shaders" in hooks.get("custom", {}):
+        # A project building with the in-tree plugin through a custom hook (as this repo does).
+        table = {k: v for k, v in hooks["custom"].items() if k != "path"}
     if table is None:
         raise ConfigError(f"{pyproject} has no [tool.hatch.build.hooks.{HOOK}] table")
     return parse_config(root, table)

@@ -1,0 +1,1 @@
+"""A project with a Slang syntax error (tests/packages/broken)."""

@@ -1,0 +1,1 @@
+"""A user project whose kernels hatch-slang builds (tests/packages/seedpkg)."""

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from slangrt import _call
+
+from hatch_slang.expr import ExprError, check_identifier, parse_expr, parse_grid
+
+
+def evaluate(python: str, **names: int) -> int | Fraction:
+    # The rendering only ever calls _c helpers and uses the names given; evaluate it with exactly
+    # those in scope (this is the test checking the rendering, not a path comments ever take).
+    return eval(python, {"__builtins__": {}, "_c": _call}, names)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("text", "names", "value"),
+    [
+        ("ceil(hidden / 256)", {"hidden": 300}, 2),
+        ("ceil(hidden / 256)", {"hidden": 512}, 2),
+        ("n_tokens * n_used", {"n_tokens": 3, "n_used": 4}, 12),
+        ("(n + 63) // 64", {"n": 65}, 2),
+        ("max(1, min(n, 8))", {"n": 20}, 8),
+        ("n - 1", {"n": 5}, 4),
+        ("-n + 10", {"n": 3}, 7),
+        ("n % 7", {"n": 23}, 2),
+        ("64", {}, 64),
+    ],
+)
+def test_whitelisted_expressions_render_to_exact_arithmetic(text: str, names: dict[str, int], value: int) -> None:
+    e = parse_expr(text)
+    assert evaluate(e.python, **names) == value
+    assert set(e.names) == set(names)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("__import__('os').system('x')", "only ceil"),
+        ("n.bit_length()", "only ceil"),
+        ("a[0]", "Subscript"),
+        ("(lambda: 1)()", "only ceil"),
+        ("lambda: 1", "Lambda"),
+        ("2 ** 4096", "Pow"),
+        ("1.5 * n", "integer literals"),
+        ("'abc'", "integer literals"),
+        ("10 ** 100", "Pow"),
+        ("99999999999999999999", "out of range"),
+        ("ceil(n, 2)", "takes 1"),
+        ("min(a, b=2)", "takes 2"),
+        ("__class__", "underscore"),
+        ("import os", "not an expression"),
+        ("n if n else 1", "IfExp"),
+        ("[n]", "List"),
+        ("n < 3", "Compare"),
+        ("class_ + def", "not an expression"),
+        ("", "empty"),
+        ("x" * 300, "longer than"),
+        ("ceil", "function"),
+    ],
+)
+def test_everything_else_is_rejected(text: str, why: str) -> None:
+    with pytest.raises(ExprError, match=why):
+        parse_expr(text)
+
+
+def test_grid_forms() -> None:
+    assert [g.text for g in parse_grid("(ceil(hidden / 256), n_tokens)")] == ["ceil(hidden / 256)", "n_tokens"]
+    assert [g.text for g in parse_grid("ceil(n / 64)")] == ["ceil(n / 64)"]
+    assert len(parse_grid("(a, b, c)")) == 3
+    with pytest.raises(ExprError, match="1 to 3"):
+        parse_grid("(a, b, c, d)")
+
+
+@pytest.mark.parametrize("name", ["class", "_hidden", "__dunder__", "np", "slangrt", "a.b", "a(b)", "x'y", "1abc", "é"])
+def test_identifiers_that_cannot_reach_code(name: str) -> None:
+    assert check_identifier(name) is not None
+
+
+@pytest.mark.parametrize("name", ["z", "sel_weight", "input", "filter", "n_tokens"])
+def test_ordinary_identifiers(name: str) -> None:
+    assert check_identifier(name) is None
