@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,6 +25,12 @@ _log = logging.getLogger("slangrt")
 
 # Slang emits SPIR-V 1.5, which needs a Vulkan 1.2 device.
 _MIN_API = (1, 2)
+
+_DEFAULT_TIMEOUT_S = 120.0
+# How long a fence wait polls before it sleeps (see Device._wait_fence); SLANGRT_SPIN_US overrides.
+_DEFAULT_SPIN_US = 100.0
+_VK_NOT_READY = 1
+_VK_TIMEOUT = 2
 
 _TYPE_NAMES = {0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
 # Lower is better: the default device is the first of the best type.
@@ -50,6 +57,23 @@ _V12_FEATURES = (
     "vulkanMemoryModelDeviceScope",
     "subgroupBroadcastDynamicId",
 )
+
+
+def _timeout_ns() -> int:
+    raw = os.environ.get("SLANGRT_TIMEOUT_S", "").strip()
+    try:
+        seconds = float(raw) if raw else _DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise SlangRTError(f"SLANGRT_TIMEOUT_S must be a number of seconds, got {raw!r}") from None
+    return max(1, int(seconds * 1e9))
+
+
+def _spin_s() -> float:
+    raw = os.environ.get("SLANGRT_SPIN_US", "").strip()
+    try:
+        return max(0.0, float(raw) if raw else _DEFAULT_SPIN_US) * 1e-6
+    except ValueError:
+        raise SlangRTError(f"SLANGRT_SPIN_US must be a number of microseconds, got {raw!r}") from None
 
 
 def _version_tuple(v: int) -> tuple[int, int, int]:
@@ -476,6 +500,8 @@ class Device:
         self._max_storage_range = int(limits.maxStorageBufferRange)
         self._children: weakref.WeakSet[_Resource] = weakref.WeakSet()
         self._children_lock = threading.Lock()
+        self._timeout_ns = _timeout_ns()
+        self._spin_s = _spin_s()
         self._closed = False
         self._finalizer = weakref.finalize(self, _destroy_device, self._state)
         self._instance.check_validation()
@@ -521,6 +547,29 @@ class Device:
 
     def _check_validation(self) -> None:
         self._instance.check_validation()
+
+    def _wait_fence(self, fence_array: Any, what: str) -> bool:
+        """Wait for ``fence_array[0]``; False if it is still unsignaled after the timeout.
+
+        Polls for a short while before sleeping in vkWaitForFences: waking from that sleep
+        costs tens of microseconds, more than a small dispatch takes.
+        """
+        lib = _vk.vk().lib
+        handle, fence = self._handle, fence_array[0]
+        deadline = time.perf_counter() + self._spin_s
+        while True:
+            status = lib.vkGetFenceStatus(handle, fence)
+            if status == 0:
+                return True
+            if status != _VK_NOT_READY:
+                _vk.check(status, f"waiting for {what}")
+            if time.perf_counter() >= deadline:
+                break
+        status = lib.vkWaitForFences(handle, 1, fence_array, 1, self._timeout_ns)
+        if status == _VK_TIMEOUT:
+            return False
+        _vk.check(status, f"waiting for {what}")
+        return True
 
 
 _default: Device | None = None

@@ -8,7 +8,6 @@ the command buffer, submits it, waits, and copies writable NumPy arguments back.
 from __future__ import annotations
 
 import operator
-import os
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -27,16 +26,6 @@ from ._tensor import Tensor
 __all__ = ["BindingSpec", "Kernel"]
 
 _SPIRV_MAGIC = 0x07230203
-_DEFAULT_TIMEOUT_S = 120.0
-
-
-def _timeout_ns() -> int:
-    raw = os.environ.get("SLANGRT_TIMEOUT_S", "").strip()
-    try:
-        seconds = float(raw) if raw else _DEFAULT_TIMEOUT_S
-    except ValueError:
-        raise SlangRTError(f"SLANGRT_TIMEOUT_S must be a number of seconds, got {raw!r}") from None
-    return max(1, int(seconds * 1e9))
 
 
 @dataclass(frozen=True)
@@ -75,6 +64,10 @@ class _GpuObjects:
         self.command_pool: Any = None
         self.command_buffer: Any = None
         self.fence: Any = None
+        # Raw structs for the per-dispatch submit, built once (see Kernel._submit_and_wait).
+        self.fence_array: Any = None
+        self.command_buffer_array: Any = None
+        self.submit_info: Any = None
         self.scratch: dict[int, Allocation] = {}
 
     def free(self) -> None:
@@ -379,6 +372,17 @@ class Kernel:
                 gpu.command_buffer = vk.vkAllocateCommandBuffers(h, cb_info)[0]
             with _vk.call(f"creating the fence of {what}"):
                 gpu.fence = vk.vkCreateFence(h, vk.VkFenceCreateInfo(), None)
+            ffi = vk.ffi
+            gpu.fence_array = ffi.new("VkFence[1]", [gpu.fence])
+            gpu.command_buffer_array = ffi.new("VkCommandBuffer[1]", [gpu.command_buffer])
+            gpu.submit_info = ffi.new(
+                "VkSubmitInfo*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                    "commandBufferCount": 1,
+                    "pCommandBuffers": gpu.command_buffer_array,
+                },
+            )
             dev._check_validation()
         except BaseException:
             gpu.free()
@@ -452,29 +456,26 @@ class Kernel:
             vk.vkEndCommandBuffer(cb)
 
     def _submit_and_wait(self, dev: Device, gpu: _GpuObjects) -> None:
-        vk = _vk.vk()
-        cbs = [gpu.command_buffer]
-        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
-        with dev._submit_lock, _vk.call(f"submitting kernel {self.name!r}"):
-            vk.vkQueueSubmit(dev._queue, 1, [submit], gpu.fence)
-        fences = [gpu.fence]
-        timeout = _timeout_ns()
-        with _vk.call(f"waiting for kernel {self.name!r}"):
-            try:
-                vk.vkWaitForFences(dev._handle, 1, fences, vk.VK_TRUE, timeout)
-                timed_out = False
-            except vk.VkTimeout:
-                timed_out = True
-        if timed_out:
+        # Raw vk.lib calls on structs built once per kernel: the package's wrappers cost more
+        # than the submission itself on a fast GPU.
+        lib = _vk.vk().lib
+        with dev._submit_lock:
+            _vk.check(
+                lib.vkQueueSubmit(dev._queue, 1, gpu.submit_info, gpu.fence),
+                f"submitting kernel {self.name!r}",
+            )
+        if not dev._wait_fence(gpu.fence_array, f"kernel {self.name!r}"):
             # The command buffer is still pending, so nothing it uses may be reset or freed:
             # disable the kernel and leave its objects to vkDestroyDevice.
-            self._broken = f"a dispatch did not finish within {timeout / 1e9:g} s"
+            seconds = dev._timeout_ns / 1e9
+            self._broken = f"a dispatch did not finish within {seconds:g} s"
             if self._finalizer is not None:
                 self._finalizer.detach()
             raise DispatchTimeoutError(
-                f"kernel {self.name!r} did not finish within {timeout / 1e9:g} s "
+                f"kernel {self.name!r} did not finish within {seconds:g} s "
                 "(set SLANGRT_TIMEOUT_S to wait longer); the kernel has been disabled"
             )
-        with _vk.call(f"resetting the fence of kernel {self.name!r}"):
-            vk.vkResetFences(dev._handle, 1, fences)
+        _vk.check(
+            lib.vkResetFences(dev._handle, 1, gpu.fence_array), f"resetting the fence of kernel {self.name!r}"
+        )
         dev._check_validation()

@@ -6,6 +6,7 @@ only :meth:`Tensor.from_numpy` and :meth:`Tensor.numpy` move data between host a
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
@@ -50,7 +51,7 @@ class Tensor:
     :meth:`close` (or ``with``), or let garbage collection do it.
     """
 
-    __slots__ = ("__weakref__", "_alloc", "_device", "_dtype", "_shape")
+    __slots__ = ("__weakref__", "_alloc", "_device", "_dtype", "_nbytes", "_shape", "_size")
 
     def __init__(
         self, shape: tuple[int, ...], dtype: np.dtype[Any], dev: Device, *, _zero: bool = True
@@ -60,8 +61,11 @@ class Tensor:
         self._shape = shape
         self._dtype = dtype
         self._device = dev
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        self._alloc: Allocation | None = allocate(dev, nbytes, what=f"a {dtype} tensor of shape {shape}")
+        self._size = math.prod(shape)
+        self._nbytes = self._size * dtype.itemsize
+        self._alloc: Allocation | None = allocate(
+            dev, self._nbytes, what=f"a {dtype} tensor of shape {shape}"
+        )
         if _zero:
             self._alloc.fill_zero()
         dev._register(self)
@@ -118,7 +122,7 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self._shape, dtype=np.int64))
+        return self._size
 
     @property
     def ndim(self) -> int:
@@ -126,7 +130,7 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return self.size * self._dtype.itemsize
+        return self._nbytes
 
     @property
     def device(self) -> Device:

@@ -65,6 +65,25 @@ def _exception_result(exc: BaseException) -> str | None:
     return None
 
 
+def error_for(name: str, what: str, nbytes: int | None = None) -> Exception:
+    """The exception slangrt raises for VkResult ``name`` while doing ``what``."""
+    if name == "VK_ERROR_DEVICE_LOST":
+        return DeviceLostError(f"Vulkan device lost while {what}.")
+    if name in ("VK_ERROR_OUT_OF_DEVICE_MEMORY", "VK_ERROR_OUT_OF_HOST_MEMORY"):
+        kind = "device" if name == "VK_ERROR_OUT_OF_DEVICE_MEMORY" else "host"
+        size = f" of {nbytes} bytes" if nbytes is not None else ""
+        return MemoryError(f"Out of {kind} memory ({name}) while {what}: allocation{size} failed.")
+    if name == "VK_ERROR_INCOMPATIBLE_DRIVER":
+        return VulkanUnavailableError(f"No usable Vulkan driver ({name} while {what}). {INSTALL_HINT}")
+    return VulkanError(f"Vulkan call failed with {name} while {what}.", name)
+
+
+def check(result: int, what: str) -> None:
+    """Raise for a failed VkResult from a raw ``vk.lib`` call (the hot path skips the wrappers)."""
+    if result != 0:
+        raise error_for(result_name(result), what)
+
+
 @contextmanager
 def call(what: str, *, nbytes: int | None = None) -> Iterator[None]:
     """Translate the ``vulkan`` package's exceptions raised inside the block into ours.
@@ -77,16 +96,4 @@ def call(what: str, *, nbytes: int | None = None) -> Iterator[None]:
         yield
     except (mod.VkError, mod.VkException) as exc:
         name = _exception_result(exc) or type(exc).__name__
-        if name == "VK_ERROR_DEVICE_LOST":
-            raise DeviceLostError(f"Vulkan device lost while {what}.") from None
-        if name in ("VK_ERROR_OUT_OF_DEVICE_MEMORY", "VK_ERROR_OUT_OF_HOST_MEMORY"):
-            kind = "device" if name == "VK_ERROR_OUT_OF_DEVICE_MEMORY" else "host"
-            size = f" of {nbytes} bytes" if nbytes is not None else ""
-            raise MemoryError(
-                f"Out of {kind} memory ({name}) while {what}: allocation{size} failed."
-            ) from None
-        if name == "VK_ERROR_INCOMPATIBLE_DRIVER":
-            raise VulkanUnavailableError(
-                f"No usable Vulkan driver ({name} while {what}). {INSTALL_HINT}"
-            ) from None
-        raise VulkanError(f"Vulkan call failed with {name} while {what}.", name) from None
+        raise error_for(name, what, nbytes) from None
