@@ -27,6 +27,9 @@ class ShaderError(HatchSlangError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self) -> tuple[type[ShaderError], tuple[str, int | None, str]]:
+        return (type(self), (self.path, self.line, self.message))  # picklable across processes
+
 
 class CompileError(HatchSlangError):
     """The Slang compiler rejected a shader (or crashed on it); carries its diagnostics."""
@@ -38,6 +41,9 @@ class CompileError(HatchSlangError):
         what = f"{self.path} (entry `{entry}`)" if entry else self.path
         body = "\n".join("    " + line for line in diagnostics.rstrip().splitlines())
         super().__init__(f"Slang failed to compile {what}:\n{body}")
+
+    def __reduce__(self) -> tuple[type[CompileError], tuple[str, str | None, str]]:
+        return (type(self), (self.path, self.entry, self.diagnostics))  # results cross processes
 
 
 class BuildErrors(HatchSlangError):
