@@ -184,7 +184,7 @@ class Kernel:
                     alloc = self._scratch(dev, gpu, spec, arg.nbytes)
                     alloc.write(arg)
                 bound.append((spec.binding, alloc, _range(alloc, arg.nbytes)))
-            key = (tuple((b, a.buffer, r) for b, a, r in bound), gx, gy, gz)
+            key = (tuple((b, a.serial, r) for b, a, r in bound), gx, gy, gz)
             if key != self._recorded:
                 self._recorded = None
                 self._record(gpu, bound, (gx, gy, gz))

@@ -11,6 +11,7 @@ transfers on discrete GPUs, and sub-allocation from large blocks.
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,9 @@ __all__ = ["MIN_BUFFER_BYTES", "Allocation", "allocate", "buffer_size"]
 # Vulkan buffers cannot be empty, and shaders read whole 32-bit words: round sizes up to this.
 MIN_BUFFER_BYTES = 16
 _ALIGN = 4
+
+
+_serials = itertools.count(1)
 
 
 def buffer_size(nbytes: int) -> int:
@@ -60,6 +64,10 @@ class Allocation:
 
     def __init__(self, dev: Device, nbytes: int, what: str) -> None:
         vk = _vk.vk()
+        # Identifies this buffer for its whole life. Handles cannot: a freed buffer's handle
+        # value can come back for a new buffer, and a kernel must not mistake the new one for
+        # the one its recorded command buffer and descriptor set point at.
+        self.serial = next(_serials)
         self.nbytes = nbytes
         self.size = buffer_size(nbytes)
         handle = dev._handle

@@ -69,6 +69,7 @@ class Tensor:
         if _zero:
             self._alloc.fill_zero()
         dev._register(self)
+        dev._check_validation()
 
     # -- construction ------------------------------------------------------------------------
 

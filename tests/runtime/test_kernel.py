@@ -266,3 +266,15 @@ def test_dispatch_timeout_raises_instead_of_hanging() -> None:
         pytest.skip("the busy kernel finished within 50 ms on this device")
     assert lines[0].split()[2:] == ["True", "False"]  # the message says what to set; out untouched
     assert lines[1] == "DISABLED True"
+
+
+def test_new_tensor_in_a_freed_ones_place_is_bound_afresh(add: slangrt.Kernel) -> None:
+    # Drivers hand out a freed buffer's handle again; the kernel must not keep using the
+    # descriptors it recorded for the old buffer.
+    n = slangrt.Tensor.from_numpy(np.array([64], np.uint32))
+    b = slangrt.Tensor.from_numpy(np.ones(64, np.float32))
+    for i in range(20):
+        a = slangrt.Tensor.from_numpy(np.full(64, float(i), np.float32))
+        add.dispatch({0: a, 1: b, 2: n}, (1, 1, 1))
+        np.testing.assert_array_equal(a.numpy(), np.full(64, i + 1.0))
+        a.close()
