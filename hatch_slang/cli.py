@@ -63,8 +63,10 @@ def devices() -> None:
         raise click.ClickException(str(e)) from None
     for d in infos:
         mark = "*" if d.index == default else " "
-        click.echo(f"{mark} {d.index}  {d.name}  [{d.type}]  driver {d.driver}  "
-                   f"Vulkan {d.api_version}  {d.memory_bytes / 2**30:.1f} GiB")
+        click.echo(
+            f"{mark} {d.index}  {d.name}  [{d.type}]  driver {d.driver}  "
+            f"Vulkan {d.api_version}  {d.memory_bytes / 2**30:.1f} GiB"
+        )
 
 
 @main.command()
@@ -95,8 +97,18 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int) -> N
 
 def _table(rows: list[Row]) -> None:
     headers = ["shader", "entry", "shape", "max abs err", "max rel err", "ms", "ok"]
-    cells = [[r.shader, r.entry, r.shape, f"{r.max_abs_err:.2e}", f"{r.max_rel_err:.2e}",
-              f"{r.seconds * 1e3:.2f}", "ok" if r.ok else "FAIL"] for r in rows]
+    cells = [
+        [
+            r.shader,
+            r.entry,
+            r.shape,
+            f"{r.max_abs_err:.2e}",
+            f"{r.max_rel_err:.2e}",
+            f"{r.seconds * 1e3:.2f}",
+            "ok" if r.ok else "FAIL",
+        ]
+        for r in rows
+    ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
     click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
     click.echo("  ".join("-" * w for w in widths))

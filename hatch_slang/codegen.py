@@ -98,15 +98,23 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
         body.append(f"_d.given({_lit(name)}, {name})")
     for b in data:
         if b.shape_checked and b.shape is not None:
-            dims = [_lit(d.names[0]) if d.is_name else str(d.constant) if d.constant is not None else "None"
-                    for d in b.shape]
+            dims = [
+                _lit(d.names[0]) if d.is_name else str(d.constant) if d.constant is not None else "None"
+                for d in b.shape
+            ]
             shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
         else:
             shape = "None"
         body += _call(
             f"_{b.name} = _d.array(",
-            [_lit(b.name), b.name, _lit(DTYPES[b.dtype]) if b.dtype else "None", shape,
-             f"writable={b.writable}", f"checked={b.shape_checked}"],
+            [
+                _lit(b.name),
+                b.name,
+                _lit(DTYPES[b.dtype]) if b.dtype else "None",
+                shape,
+                f"writable={b.writable}",
+                f"checked={b.shape_checked}",
+            ],
         )
     needed = _names_needed(e)
     for name in e.inferable:
@@ -182,8 +190,14 @@ def _lit(text: str) -> str:
 def _escape_doc(text: str) -> str:
     """Text that is safe inside a triple-quoted docstring and reads the same."""
     text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').replace("\t", "    ")
-    text = "".join(ch if ch == "\n" or ch.isprintable() else f"\\x{ord(ch):02x}" if ord(ch) < 256
-                   else f"\\u{ord(ch):04x}" for ch in text)
+    text = "".join(
+        ch
+        if ch == "\n" or ch.isprintable()
+        else f"\\x{ord(ch):02x}"
+        if ord(ch) < 256
+        else f"\\u{ord(ch):04x}"
+        for ch in text
+    )
     text = "\n".join(line.rstrip() for line in text.split("\n"))
     if text.endswith('"'):
         text += " "
@@ -243,6 +257,10 @@ def manifest_entry(spec: ShaderSpec) -> dict[str, object]:
 
 
 def render_manifest(shaders: dict[str, dict[str, object]], compiler: str) -> str:
-    doc = {"format": 1, "generator": f"hatch-slang {__version__}", "compiler": f"slang {compiler}",
-           "shaders": shaders}
+    doc = {
+        "format": 1,
+        "generator": f"hatch-slang {__version__}",
+        "compiler": f"slang {compiler}",
+        "shaders": shaders,
+    }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -82,7 +82,9 @@ def slang_library_path() -> Path:
             "`pip install slangpy`"
         )
     here = Path(next(iter(spec.submodule_search_locations)))
-    found = sorted(glob.glob(str(here / "libslang-compiler.so*")) + glob.glob(str(here / "slang-compiler.dll")))
+    found = sorted(
+        glob.glob(str(here / "libslang-compiler.so*")) + glob.glob(str(here / "slang-compiler.dll"))
+    )
     found += sorted(glob.glob(str(here / "libslang-compiler*.dylib")))
     if not found:
         raise HatchSlangError(f"no Slang compiler library found in {here}")
@@ -142,8 +144,19 @@ def compile_job(job: CompileJob) -> CompileResult:
     for entry in job.entries:
         req = slang.lib.spCreateCompileRequest(slang.session)
         try:
-            args = [job.path, "-target", "spirv", "-entry", entry, "-stage", "compute",
-                    "-fvk-use-entrypoint-name", *job.options.args(), "-o", f"{entry}.spv"]
+            args = [
+                job.path,
+                "-target",
+                "spirv",
+                "-entry",
+                entry,
+                "-stage",
+                "compute",
+                "-fvk-use-entrypoint-name",
+                *job.options.args(),
+                "-o",
+                f"{entry}.spv",
+            ]
             argv = (ctypes.c_char_p * len(args))(*[a.encode() for a in args])
             if slang.lib.spProcessCommandLineArguments(req, argv, len(args)) < 0:
                 diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
@@ -251,4 +264,3 @@ def _isolated(job: CompileJob) -> CompileResult:
                 job.path,
                 error=CompileError(job.path, None, "the Slang compiler crashed (worker process died)"),
             )
-

@@ -14,7 +14,12 @@ from hatch_slang.errors import ConfigError
 
 HOOK = "slang"
 # Options hatchling itself understands for every build hook; they are not ours to reject.
-_HATCH_GENERIC = {"dependencies", "require-runtime-dependencies", "require-runtime-features", "enable-by-default"}
+_HATCH_GENERIC = {
+    "dependencies",
+    "require-runtime-dependencies",
+    "require-runtime-features",
+    "enable-by-default",
+}
 KNOWN = ("shaders", "package", "include-dirs", "defines", "optimization", "templates", "strict")
 _DEFINE = re.compile(r"^[A-Za-z_]\w*$")
 

@@ -54,9 +54,7 @@ _BINDING = re.compile(
     re.IGNORECASE,
 )
 _PARAMS = re.compile(r"^(?:\w+\s*\[\s*0\s*\]\s*=\s*)?\((?P<fields>[^()]*)\)\s*(?P<doc>.*)$")
-_DATA = re.compile(
-    r"^(?P<dtype>[A-Za-z]\w*)\s*,?\s*(?P<shape>`?\s*(?:\[[^\[\]]*\]\s*)+`?)?\s*(?P<doc>.*)$"
-)
+_DATA = re.compile(r"^(?P<dtype>[A-Za-z]\w*)\s*,?\s*(?P<shape>`?\s*(?:\[[^\[\]]*\]\s*)+`?)?\s*(?P<doc>.*)$")
 _DIM = re.compile(r"\[([^\[\]]*)\]")
 _DISPATCH_HEAD = re.compile(r"^\s*dispatch\s*:", re.IGNORECASE)
 _DISPATCH = re.compile(
@@ -222,8 +220,9 @@ def _parse_binding(path: str, number: int, text: str) -> BindingDoc:
             fields.append(ParamsField(slot, py_name, is_bits))
         if not fields or all(f.name is None for f in fields):
             raise ShaderError(path, number, f"params binding `{name}` names no fields")
-        return BindingDoc(number, register, index, name, "params", None, None, tuple(fields),
-                          pm.group("doc").strip())
+        return BindingDoc(
+            number, register, index, name, "params", None, None, tuple(fields), pm.group("doc").strip()
+        )
 
     dm = _DATA.match(rest)
     if not dm or dm.group("dtype").lower() not in DTYPES:
@@ -243,8 +242,9 @@ def _parse_binding(path: str, number: int, text: str) -> BindingDoc:
             except ExprError as e:
                 raise ShaderError(path, number, f"binding `{name}` shape: {e}") from None
         shape = tuple(dims)
-    return BindingDoc(number, register, index, name, "data", dm.group("dtype").lower(), shape, (),
-                      dm.group("doc").strip())
+    return BindingDoc(
+        number, register, index, name, "data", dm.group("dtype").lower(), shape, (), dm.group("doc").strip()
+    )
 
 
 def _parse_dispatch(path: str, lines: list[tuple[int, str]], i: int) -> tuple[DispatchDoc, int]:
@@ -278,9 +278,13 @@ def _check_unique(path: str, bindings: tuple[BindingDoc, ...]) -> None:
     names: dict[str, BindingDoc] = {}
     for b in bindings:
         if b.index in by_index:
-            raise ShaderError(path, b.line, f"binding {b.index} already listed at line {by_index[b.index].line}")
+            raise ShaderError(
+                path, b.line, f"binding {b.index} already listed at line {by_index[b.index].line}"
+            )
         if b.name in names:
-            raise ShaderError(path, b.line, f"binding name `{b.name}` already used at line {names[b.name].line}")
+            raise ShaderError(
+                path, b.line, f"binding name `{b.name}` already used at line {names[b.name].line}"
+            )
         by_index[b.index] = b
         names[b.name] = b
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hatch_slang import codegen
-from hatch_slang.compiler import CompileJob, CompilerPool, CompileResult
+from hatch_slang.compiler import CompileJob, CompileResult, CompilerPool
 from hatch_slang.config import BuildConfig
 from hatch_slang.discover import Shader, discover
 from hatch_slang.errors import BuildErrors, HatchSlangError
@@ -64,12 +64,14 @@ def build(config: BuildConfig, *, progress: Progress | None = None) -> BuildOutp
     manifest: dict[str, dict[str, object]] = {}
     for spec in specs:
         files[f"{spec.shader.module}.py"] = codegen.render_module(spec, templates).encode()
-        for e in spec.entries:
-            files[codegen.spv_name(spec.shader.module, e.name)] = e.spirv
+        for entry in spec.entries:
+            files[codegen.spv_name(spec.shader.module, entry.name)] = entry.spirv
         manifest[spec.shader.module] = codegen.manifest_entry(spec)
     files[codegen.MANIFEST] = codegen.render_manifest(manifest, compiler).encode()
     files["py.typed"] = b""
-    if not (config.package_dir / "__init__.py").is_file() or _is_generated(config.package_dir / "__init__.py"):
+    if not (config.package_dir / "__init__.py").is_file() or _is_generated(
+        config.package_dir / "__init__.py"
+    ):
         files["__init__.py"] = _render_init(specs).encode()
     warnings = tuple(w for s in specs for w in s.warnings)
     return BuildOutput(files, tuple(specs), warnings, compiler)
@@ -84,7 +86,11 @@ def _is_generated(path: Path) -> bool:
 
 def _render_init(specs: list[ShaderSpec]) -> str:
     modules = sorted(s.shader.module for s in specs)
-    lines = [INIT_HEADER.rstrip("\n"), '"""Slang kernels compiled by hatch-slang; one module per shader file."""', ""]
+    lines = [
+        INIT_HEADER.rstrip("\n"),
+        '"""Slang kernels compiled by hatch-slang; one module per shader file."""',
+        "",
+    ]
     lines += [f"from . import {m} as {m}" for m in modules]
     lines += ["", "__all__ = [" + ", ".join(f'"{m}"' for m in modules) + "]", ""]
     if len(lines[-2]) > 88:

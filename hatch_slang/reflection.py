@@ -83,7 +83,11 @@ def _flatten(t: dict[str, Any], prefix: str, offset: int) -> tuple[list[Scalar],
         n = int(t.get("elementCount", 1))
         names = "xyzw"
         out = [
-            Scalar(f"{prefix}.{names[k]}" if prefix else names[k] if n > 1 else "x", inner[0].scalar, offset + k * size)
+            Scalar(
+                f"{prefix}.{names[k]}" if prefix else names[k] if n > 1 else "x",
+                inner[0].scalar,
+                offset + k * size,
+            )
             for k in range(n)
         ]
         return out, n * size
@@ -111,8 +115,9 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
     t = param["type"]
     if t.get("kind") == "constantBuffer":
         scalars, size = _flatten(t["elementType"], "", 0)
-        return ReflectedBinding(int(b["index"]), param["name"], "uniform", "constantBuffer", False,
-                                tuple(scalars), size)
+        return ReflectedBinding(
+            int(b["index"]), param["name"], "uniform", "constantBuffer", False, tuple(scalars), size
+        )
     if t.get("kind") != "resource":
         return None
     shape = t.get("baseShape", "")

@@ -100,8 +100,11 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
         for doc in c.bindings:
             r = reflected_all.get(doc.index)
             if r is None:
-                problem(doc.line, f"binding {doc.index} (`{doc.name}`) is not a binding of the shader "
-                        f"(it has {sorted(reflected_all) or 'none'})")
+                problem(
+                    doc.line,
+                    f"binding {doc.index} (`{doc.name}`) is not a binding of the shader "
+                    f"(it has {sorted(reflected_all) or 'none'})",
+                )
                 continue
             documented[doc.index] = _from_doc(doc, r, problem)
 
@@ -115,8 +118,11 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
                 buffers.append(documented[r.index])
                 continue
             if c.bindings is not None:
-                problem(c.bindings_line, f"binding {r.index} (`{r.variable}`) is used by entry "
-                        f"`{refl.name}` but missing from the Bindings block")
+                problem(
+                    c.bindings_line,
+                    f"binding {r.index} (`{r.variable}`) is used by entry "
+                    f"`{refl.name}` but missing from the Bindings block",
+                )
             buffers.append(_from_reflection(r))
         entries.append(_entry(shader, refl, tuple(buffers), spirv, problem))
 
@@ -132,31 +138,47 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
     if doc.register is not None:
         actual = "b" if r.kind == "uniform" else "u" if r.writable else "t"
         if actual != doc.register:
-            problem(doc.line, f"binding `{doc.name}` is declared `{doc.register}{doc.index}` "
-                    f"({_KIND_WORDS[doc.register]}) but the shader's `{r.variable}` is a "
-                    f"{_KIND_WORDS[actual]}; write `{actual}{doc.index}`")
+            problem(
+                doc.line,
+                f"binding `{doc.name}` is declared `{doc.register}{doc.index}` "
+                f"({_KIND_WORDS[doc.register]}) but the shader's `{r.variable}` is a "
+                f"{_KIND_WORDS[actual]}; write `{actual}{doc.index}`",
+            )
     if doc.role == "data":
         assert doc.dtype is not None
         actual_scalar = r.scalar_type
         if actual_scalar is not None and actual_scalar != doc.dtype:
-            problem(doc.line, f"binding `{doc.name}` is declared {doc.dtype} but the shader's "
-                    f"`{r.variable}` holds {actual_scalar}")
-        return BufferSpec(doc.index, doc.name, "data", kind, writable, doc.dtype, doc.shape, True,
-                          doc.doc, doc.line)
+            problem(
+                doc.line,
+                f"binding `{doc.name}` is declared {doc.dtype} but the shader's "
+                f"`{r.variable}` holds {actual_scalar}",
+            )
+        return BufferSpec(
+            doc.index, doc.name, "data", kind, writable, doc.dtype, doc.shape, True, doc.doc, doc.line
+        )
 
     slots: list[ParamSlot] = []
     per_element = len(r.scalars)
     if per_element == 0:
-        problem(doc.line, f"params binding `{doc.name}`: the shader's `{r.variable}` has no "
-                "element layout hatch-slang can pack (use uint, uintN or a struct of scalars)")
+        problem(
+            doc.line,
+            f"params binding `{doc.name}`: the shader's `{r.variable}` has no "
+            "element layout hatch-slang can pack (use uint, uintN or a struct of scalars)",
+        )
         per_element = 1
     n_fields = len(doc.fields)
     if r.kind == "uniform" and n_fields > per_element:
-        problem(doc.line, f"params binding `{doc.name}` lists {n_fields} fields but the shader's "
-                f"`{r.variable}` holds {per_element}")
+        problem(
+            doc.line,
+            f"params binding `{doc.name}` lists {n_fields} fields but the shader's "
+            f"`{r.variable}` holds {per_element}",
+        )
     elif per_element > 1 and n_fields > per_element:
-        problem(doc.line, f"params binding `{doc.name}` lists {n_fields} fields but one element of "
-                f"`{r.variable}` holds {per_element}")
+        problem(
+            doc.line,
+            f"params binding `{doc.name}` lists {n_fields} fields but one element of "
+            f"`{r.variable}` holds {per_element}",
+        )
     stride = r.element_size or 4
     size = 0
     for f in doc.fields:
@@ -173,15 +195,26 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
         slots.append(ParamSlot(f.name, "f32" if f.is_bits else scalar, offset, as_float))
     size = max(size, stride * math.ceil(n_fields / per_element))
     size = -(-size // 16) * 16
-    return BufferSpec(doc.index, doc.name, "params", kind, writable, None, None, True, doc.doc,
-                      doc.line, tuple(slots), size)
+    return BufferSpec(
+        doc.index, doc.name, "params", kind, writable, None, None, True, doc.doc, doc.line, tuple(slots), size
+    )
 
 
 def _from_reflection(r: ReflectedBinding) -> BufferSpec:
     name = r.variable if check_identifier(r.variable) is None else f"binding{r.index}"
     dtype = r.scalar_type if r.scalar_type in DTYPES and r.kind == "storage" else None
-    return BufferSpec(r.index, name, "data", r.kind, r.writable, dtype, None, False,
-                      f"`{r.variable}` (from reflection)", None)
+    return BufferSpec(
+        r.index,
+        name,
+        "data",
+        r.kind,
+        r.writable,
+        dtype,
+        None,
+        False,
+        f"`{r.variable}` (from reflection)",
+        None,
+    )
 
 
 def _entry(
@@ -207,29 +240,51 @@ def _entry(
         for dim in b.shape or ():
             if dim.is_name and dim.names[0] not in inferable:
                 if dim.names[0] in data_names:
-                    raise ShaderError(shader.rel, b.line, f"dimension `{dim.names[0]}` is also a binding name")
+                    raise ShaderError(
+                        shader.rel, b.line, f"dimension `{dim.names[0]}` is also a binding name"
+                    )
                 inferable.append(dim.names[0])
     known = set(inferable) | set(fields)
     for b in buffers:
         for dim in b.shape or ():
             for name in dim.names:
                 if name not in known:
-                    raise ShaderError(shader.rel, b.line, f"shape of `{b.name}` uses `{name}`, which no "
-                                      "params field or bare dimension of another binding defines")
+                    raise ShaderError(
+                        shader.rel,
+                        b.line,
+                        f"shape of `{b.name}` uses `{name}`, which no "
+                        "params field or bare dimension of another binding defines",
+                    )
     grid = None
     if c.dispatch is not None:
         d = c.dispatch
         for e in d.grid:
             for name in e.names:
                 if name not in known:
-                    raise ShaderError(shader.rel, d.line, f"Dispatch uses `{name}`, which is neither a "
-                                      f"params field nor a dimension of a binding used by `{refl.name}`")
+                    raise ShaderError(
+                        shader.rel,
+                        d.line,
+                        f"Dispatch uses `{name}`, which is neither a "
+                        f"params field nor a dimension of a binding used by `{refl.name}`",
+                    )
         total = refl.threads[0] * refl.threads[1] * refl.threads[2]
         if d.group_size != total:
-            problem(d.line, f"Dispatch says groups of {d.group_size} but entry `{refl.name}` has "
-                    f"[numthreads({', '.join(map(str, refl.threads))})] = {total} threads")
+            problem(
+                d.line,
+                f"Dispatch says groups of {d.group_size} but entry `{refl.name}` has "
+                f"[numthreads({', '.join(map(str, refl.threads))})] = {total} threads",
+            )
         grid = d.grid
     required = tuple(n for n in fields if n not in inferable)
     optional = tuple(n for n in fields if n in inferable)
-    return EntrySpec(refl.name, refl.threads, buffers, spirv, grid,
-                     c.dispatch.text if c.dispatch else None, tuple(inferable), required, optional)
+    return EntrySpec(
+        refl.name,
+        refl.threads,
+        buffers,
+        spirv,
+        grid,
+        c.dispatch.text if c.dispatch else None,
+        tuple(inferable),
+        required,
+        optional,
+    )

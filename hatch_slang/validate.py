@@ -86,7 +86,9 @@ def _errors(got: np.ndarray, want: np.ndarray) -> tuple[float, float]:
 
 
 def validate(
-    config: BuildConfig, names: list[str] | None = None, seed: int = 0,
+    config: BuildConfig,
+    names: list[str] | None = None,
+    seed: int = 0,
     on_row: Callable[[Row], None] | None = None,
 ) -> Iterator[Row]:
     import slangrt
@@ -112,7 +114,11 @@ def validate(
                 got = np.asarray(args[name])
                 a, r = _errors(got, want)
                 worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
-                ok = ok and got.shape == want.shape and bool(np.allclose(got, want, atol=case.atol, rtol=case.rtol))
+                ok = (
+                    ok
+                    and got.shape == want.shape
+                    and bool(np.allclose(got, want, atol=case.atol, rtol=case.rtol))
+                )
             row = Row(path.name, case.entry, device, case.label, worst_abs, worst_rel, ok, elapsed)
             if on_row is not None:
                 on_row(row)

@@ -14,7 +14,9 @@ import numpy as np
 from hatch_slang.validate import Case
 
 
-def reference(z: np.ndarray, sel_weight: np.ndarray, out: np.ndarray, n_used: int, accumulate: bool) -> np.ndarray:
+def reference(
+    z: np.ndarray, sel_weight: np.ndarray, out: np.ndarray, n_used: int, accumulate: bool
+) -> np.ndarray:
     n_tokens, hidden = out.shape
     combined = (sel_weight[:, None].astype(np.float64) * z).reshape(n_tokens, n_used, hidden).sum(axis=1)
     return (combined + out if accumulate else combined).astype(np.float32)

@@ -6,8 +6,8 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -28,14 +28,21 @@ def build(root: Path, **options: object) -> pipeline.BuildOutput:
 def test_seed_builds_wrapper_spirv_manifest(package: Callable[[str], Path]) -> None:
     out = build(package("seedpkg"))
     assert sorted(out.files) == [
-        "__init__.py", "manifest.json", "moe_combine.moe_combine.spv", "moe_combine.py", "py.typed"
+        "__init__.py",
+        "manifest.json",
+        "moe_combine.moe_combine.spv",
+        "moe_combine.py",
+        "py.typed",
     ]
     manifest = json.loads(out.files["manifest.json"])
     entry = manifest["shaders"]["moe_combine"]["entries"]["moe_combine"]
     assert entry["threads"] == [256, 1, 1]
     assert entry["grid"] == ["ceil(hidden / 256)", "n_tokens"]
     assert [(b["binding"], b["name"], b["writable"]) for b in entry["bindings"]] == [
-        (0, "z", False), (1, "sel_weight", False), (2, "out", True), (3, "params", False)
+        (0, "z", False),
+        (1, "sel_weight", False),
+        (2, "out", True),
+        (3, "params", False),
     ]
     assert manifest["compiler"].startswith("slang ")
     assert out.files["moe_combine.moe_combine.spv"][:4] == b"\x03\x02\x23\x07"
@@ -64,8 +71,9 @@ def test_generated_code_is_ruff_formatted(package: Callable[[str], Path], tmp_pa
     out = build(package("seedpkg"))
     for name in ("moe_combine.py", "__init__.py"):
         (tmp_path / name).write_bytes(out.files[name])
-    run = subprocess.run([BIN / "ruff", "format", "--isolated", "--check", "--diff", tmp_path],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [BIN / "ruff", "format", "--isolated", "--check", "--diff", tmp_path], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -89,8 +97,12 @@ BAD_CALLS = {
 
 def _mypy(root: Path, code: str) -> subprocess.CompletedProcess[str]:
     (root / "use.py").write_text(code)
-    return subprocess.run([BIN / "mypy", "--strict", "--no-incremental", "use.py", "mypkg"],
-                          cwd=root, capture_output=True, text=True)
+    return subprocess.run(
+        [BIN / "mypy", "--strict", "--no-incremental", "use.py", "mypkg"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_mypy_strict_accepts_good_calls_and_rejects_bad_ones(package: Callable[[str], Path]) -> None:
@@ -151,7 +163,9 @@ def test_read_only_register_on_read_write_buffer_names_binding_and_line(tmp_path
 
 def test_group_size_must_match_numthreads(tmp_path: Path) -> None:
     _write(tmp_path, "scale.slang", SCALE.format(reg="u", group=256))
-    with pytest.raises(ShaderError, match=r"shaders/scale.slang:4: Dispatch says groups of 256 .* = 64 threads"):
+    with pytest.raises(
+        ShaderError, match=r"shaders/scale.slang:4: Dispatch says groups of 256 .* = 64 threads"
+    ):
         build(tmp_path)
 
 
@@ -180,11 +194,16 @@ def test_compiler_crash_is_a_build_error_naming_the_shader(
         ({"package": "my-pkg/k"}, "Option `package` for build hook `slang`"),
         ({"optimization": 7}, "Option `optimization`"),
         ({"strict": "yes"}, "Option `strict`"),
-        ({"shader": ["x"]}, "Unknown option(s) `shader` for build hook `slang`; known options: shaders, package"),
+        (
+            {"shader": ["x"]},
+            "Unknown option(s) `shader` for build hook `slang`; known options: shaders, package",
+        ),
         ({"shaders": ["nothing/*.slang"]}, "matches no file"),
     ],
 )
-def test_options_are_validated_with_their_names(tmp_path: Path, options: dict[str, object], message: str) -> None:
+def test_options_are_validated_with_their_names(
+    tmp_path: Path, options: dict[str, object], message: str
+) -> None:
     raw: dict[str, object] = {"shaders": ["*.slang"], "package": "mypkg/kernels", **options}
     (tmp_path / "k.slang").write_text("")
     with pytest.raises(HatchSlangError) as info:

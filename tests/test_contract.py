@@ -54,7 +54,10 @@ def test_tolerated_variations() -> None:
     assert y.register is None and y.shape is None and y.dtype == "u32"
     assert p.register == "b"
     assert [(f.slot, f.name, f.is_bits) for f in p.fields] == [
-        (0, "rows", False), (1, None, False), (2, "scale", True), (3, "cols", False)
+        (0, "rows", False),
+        (1, None, False),
+        (2, "scale", True),
+        (3, "cols", False),
     ]
     assert c.dispatch is not None and [g.text for g in c.dispatch.grid] == ["ceil(rows / 8)", "cols"]
 
@@ -78,7 +81,7 @@ def test_no_bindings_block() -> None:
         ("//\n// Dispatch: (n.real) groups of 4\n", 2, "Attribute"),
         ("//\n// Dispatch: whenever you like\n", 2, "cannot read the Dispatch line"),
         ("// slang-entries: ok not-ok\n", 1, "not a valid identifier"),
-        ('// Dispatch: (lambda: 0)() groups of 4\n', 1, "only ceil"),
+        ("// Dispatch: (lambda: 0)() groups of 4\n", 1, "only ceil"),
     ],
 )
 def test_bad_comments_name_file_and_line(text: str, line: int, message: str) -> None:

@@ -28,7 +28,9 @@ def evaluate(python: str, **names: int) -> int | Fraction:
         ("64", {}, 64),
     ],
 )
-def test_whitelisted_expressions_render_to_exact_arithmetic(text: str, names: dict[str, int], value: int) -> None:
+def test_whitelisted_expressions_render_to_exact_arithmetic(
+    text: str, names: dict[str, int], value: int
+) -> None:
     e = parse_expr(text)
     assert evaluate(e.python, **names) == value
     assert set(e.names) == set(names)
@@ -66,14 +68,19 @@ def test_everything_else_is_rejected(text: str, why: str) -> None:
 
 
 def test_grid_forms() -> None:
-    assert [g.text for g in parse_grid("(ceil(hidden / 256), n_tokens)")] == ["ceil(hidden / 256)", "n_tokens"]
+    assert [g.text for g in parse_grid("(ceil(hidden / 256), n_tokens)")] == [
+        "ceil(hidden / 256)",
+        "n_tokens",
+    ]
     assert [g.text for g in parse_grid("ceil(n / 64)")] == ["ceil(n / 64)"]
     assert len(parse_grid("(a, b, c)")) == 3
     with pytest.raises(ExprError, match="1 to 3"):
         parse_grid("(a, b, c, d)")
 
 
-@pytest.mark.parametrize("name", ["class", "_hidden", "__dunder__", "np", "slangrt", "a.b", "a(b)", "x'y", "1abc", "é"])
+@pytest.mark.parametrize(
+    "name", ["class", "_hidden", "__dunder__", "np", "slangrt", "a.b", "a(b)", "x'y", "1abc", "é"]
+)
 def test_identifiers_that_cannot_reach_code(name: str) -> None:
     assert check_identifier(name) is not None
 

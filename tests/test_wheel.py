@@ -20,9 +20,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 PY = sys.executable
 
 
-def pip(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "pip", "--disable-pip-version-check", *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True, env=env, timeout=900)
+def pip(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "pip", "--disable-pip-version-check", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -48,9 +56,14 @@ def _metadata(path: Path) -> str:
 def test_hatch_slang_wheel_ships_its_kernel_library_and_templates(wheelhouse: Path) -> None:
     wheel = next(wheelhouse.glob("hatch_slang-*.whl"))
     names = _wheel_names(wheel)
-    for expected in ["hatch_slang/kernels/moe_combine.py", "hatch_slang/kernels/moe_combine.moe_combine.spv",
-                     "hatch_slang/kernels/manifest.json", "hatch_slang/kernels/py.typed",
-                     "hatch_slang/templates/module.py.tmpl", "hatch_slang/hooks.py"]:
+    for expected in [
+        "hatch_slang/kernels/moe_combine.py",
+        "hatch_slang/kernels/moe_combine.moe_combine.spv",
+        "hatch_slang/kernels/manifest.json",
+        "hatch_slang/kernels/py.typed",
+        "hatch_slang/templates/module.py.tmpl",
+        "hatch_slang/hooks.py",
+    ]:
         assert expected in names
 
 
@@ -61,21 +74,30 @@ def test_user_project_wheel_without_build_isolation(package: Callable[[str], Pat
     assert run.returncode == 0, run.stdout + run.stderr
     wheel = next(out.glob("mypkg-*.whl"))
     names = _wheel_names(wheel)
-    for expected in ["mypkg/kernels/moe_combine.py", "mypkg/kernels/moe_combine.moe_combine.spv",
-                     "mypkg/kernels/manifest.json", "mypkg/kernels/py.typed", "mypkg/kernels/__init__.py",
-                     "mypkg/__init__.py"]:
+    for expected in [
+        "mypkg/kernels/moe_combine.py",
+        "mypkg/kernels/moe_combine.moe_combine.spv",
+        "mypkg/kernels/manifest.json",
+        "mypkg/kernels/py.typed",
+        "mypkg/kernels/__init__.py",
+        "mypkg/__init__.py",
+    ]:
         assert expected in names
     assert "Requires-Dist: hatch-slang-runtime>=0.1,<0.2" in _metadata(wheel)
     assert wheel.name.endswith("-none-any.whl")  # SPIR-V is portable: a pure wheel
     assert not (root / "mypkg" / "kernels").exists()  # a wheel build writes nothing into the tree
 
 
-def test_syntax_error_fails_pip_wheel_with_file_and_line(package: Callable[[str], Path], tmp_path: Path) -> None:
+def test_syntax_error_fails_pip_wheel_with_file_and_line(
+    package: Callable[[str], Path], tmp_path: Path
+) -> None:
     root = package("broken")
     out = tmp_path / "dist"
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    run = pip("wheel", "--no-deps", "--no-build-isolation", "-w", out, root, env={**os.environ, "TMPDIR": str(tmp)})
+    run = pip(
+        "wheel", "--no-deps", "--no-build-isolation", "-w", out, root, env={**os.environ, "TMPDIR": str(tmp)}
+    )
     assert run.returncode != 0
     log = run.stdout + run.stderr
     assert "shaders/broken.slang:10" in log, log
@@ -84,7 +106,9 @@ def test_syntax_error_fails_pip_wheel_with_file_and_line(package: Callable[[str]
     assert not list(tmp.glob("hatch-slang-*")), "the hook left a temporary directory behind"
 
 
-def test_build_isolation_with_find_links(package: Callable[[str], Path], wheelhouse: Path, tmp_path: Path) -> None:
+def test_build_isolation_with_find_links(
+    package: Callable[[str], Path], wheelhouse: Path, tmp_path: Path
+) -> None:
     root = package("seedpkg")
     out = tmp_path / "dist"
     run = pip("wheel", "--no-deps", "--find-links", wheelhouse, "-w", out, root)
@@ -118,8 +142,9 @@ CHECK = textwrap.dedent(
 
 
 @requires_device
-def test_fresh_venv_with_only_runtime_runs_the_kernel(package: Callable[[str], Path], wheelhouse: Path,
-                                                      tmp_path: Path) -> None:
+def test_fresh_venv_with_only_runtime_runs_the_kernel(
+    package: Callable[[str], Path], wheelhouse: Path, tmp_path: Path
+) -> None:
     root = package("seedpkg")
     dist = tmp_path / "dist"
     run = pip("wheel", "--no-deps", "--no-build-isolation", "-w", dist, root)
@@ -128,9 +153,23 @@ def test_fresh_venv_with_only_runtime_runs_the_kernel(package: Callable[[str], P
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
     runtime_wheel = next(wheelhouse.glob("hatch_slang_runtime-*.whl"))
-    install = subprocess.run([py, "-m", "pip", "install", "--disable-pip-version-check", "--quiet",
-                              "--find-links", wheelhouse, next(dist.glob("mypkg-*.whl")), runtime_wheel],
-                             capture_output=True, text=True, timeout=900)
+    install = subprocess.run(
+        [
+            py,
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--quiet",
+            "--find-links",
+            wheelhouse,
+            next(dist.glob("mypkg-*.whl")),
+            runtime_wheel,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert install.returncode == 0, install.stdout + install.stderr
     check = subprocess.run([py, "-c", CHECK], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert check.returncode == 0, check.stdout + check.stderr

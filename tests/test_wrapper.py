@@ -15,7 +15,9 @@ pytestmark = [pytest.mark.gpu, pytest.mark.compile, requires_device]
 
 
 @pytest.fixture
-def kernels(package: Callable[[str], Path], build_project: Callable[[Path], Callable[[str], ModuleType]]) -> ModuleType:
+def kernels(
+    package: Callable[[str], Path], build_project: Callable[[Path], Callable[[str], ModuleType]]
+) -> ModuleType:
     return build_project(package("seedpkg"))("moe_combine")
 
 
@@ -25,9 +27,13 @@ def reference(z: np.ndarray, w: np.ndarray, out: np.ndarray, n_used: int, accumu
     return summed + out if accumulate else summed
 
 
-@pytest.mark.parametrize(("hidden", "n_tokens", "n_used"), [(1, 1, 1), (256, 1, 2), (300, 3, 4), (1000, 5, 8), (2049, 2, 3)])
+@pytest.mark.parametrize(
+    ("hidden", "n_tokens", "n_used"), [(1, 1, 1), (256, 1, 2), (300, 3, 4), (1000, 5, 8), (2049, 2, 3)]
+)
 @pytest.mark.parametrize("accumulate", [False, True])
-def test_moe_combine_matches_numpy(kernels: ModuleType, hidden: int, n_tokens: int, n_used: int, accumulate: bool) -> None:
+def test_moe_combine_matches_numpy(
+    kernels: ModuleType, hidden: int, n_tokens: int, n_used: int, accumulate: bool
+) -> None:
     rng = np.random.default_rng(hidden * 31 + n_tokens)
     z = rng.standard_normal((n_tokens * n_used, hidden), dtype=np.float32)
     w = rng.random(n_tokens * n_used, dtype=np.float32)
@@ -51,12 +57,32 @@ def _args(hidden: int = 300, n_tokens: int = 2, n_used: int = 4) -> tuple[np.nda
 @pytest.mark.parametrize(
     ("mutate", "error", "message"),
     [
-        (lambda a: {**a, "z": a["z"].astype(np.float64)}, TypeError, "argument `z` must have dtype float32, got float64"),
-        (lambda a: {**a, "sel_weight": a["sel_weight"].tolist()}, TypeError, "argument `sel_weight` must be a numpy.ndarray or slangrt.Tensor, got list"),
+        (
+            lambda a: {**a, "z": a["z"].astype(np.float64)},
+            TypeError,
+            "argument `z` must have dtype float32, got float64",
+        ),
+        (
+            lambda a: {**a, "sel_weight": a["sel_weight"].tolist()},
+            TypeError,
+            "argument `sel_weight` must be a numpy.ndarray or slangrt.Tensor, got list",
+        ),
         (lambda a: {**a, "out": a["out"][0]}, ValueError, "argument `out` must have 2 dimension"),
-        (lambda a: {**a, "out": a["out"][:, :100]}, ValueError, r"argument `out` axis 1 \(`hidden`\) has size 100, expected 300 \(from `z` axis 1\)"),
-        (lambda a: {**a, "sel_weight": a["sel_weight"][:5]}, ValueError, r"argument `sel_weight` axis 0 \(`n_entries`\) has size 5, expected 8"),
-        (lambda a: {**a, "hidden": 299}, ValueError, r"argument `z` axis 1 \(`hidden`\) has size 300, expected 299 \(from argument `hidden`\)"),
+        (
+            lambda a: {**a, "out": a["out"][:, :100]},
+            ValueError,
+            r"argument `out` axis 1 \(`hidden`\) has size 100, expected 300 \(from `z` axis 1\)",
+        ),
+        (
+            lambda a: {**a, "sel_weight": a["sel_weight"][:5]},
+            ValueError,
+            r"argument `sel_weight` axis 0 \(`n_entries`\) has size 5, expected 8",
+        ),
+        (
+            lambda a: {**a, "hidden": 299},
+            ValueError,
+            r"argument `z` axis 1 \(`hidden`\) has size 300, expected 299 \(from argument `hidden`\)",
+        ),
         (lambda a: {**a, "n_used": -1}, ValueError, r"argument `n_used` = -1 is outside the u32 range"),
         (lambda a: {**a, "n_used": 2**32}, ValueError, "outside the u32 range"),
         (lambda a: {**a, "n_used": 2.5}, TypeError, "argument `n_used` must be an int, got float"),
@@ -64,7 +90,10 @@ def _args(hidden: int = 300, n_tokens: int = 2, n_used: int = 4) -> tuple[np.nda
     ],
 )
 def test_bad_calls_name_argument_and_axis_and_change_nothing(
-    kernels: ModuleType, mutate: Callable[[dict[str, object]], dict[str, object]], error: type[Exception], message: str
+    kernels: ModuleType,
+    mutate: Callable[[dict[str, object]], dict[str, object]],
+    error: type[Exception],
+    message: str,
 ) -> None:
     z, w, out = _args()
     args = mutate({"z": z, "sel_weight": w, "out": out, "n_used": 4, "accumulate": True})
@@ -78,7 +107,9 @@ def test_bad_calls_name_argument_and_axis_and_change_nothing(
 def test_read_only_output_is_refused(kernels: ModuleType) -> None:
     z, w, out = _args()
     out.flags.writeable = False
-    with pytest.raises(ValueError, match="argument `out` is written by the kernel but the array is read-only"):
+    with pytest.raises(
+        ValueError, match="argument `out` is written by the kernel but the array is read-only"
+    ):
         kernels.moe_combine(z, w, out, n_used=4, accumulate=True)
 
 

@@ -58,7 +58,7 @@ class KernelLibrary:
                 bindings = [
                     BindingSpec(b["binding"], b["name"], b["kind"], b["writable"]) for b in info["bindings"]
                 ]
-                threads = tuple(info["threads"])
-                k = Kernel(spirv, entry, bindings, threads, name=f"{shader}.{entry}")  # type: ignore[arg-type]
+                x, y, z = (int(v) for v in info["threads"])
+                k = Kernel(spirv, entry, bindings, (x, y, z), name=f"{shader}.{entry}")
                 self._kernels[key] = k
         return k
