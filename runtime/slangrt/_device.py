@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from . import _vk
 from ._errors import INSTALL_HINT, SlangRTError, ValidationError, VulkanError, VulkanUnavailableError
+from ._memory import Readback
 
 __all__ = ["Device", "DeviceInfo", "device", "devices"]
 
@@ -500,6 +501,7 @@ class Device:
         self._max_storage_range = int(limits.maxStorageBufferRange)
         self._children: weakref.WeakSet[_Resource] = weakref.WeakSet()
         self._children_lock = threading.Lock()
+        self._readback_helper: Readback | None = None
         self._timeout_ns = _timeout_ns()
         self._spin_s = _spin_s()
         self._closed = False
@@ -547,6 +549,17 @@ class Device:
 
     def _check_validation(self) -> None:
         self._instance.check_validation()
+
+    def _readback(self) -> Readback:
+        """The device's read-back helper for memory the host cannot read fast."""
+        if self._readback_helper is None:
+            with self._children_lock:
+                if self._readback_helper is None:
+                    self._check_open()
+                    helper = Readback(self)
+                    self._children.add(helper)
+                    self._readback_helper = helper
+        return self._readback_helper
 
     def _wait_fence(self, fence_array: Any, what: str) -> bool:
         """Wait for ``fence_array[0]``; False if it is still unsignaled after the timeout.
