@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -23,8 +23,8 @@ from ._kernel import Kernel
 from ._library import KernelLibrary
 from ._tensor import Tensor
 
-Number = Union[int, Fraction]
-Bound = Union[npt.NDArray[Any], Tensor]
+Number = int | Fraction
+Bound = npt.NDArray[Any] | Tensor
 
 _LIBRARIES: dict[str, KernelLibrary] = {}
 _LIBRARIES_LOCK = threading.Lock()
@@ -40,8 +40,17 @@ _RANGES: dict[str, tuple[int, int]] = {
     "i8": (-128, 127),
 }
 _NUMPY = {
-    "u32": "<u4", "i32": "<i4", "f32": "<f4", "u64": "<u8", "i64": "<i8", "f64": "<f8",
-    "u16": "<u2", "i16": "<i2", "f16": "<f2", "u8": "u1", "i8": "i1",
+    "u32": "<u4",
+    "i32": "<i4",
+    "f32": "<f4",
+    "u64": "<u8",
+    "i64": "<i8",
+    "f64": "<f8",
+    "u16": "<u2",
+    "i16": "<i2",
+    "f16": "<f2",
+    "u8": "u1",
+    "i8": "i1",
 }
 
 
@@ -65,11 +74,11 @@ def ceil(x: Number) -> int:
     return math.ceil(x)
 
 
-def min(a: Number, b: Number) -> Number:  # noqa: A001 - mirrors the comment grammar's name
+def min(a: Number, b: Number) -> Number:
     return a if a <= b else b
 
 
-def max(a: Number, b: Number) -> Number:  # noqa: A001
+def max(a: Number, b: Number) -> Number:
     return a if a >= b else b
 
 
@@ -141,7 +150,9 @@ class Dims:
         try:
             n = operator.index(value)  # type: ignore[arg-type]
         except TypeError:
-            raise TypeError(self._err(f"argument `{name}` must be an int, got {type(value).__name__}")) from None
+            raise TypeError(
+                self._err(f"argument `{name}` must be an int, got {type(value).__name__}")
+            ) from None
         if n < 0:
             raise ValueError(self._err(f"argument `{name}` must be >= 0, got {n}"))
         self.values[name] = (n, f"argument `{name}`")
@@ -154,15 +165,19 @@ class Dims:
         if known is None:
             self.values[name] = (size, f"`{arg}` axis {axis}")
         elif known[0] != size:
-            raise ValueError(self._err(
-                f"argument `{arg}` axis {axis} (`{name}`) has size {size}, "
-                f"expected {known[0]} (from {known[1]})"
-            ))
+            raise ValueError(
+                self._err(
+                    f"argument `{arg}` axis {axis} (`{name}`) has size {size}, "
+                    f"expected {known[0]} (from {known[1]})"
+                )
+            )
 
     def expect(self, arg: str, axis: int, text: str, value: Number) -> None:
         actual = self.values[f"{arg}#{axis}"][0]
         if value != actual:
-            raise ValueError(self._err(f"argument `{arg}` axis {axis} has size {actual}, expected `{text}` = {value}"))
+            raise ValueError(
+                self._err(f"argument `{arg}` axis {axis} has size {actual}, expected `{text}` = {value}")
+            )
 
     def array(
         self,
@@ -174,14 +189,14 @@ class Dims:
         writable: bool,
         checked: bool,
     ) -> Bound:
-        if isinstance(value, Tensor):
-            got_dtype, got_shape = value.dtype, value.shape
-        elif isinstance(value, np.ndarray):
+        if isinstance(value, Tensor | np.ndarray):
             got_dtype, got_shape = value.dtype, value.shape
         else:
-            raise TypeError(self._err(
-                f"argument `{name}` must be a numpy.ndarray or slangrt.Tensor, got {type(value).__name__}"
-            ))
+            raise TypeError(
+                self._err(
+                    f"argument `{name}` must be a numpy.ndarray or slangrt.Tensor, got {type(value).__name__}"
+                )
+            )
         if dtype is not None and got_dtype != np.dtype(dtype):
             raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
         if got_dtype.byteorder == ">":
@@ -189,20 +204,27 @@ class Dims:
         if checked:
             want_ndim = len(shape) if shape is not None else 1
             if len(got_shape) != want_ndim:
-                raise ValueError(self._err(
-                    f"argument `{name}` must have {want_ndim} dimension(s), got {len(got_shape)} (shape {got_shape})"
-                ))
+                raise ValueError(
+                    self._err(
+                        f"argument `{name}` must have {want_ndim} dimension(s), "
+                        f"got {len(got_shape)} (shape {got_shape})"
+                    )
+                )
             for axis, (dim, size) in enumerate(zip(shape or (None,), got_shape)):
                 self.values[f"{name}#{axis}"] = (size, f"`{name}` axis {axis}")
                 if isinstance(dim, str):
                     self._bind(name, axis, dim, size)
                 elif isinstance(dim, int) and dim != size:
-                    raise ValueError(self._err(f"argument `{name}` axis {axis} has size {size}, expected {dim}"))
+                    raise ValueError(
+                        self._err(f"argument `{name}` axis {axis} has size {size}, expected {dim}")
+                    )
         if isinstance(value, Tensor):
             return value
         assert isinstance(value, np.ndarray)
         if writable and not value.flags.writeable:
-            raise ValueError(self._err(f"argument `{name}` is written by the kernel but the array is read-only"))
+            raise ValueError(
+                self._err(f"argument `{name}` is written by the kernel but the array is read-only")
+            )
         if value.flags.c_contiguous and value.ctypes.data % value.dtype.alignment == 0:
             return value
         # Strided or misaligned: run on a contiguous copy; written arrays are copied back after.
