@@ -114,6 +114,7 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
                 shape,
                 f"writable={b.writable}",
                 f"checked={b.shape_checked}",
+                *(["flat=True"] if b.flat else []),
             ],
         )
     needed = _names_needed(e)
@@ -212,6 +213,7 @@ def _docstring(spec: ShaderSpec, e: EntrySpec) -> str:
         if b.role == "data":
             dtype = b.dtype or "any dtype"
             shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape else ""
+            shape = f"flat{shape}" if b.flat else shape
             shape = f" ``{shape}``" if shape else (" (any shape)" if not b.shape_checked else " (1-D)")
             access = "read-write" if b.writable else "read-only"
             lines.append(f"    {b.name}: {dtype}{shape}, {access}. {b.doc}".rstrip())
@@ -247,6 +249,7 @@ def manifest_entry(spec: ShaderSpec) -> dict[str, object]:
                     "writable": b.writable,
                     "dtype": b.dtype,
                     "shape": [d.text for d in b.shape] if b.shape is not None else None,
+                    **({"flat": True} if b.flat else {}),
                     "params": [[p.name, p.offset, p.scalar] for p in b.params],
                     "params_size": b.params_size,
                 }

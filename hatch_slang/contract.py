@@ -11,11 +11,19 @@ The grammar (also in README.md), read from the leading ``//`` comment block of a
     reflection). For data, ``<rest>`` is ``<dtype>, <shape> <doc>`` with the shape written
     ``[d0][d1]...`` (optionally in backticks; absent means 1-D of any length). For packed params,
     ``<rest>`` is ``(f0, f1, ...)`` optionally written ``p[0] = (...)``; ``_`` is an unused slot
-    and ``x_bits`` is the raw bits of an f32 exposed to Python as ``x: float``. An indented line
-    that is not a binding line continues the previous binding; a blank comment line ends the block.
+    and ``x_bits`` is the raw bits of an f32 exposed to Python as ``x: float``. Params spread over
+    several elements of a vector or struct buffer may be written per element,
+    ``p[0] = (a, b, c, d), p[1] = (e, _)``. A data shape written ``flat[n]`` accepts an array of
+    any shape and binds ``n`` to its total number of elements (elementwise kernels). An indented
+    line that is not a binding line continues the previous binding; a blank comment line ends the
+    block.
 ``// Dispatch: (X, Y, Z) threadgroups of N``
     One to three grid expressions (see :mod:`hatch_slang.expr`), then ``threadgroups``,
-    ``workgroups`` or ``groups`` ``of N``; it may wrap onto following comment lines.
+    ``workgroups`` or ``groups`` ``of N``; it may wrap onto following comment lines. In a file with
+    several entries that need different grids, ``// Dispatch (a, b): ...`` applies to entries
+    ``a`` and ``b`` only (``Dispatch [a]:`` and ``Dispatch for a:`` read the same); an unqualified
+    ``Dispatch:`` line is the default for every entry that has no line of its own. An entry with
+    no Dispatch line at all gets a wrapper taking ``grid=(x, y, z)``.
 
 Everything else in the block is prose that becomes the wrappers' docstring. Names are validated
 identifiers and expressions are whitelisted ASTs; nothing here is ever executed.
@@ -53,13 +61,21 @@ _BINDING = re.compile(
     r"(?P<name>[^\s,:(]+)\s*,?\s*(?P<rest>.*)$",
     re.IGNORECASE,
 )
-_PARAMS = re.compile(r"^(?:\w+\s*\[\s*0\s*\]\s*=\s*)?\((?P<fields>[^()]*)\)\s*(?P<doc>.*)$")
-_DATA = re.compile(r"^(?P<dtype>[A-Za-z]\w*)\s*,?\s*(?P<shape>`?\s*(?:\[[^\[\]]*\]\s*)+`?)?\s*(?P<doc>.*)$")
+# One tuple of params fields, optionally introduced by `p[k] =`; several may follow each other.
+_PARAMS_GROUP = re.compile(
+    r"\s*(?:(?P<var>\w+)\s*\[\s*(?P<elem>\d+)\s*\]\s*=\s*)?\((?P<fields>[^()]*)\)\s*[,;]?"
+)
+_DATA = re.compile(
+    r"^(?P<dtype>[A-Za-z]\w*)\s*,?\s*(?P<shape>`?\s*(?P<flat>flat\s*)?(?:\[[^\[\]]*\]\s*)+`?)?\s*(?P<doc>.*)$"
+)
 _DIM = re.compile(r"\[([^\[\]]*)\]")
-_DISPATCH_HEAD = re.compile(r"^\s*dispatch\s*:", re.IGNORECASE)
+# `Dispatch:`, or qualified with the entries it applies to: `Dispatch (a, b):`, `Dispatch [a]:`,
+# `Dispatch for a, b:`.
+_QUALIFIER = r"(?:\((?P<q1>[^()]*)\)|\[(?P<q2>[^\[\]]*)\]|for\s+(?P<q3>[^:]*?))"
+_DISPATCH_HEAD = re.compile(rf"^\s*dispatch\s*{_QUALIFIER}?\s*:", re.IGNORECASE)
 _DISPATCH = re.compile(
-    r"^\s*dispatch\s*:\s*(?P<grid>.+?)\s+(?:thread\s*groups?|work\s*groups?|groups?)\s+of\s+"
-    r"(?P<n>\d+)\b",
+    rf"^\s*dispatch\s*{_QUALIFIER}?\s*:\s*(?P<grid>.+?)\s+"
+    r"(?:thread\s*groups?|work\s*groups?|groups?)\s+of\s+(?P<n>\d+)\b",
     re.IGNORECASE,
 )
 
@@ -68,9 +84,10 @@ _DISPATCH = re.compile(
 class ParamsField:
     """One slot of a packed params binding; ``name`` is None for an unused ``_`` slot."""
 
-    slot: int
+    slot: int  # position in the flat tuple, or within element `element` when that is given
     name: str | None
     is_bits: bool  # written `<name>_bits`: the raw bits of an f32
+    element: int | None = None  # written `p[element] = (...)` with more than one element
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,7 @@ class BindingDoc:
     shape: tuple[Expr, ...] | None  # data only; None means 1-D, any length
     fields: tuple[ParamsField, ...]  # params only
     doc: str
+    flat: bool = False  # shape written `flat[n]`: any shape, `n` elements in all
 
 
 @dataclass(frozen=True)
@@ -92,6 +110,7 @@ class DispatchDoc:
     text: str
     grid: tuple[Expr, ...]
     group_size: int
+    entries: tuple[str, ...] = ()  # the entries it applies to; empty: the default for all others
 
 
 @dataclass(frozen=True)
@@ -102,7 +121,15 @@ class Contract:
     prose: str
     bindings: tuple[BindingDoc, ...] | None  # None: the file has no Bindings block
     bindings_line: int | None
-    dispatch: DispatchDoc | None
+    dispatch: DispatchDoc | None  # the unqualified `Dispatch:` line
+    entry_dispatch: tuple[DispatchDoc, ...] = ()  # `Dispatch (entry, ...):` lines
+
+    def dispatch_for(self, entry: str) -> DispatchDoc | None:
+        """The Dispatch line that applies to ``entry``: its own, else the default, else None."""
+        for d in self.entry_dispatch:
+            if entry in d.entries:
+                return d
+        return self.dispatch
 
 
 def leading_comment(source: str) -> list[tuple[int, str]]:
@@ -127,6 +154,7 @@ def parse_contract(path: Path | str, source: str) -> Contract:
     raw_bindings: list[tuple[int, str]] = []
     bindings_line: int | None = None
     dispatch: DispatchDoc | None = None
+    entry_dispatch: list[DispatchDoc] = []
 
     i = 0
     while i < len(lines):
@@ -145,9 +173,21 @@ def parse_contract(path: Path | str, source: str) -> Contract:
             bindings_line = number
             i = _collect_bindings(lines, i + 1, raw_bindings)
         elif _DISPATCH_HEAD.match(text):
-            if dispatch is not None:
-                raise ShaderError(path, number, f"second Dispatch line (first at line {dispatch.line})")
-            dispatch, i = _parse_dispatch(path, lines, i)
+            d, i = _parse_dispatch(path, lines, i)
+            if not d.entries:
+                if dispatch is not None:
+                    raise ShaderError(path, number, f"second Dispatch line (first at line {dispatch.line})")
+                dispatch = d
+            for name in d.entries:
+                earlier = next((e for e in entry_dispatch if name in e.entries), None)
+                if earlier is not None:
+                    raise ShaderError(
+                        path,
+                        number,
+                        f"second Dispatch line for entry `{name}` (first at line {earlier.line})",
+                    )
+            if d.entries:
+                entry_dispatch.append(d)
         else:
             prose.append(text[1:] if text.startswith(" ") else text)
             i += 1
@@ -158,6 +198,13 @@ def parse_contract(path: Path | str, source: str) -> Contract:
         if not bindings:
             raise ShaderError(path, bindings_line, "Bindings block lists no bindings")
         _check_unique(path, bindings)
+    if entries:
+        for d in entry_dispatch:
+            for name in d.entries:
+                if name not in entries:
+                    raise ShaderError(
+                        path, d.line, f"Dispatch names entry `{name}`, which `slang-entries` does not list"
+                    )
     return Contract(
         path=path,
         entries=tuple(entries),
@@ -166,6 +213,7 @@ def parse_contract(path: Path | str, source: str) -> Contract:
         bindings=bindings,
         bindings_line=bindings_line,
         dispatch=dispatch,
+        entry_dispatch=tuple(entry_dispatch),
     )
 
 
@@ -202,27 +250,9 @@ def _parse_binding(path: str, number: int, text: str) -> BindingDoc:
         raise ShaderError(path, number, f"binding name {why}")
     rest = m.group("rest").strip()
 
-    if pm := _PARAMS.match(rest):
-        fields: list[ParamsField] = []
-        seen: set[str] = set()
-        for slot, raw in enumerate(pm.group("fields").split(",")):
-            field = raw.strip()
-            if field == "_":
-                fields.append(ParamsField(slot, None, False))
-                continue
-            is_bits = field.endswith("_bits") and len(field) > len("_bits")
-            py_name = field[: -len("_bits")] if is_bits else field
-            if why := check_identifier(py_name):
-                raise ShaderError(path, number, f"params field {why}")
-            if py_name in seen:
-                raise ShaderError(path, number, f"params field `{py_name}` appears twice")
-            seen.add(py_name)
-            fields.append(ParamsField(slot, py_name, is_bits))
-        if not fields or all(f.name is None for f in fields):
-            raise ShaderError(path, number, f"params binding `{name}` names no fields")
-        return BindingDoc(
-            number, register, index, name, "params", None, None, tuple(fields), pm.group("doc").strip()
-        )
+    if rest.startswith("(") or re.match(r"\w+\s*\[\s*\d+\s*\]\s*=\s*\(", rest):
+        fields, doc = _parse_params(path, number, name, rest)
+        return BindingDoc(number, register, index, name, "params", None, None, fields, doc)
 
     dm = _DATA.match(rest)
     if not dm or dm.group("dtype").lower() not in DTYPES:
@@ -234,6 +264,7 @@ def _parse_binding(path: str, number: int, text: str) -> BindingDoc:
             f"`(a, b, ...)`, got `{got}`",
         )
     shape: tuple[Expr, ...] | None = None
+    flat = bool(dm.group("flat"))
     if dm.group("shape"):
         dims = []
         for dim_text in _DIM.findall(dm.group("shape")):
@@ -242,9 +273,65 @@ def _parse_binding(path: str, number: int, text: str) -> BindingDoc:
             except ExprError as e:
                 raise ShaderError(path, number, f"binding `{name}` shape: {e}") from None
         shape = tuple(dims)
+        if flat and len(dims) != 1:
+            raise ShaderError(
+                path, number, f"binding `{name}`: `flat[...]` takes one size (the total element count)"
+            )
     return BindingDoc(
-        number, register, index, name, "data", dm.group("dtype").lower(), shape, (), dm.group("doc").strip()
+        number,
+        register,
+        index,
+        name,
+        "data",
+        dm.group("dtype").lower(),
+        shape,
+        (),
+        dm.group("doc").strip(),
+        flat,
     )
+
+
+def _parse_params(path: str, number: int, name: str, rest: str) -> tuple[tuple[ParamsField, ...], str]:
+    """Fields of ``(a, b)`` or of ``p[0] = (a, b, c, d), p[1] = (e, _)``, then the free text."""
+    groups: list[tuple[int | None, str]] = []
+    pos = 0
+    while m := _PARAMS_GROUP.match(rest, pos):
+        if m.end() == pos:
+            break
+        elem = m.group("elem")
+        if groups and (elem is None or groups[0][0] is None):
+            raise ShaderError(
+                path, number, f"params binding `{name}`: write several tuples as `p[0] = (...), p[1] = (...)`"
+            )
+        groups.append((int(elem) if elem is not None else None, m.group("fields")))
+        pos = m.end()
+    doc = rest[pos:].strip()
+    per_element = len(groups) > 1 or (groups[0][0] or 0) > 0
+    seen_elements: set[int] = set()
+    fields: list[ParamsField] = []
+    seen: set[str] = set()
+    for elem, text in groups:
+        if elem is not None:
+            if elem in seen_elements:
+                raise ShaderError(path, number, f"params binding `{name}`: element [{elem}] is listed twice")
+            seen_elements.add(elem)
+        for slot, raw in enumerate(text.split(",")):
+            field = raw.strip()
+            element = elem if per_element else None
+            if field == "_":
+                fields.append(ParamsField(slot, None, False, element))
+                continue
+            is_bits = field.endswith("_bits") and len(field) > len("_bits")
+            py_name = field[: -len("_bits")] if is_bits else field
+            if why := check_identifier(py_name):
+                raise ShaderError(path, number, f"params field {why}")
+            if py_name in seen:
+                raise ShaderError(path, number, f"params field `{py_name}` appears twice")
+            seen.add(py_name)
+            fields.append(ParamsField(slot, py_name, is_bits, element))
+    if not fields or all(f.name is None for f in fields):
+        raise ShaderError(path, number, f"params binding `{name}` names no fields")
+    return tuple(fields), doc
 
 
 def _parse_dispatch(path: str, lines: list[tuple[int, str]], i: int) -> tuple[DispatchDoc, int]:
@@ -261,7 +348,8 @@ def _parse_dispatch(path: str, lines: list[tuple[int, str]], i: int) -> tuple[Di
             group = int(m.group("n"))
             if group < 1:
                 raise ShaderError(path, number, "Dispatch group size must be at least 1")
-            return DispatchDoc(number, joined, grid, group), i + 1 + extra
+            entries = _qualifier(path, number, m.group("q1") or m.group("q2") or m.group("q3"))
+            return DispatchDoc(number, joined, grid, group, entries), i + 1 + extra
         nxt = i + 1 + extra
         if nxt >= len(lines) or not lines[nxt][1].strip() or lines[nxt][0] != number + 1 + extra:
             break
@@ -271,6 +359,18 @@ def _parse_dispatch(path: str, lines: list[tuple[int, str]], i: int) -> tuple[Di
         number,
         "cannot read the Dispatch line; expected `Dispatch: (X, Y, Z) threadgroups of N`",
     )
+
+
+def _qualifier(path: str, number: int, text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return ()
+    names = [n for n in re.split(r"[\s,]+", text.strip()) if n and n.lower() != "and"]
+    if not names:
+        raise ShaderError(path, number, "Dispatch (...) names no entry point")
+    for n in names:
+        if why := check_identifier(n):
+            raise ShaderError(path, number, f"Dispatch entry {why}")
+    return tuple(dict.fromkeys(names))
 
 
 def _check_unique(path: str, bindings: tuple[BindingDoc, ...]) -> None:

@@ -4,6 +4,11 @@ From the JSON: each global parameter's binding index, kind (storage or uniform b
 and element layout (scalars, vectors and structs flattened to ``(name, scalar type, byte
 offset)``); the entry's thread-group size. From the SPIR-V: which bindings the entry really uses
 (its ``OpEntryPoint`` interface), since Slang's JSON lists every global of the file.
+
+Several variables may alias one binding (``RWStructuredBuffer<float> a`` and
+``RWStructuredBuffer<float4> a4``, both ``[[vk::binding(0)]]``, to load four floats at a time):
+they are merged into one binding, writable if any view is, whose layout is the first view's and
+whose ``scalar_types`` lists every view's element type.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from hatch_slang.errors import HatchSlangError
@@ -53,12 +58,36 @@ class ReflectedBinding:
     writable: bool
     scalars: tuple[Scalar, ...]  # the element flattened; empty when unknown (byte-address buffers)
     element_size: int  # bytes per element (the stride); 0 when unknown
+    aliases: tuple[ReflectedBinding, ...] = ()  # other variables bound to the same index
 
     @property
     def scalar_type(self) -> str | None:
         """The element's scalar type when all its components share one."""
         kinds = {s.scalar for s in self.scalars}
         return kinds.pop() if len(kinds) == 1 else None
+
+    @property
+    def scalar_types(self) -> frozenset[str]:
+        """The scalar types of this view and of every alias with a single scalar type."""
+        views = (self, *self.aliases)
+        return frozenset(t for t in (v.scalar_type for v in views) if t is not None)
+
+
+def _merge(found: list[ReflectedBinding]) -> tuple[ReflectedBinding, ...]:
+    """One binding per index; aliases of an index fold into the first variable declared there."""
+    by_index: dict[int, ReflectedBinding] = {}
+    for b in found:
+        first = by_index.get(b.index)
+        if first is None:
+            by_index[b.index] = b
+            continue
+        if first.kind != b.kind:
+            raise HatchSlangError(
+                f"`{first.variable}` and `{b.variable}` share binding {b.index} but one is a "
+                f"{first.kind} buffer and the other a {b.kind} buffer"
+            )
+        by_index[b.index] = replace(first, writable=first.writable or b.writable, aliases=(*first.aliases, b))
+    return tuple(by_index[i] for i in sorted(by_index))
 
 
 @dataclass(frozen=True)
@@ -138,7 +167,7 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes) -> ReflectedEntry
     return ReflectedEntry(
         name=entry,
         threads=(threads + (1, 1, 1))[:3],  # type: ignore[arg-type]
-        bindings=tuple(sorted((b for b in all_bindings if b.index in used), key=lambda b: b.index)),
+        bindings=_merge([b for b in all_bindings if b.index in used]),
         used=tuple(sorted(used)),
     )
 
@@ -146,7 +175,7 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes) -> ReflectedEntry
 def read_all_bindings(reflection_json: str) -> tuple[ReflectedBinding, ...]:
     data = json.loads(reflection_json)
     found = (_binding(p) for p in data.get("parameters", []))
-    return tuple(sorted((b for b in found if b is not None), key=lambda b: b.index))
+    return _merge([b for b in found if b is not None])
 
 
 # --- SPIR-V ---------------------------------------------------------------------------------

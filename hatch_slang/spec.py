@@ -8,7 +8,6 @@ line; with ``strict = false`` it becomes a warning and reflection wins where it 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -53,6 +52,7 @@ class BufferSpec:
     line: int | None
     params: tuple[ParamSlot, ...] = ()
     params_size: int = 0
+    flat: bool = False  # `flat[n]`: any shape, n elements in all
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,15 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
                 continue
             documented[doc.index] = _from_doc(doc, r, problem)
 
+    compiled_names = {e.name for e in result.entries}
+    for d in c.entry_dispatch:
+        for name in d.entries:
+            if name not in compiled_names:
+                problem(
+                    d.line,
+                    f"Dispatch names entry `{name}`, which is not an entry point of this shader "
+                    f"(it has {', '.join(sorted(compiled_names))})",
+                )
     entries = []
     for compiled in result.entries:
         spirv = normalize_spirv(compiled.spirv)
@@ -146,15 +155,25 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
             )
     if doc.role == "data":
         assert doc.dtype is not None
-        actual_scalar = r.scalar_type
-        if actual_scalar is not None and actual_scalar != doc.dtype:
+        held = r.scalar_types
+        if held and doc.dtype not in held:
+            views = " / ".join(sorted(held))
             problem(
                 doc.line,
-                f"binding `{doc.name}` is declared {doc.dtype} but the shader's "
-                f"`{r.variable}` holds {actual_scalar}",
+                f"binding `{doc.name}` is declared {doc.dtype} but the shader's `{r.variable}` holds {views}",
             )
         return BufferSpec(
-            doc.index, doc.name, "data", kind, writable, doc.dtype, doc.shape, True, doc.doc, doc.line
+            doc.index,
+            doc.name,
+            "data",
+            kind,
+            writable,
+            doc.dtype,
+            doc.shape,
+            True,
+            doc.doc,
+            doc.line,
+            flat=doc.flat,
         )
 
     slots: list[ParamSlot] = []
@@ -167,22 +186,38 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
         )
         per_element = 1
     n_fields = len(doc.fields)
-    if r.kind == "uniform" and n_fields > per_element:
+    by_element = any(f.element is not None for f in doc.fields)
+    if by_element:
+        longest = max(f.slot + 1 for f in doc.fields)
+        if longest > per_element:
+            problem(
+                doc.line,
+                f"params binding `{doc.name}` lists {longest} fields for one element but an "
+                f"element of `{r.variable}` holds {per_element}",
+            )
+        if r.kind == "uniform" and any(f.element for f in doc.fields):
+            problem(doc.line, f"params binding `{doc.name}`: a uniform buffer holds one element, [0]")
+    elif r.kind == "uniform" and n_fields > per_element:
         problem(
             doc.line,
             f"params binding `{doc.name}` lists {n_fields} fields but the shader's "
             f"`{r.variable}` holds {per_element}",
         )
-    elif per_element > 1 and n_fields > per_element:
+    elif len(r.scalars) > 1 and len({s.scalar for s in r.scalars}) > 1 and n_fields > per_element:
+        # A struct of mixed types cannot be continued into a second element by position.
         problem(
             doc.line,
             f"params binding `{doc.name}` lists {n_fields} fields but one element of "
-            f"`{r.variable}` holds {per_element}",
+            f"`{r.variable}` holds {per_element}; write `{doc.name}[1] = (...)` for the next element",
         )
     stride = r.element_size or 4
     size = 0
+    elements = 1
     for f in doc.fields:
-        element, k = divmod(f.slot, per_element)
+        element, k = (f.element, f.slot) if f.element is not None else divmod(f.slot, per_element)
+        if k >= per_element:
+            continue  # reported above
+        elements = max(elements, element + 1)
         sc = r.scalars[k] if r.scalars else None
         scalar = sc.scalar if sc else "u32"
         offset = element * stride + (sc.offset if sc else 4 * k)
@@ -193,7 +228,7 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
             problem(doc.line, f"params field `{f.name}_bits` needs a 32-bit slot, not {scalar}")
         as_float = f.is_bits or scalar in ("f32", "f16", "f64")
         slots.append(ParamSlot(f.name, "f32" if f.is_bits else scalar, offset, as_float))
-    size = max(size, stride * math.ceil(n_fields / per_element))
+    size = max(size, stride * elements)
     size = -(-size // 16) * 16
     return BufferSpec(
         doc.index, doc.name, "params", kind, writable, None, None, True, doc.doc, doc.line, tuple(slots), size
@@ -256,8 +291,8 @@ def _entry(
                         "params field or bare dimension of another binding defines",
                     )
     grid = None
-    if c.dispatch is not None:
-        d = c.dispatch
+    d = c.dispatch_for(refl.name)
+    if d is not None:
         for e in d.grid:
             for name in e.names:
                 if name not in known:
@@ -283,7 +318,7 @@ def _entry(
         buffers,
         spirv,
         grid,
-        c.dispatch.text if c.dispatch else None,
+        d.text if d else None,
         tuple(inferable),
         required,
         optional,

@@ -160,17 +160,17 @@ class Dims:
     def get(self, name: str) -> int:
         return self.values[name][0]
 
-    def _bind(self, arg: str, axis: int, name: str, size: int) -> None:
+    def _bind(self, arg: str, axis: int, name: str, size: int, *, whole: bool = False) -> None:
         known = self.values.get(name)
         if known is None:
-            self.values[name] = (size, f"`{arg}` axis {axis}")
+            self.values[name] = (size, f"`{arg}` (all elements)" if whole else f"`{arg}` axis {axis}")
         elif known[0] != size:
-            raise ValueError(
-                self._err(
-                    f"argument `{arg}` axis {axis} (`{name}`) has size {size}, "
-                    f"expected {known[0]} (from {known[1]})"
-                )
+            what = (
+                f"argument `{arg}` has {size} elements (`{name}`)"
+                if whole
+                else f"argument `{arg}` axis {axis} (`{name}`) has size {size}"
             )
+            raise ValueError(self._err(f"{what}, expected {known[0]} (from {known[1]})"))
 
     def expect(self, arg: str, axis: int, text: str, value: Number) -> None:
         actual = self.values[f"{arg}#{axis}"][0]
@@ -188,6 +188,7 @@ class Dims:
         *,
         writable: bool,
         checked: bool,
+        flat: bool = False,
     ) -> Bound:
         if isinstance(value, Tensor | np.ndarray):
             got_dtype, got_shape = value.dtype, value.shape
@@ -201,7 +202,16 @@ class Dims:
             raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
         if got_dtype.byteorder == ">":
             raise TypeError(self._err(f"argument `{name}` is big-endian ({got_dtype.str}); use native order"))
-        if checked:
+        if checked and flat:
+            # `flat[n]`: any shape; the one dim is the total number of elements.
+            size = math.prod(got_shape)
+            self.values[f"{name}#0"] = (size, f"`{name}` (all elements)")
+            dim = (shape or (None,))[0]
+            if isinstance(dim, str):
+                self._bind(name, 0, dim, size, whole=True)
+            elif isinstance(dim, int) and dim != size:
+                raise ValueError(self._err(f"argument `{name}` has {size} elements, expected {dim}"))
+        elif checked:
             want_ndim = len(shape) if shape is not None else 1
             if len(got_shape) != want_ndim:
                 raise ValueError(
