@@ -1,22 +1,60 @@
 """The ``hatch-slang`` command line: a thin front end over the same pipeline the build hook runs.
 
-Exit codes: 0 success; 1 the work found a problem (a failed build, a stale file, a kernel that
-disagrees with its reference); 2 bad usage (click's own).
+Every command works from a project root (``--root``, default: the current directory) and reads
+its ``[tool.hatch.build.hooks.slang]`` table (or a custom hook's table that names ``shaders``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
+import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from hatch_slang import __version__, pipeline
 from hatch_slang.config import BuildConfig, load_project_config
-from hatch_slang.errors import HatchSlangError
-from hatch_slang.validate import Row
-from hatch_slang.validate import validate as validate_kernels
+from hatch_slang.discover import Shader
+from hatch_slang.errors import BuildErrors, HatchSlangError
+from hatch_slang.spec import BufferSpec, ShaderSpec
+
+EXIT_CODES = """\b
+Exit codes:
+  0  success (for check: everything is current and consistent)
+  1  the command found a problem: a failed build, a stale or inconsistent
+     file, a kernel that disagrees with its reference, no device
+  2  bad usage: an unknown option or a missing argument"""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _root_option(f: F) -> F:
+    return click.option(
+        "--root",
+        default=".",
+        show_default=True,
+        type=click.Path(exists=True, file_okay=False),
+        help="Project root (holds pyproject.toml).",
+    )(f)
+
+
+def _verbosity_options(f: F) -> F:
+    f = click.option("-v", "--verbose", is_flag=True, help="Say what was compiled, cached and written.")(f)
+    return click.option("-q", "--quiet", is_flag=True, help="Print only errors.")(f)
+
+
+def _cache_option(f: F) -> F:
+    return click.option(
+        "--no-cache",
+        is_flag=True,
+        help="Compile every shader, ignoring and not updating the build cache "
+        "(<root>/build/hatch-slang, or $HATCH_SLANG_CACHE_DIR).",
+    )(f)
 
 
 def _config(root: str) -> BuildConfig:
@@ -26,34 +64,312 @@ def _config(root: str) -> BuildConfig:
         raise click.ClickException(str(e)) from None
 
 
-@click.group()
-@click.version_option(__version__, prog_name="hatch-slang")
-def main() -> None:
-    """Compile Slang kernels into typed Python wrappers, and check, inspect and run them."""
+def _errors(e: HatchSlangError) -> Iterator[HatchSlangError]:
+    if isinstance(e, BuildErrors):
+        for inner in e.errors:
+            yield from _errors(inner)
+    else:
+        yield e
 
 
-@main.command()
-@click.option("--root", default=".", show_default=True, help="Project root (holds pyproject.toml).")
-@click.option("--out", type=click.Path(file_okay=False), help="Write here instead of the configured package.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only errors.")
-def build(root: str, out: str | None, quiet: bool) -> None:
-    """Regenerate wrappers, SPIR-V and manifest into the source tree."""
-    config = _config(root)
-    dest = Path(out) if out else config.package_dir
+def _fail(e: HatchSlangError) -> click.ClickException:
+    errors = list(_errors(e))
+    if len(errors) == 1:
+        return click.ClickException(str(errors[0]))
+    return click.ClickException(f"{len(errors)} problems:\n" + "\n".join(str(x) for x in errors))
+
+
+class _Bar:
+    """A click progress bar over the shaders that need compiling (hidden for 0 or 1, or with -q)."""
+
+    def __init__(self, quiet: bool, verbose: bool) -> None:
+        self.quiet, self.verbose = quiet, verbose
+        self.bar: Any = None
+
+    def start(self, total: int, cached: int) -> None:
+        if self.verbose and cached:
+            click.echo(f"{cached} shader(s) unchanged since the last build (cached)", err=True)
+        if total > 1 and not self.quiet:
+            self.bar = click.progressbar(length=total, label=f"compiling {total} shaders", file=sys.stderr)
+            self.bar.__enter__()
+        elif total and self.verbose:
+            click.echo(f"compiling {total} shader(s)", err=True)
+
+    def advance(self, shader: Shader) -> None:
+        if self.bar is not None:
+            self.bar.update(1, shader.rel)
+        if self.verbose:
+            click.echo(f"  compiled {shader.rel}", err=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _run_build(
+    config: BuildConfig,
+    *,
+    only: list[str] | None = None,
+    keep_from: Path | None = None,
+    no_cache: bool,
+    quiet: bool,
+    verbose: bool,
+) -> pipeline.BuildOutput:
+    bar = _Bar(quiet, verbose)
     try:
-        output = pipeline.build(config)
+        cache = None if no_cache else pipeline.open_cache(config)
+        return pipeline.build(config, only=only, keep_from=keep_from, cache=cache, progress=bar)
     except HatchSlangError as e:
-        raise click.ClickException(str(e)) from None
-    for w in output.warnings:
-        click.secho(f"warning: {w}", fg="yellow", err=True)
-    changed = pipeline.write_output(output, dest)
+        raise _fail(e) from None
+    finally:
+        bar.close()
+
+
+def _warn(output: pipeline.BuildOutput, quiet: bool) -> None:
     if not quiet:
-        click.echo(f"{len(output.specs)} shader(s) -> {dest} ({len(changed)} file(s) written)")
+        for w in output.warnings:
+            click.secho(f"warning: {w}", fg="yellow", err=True)
 
 
-@main.command()
-def devices() -> None:
-    """List Vulkan devices; the default one is marked with *."""
+@click.group(epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hatch-slang")
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Colour the output. Default: only on a terminal, and never when NO_COLOR is set.",
+)
+@click.pass_context
+def main(ctx: click.Context, color: bool | None) -> None:
+    """Compile Slang kernels into typed Python wrappers, and check, inspect and run them."""
+    if color is None and os.environ.get("NO_COLOR"):
+        color = False
+    ctx.color = color
+
+
+@main.command(epilog=EXIT_CODES)
+@click.argument("shaders", nargs=-1)
+@_root_option
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Write here instead of the configured package in the source tree.",
+)
+@_cache_option
+@_verbosity_options
+def build(
+    shaders: tuple[str, ...], root: str, out: str | None, no_cache: bool, quiet: bool, verbose: bool
+) -> None:
+    """Regenerate wrappers, SPIR-V and manifest into the source tree.
+
+    Only shaders that changed since the last build (their source, anything they include, the
+    compiler, the options or the templates) are compiled again; files whose content is already
+    right are not rewritten. SHADERS (module names, file names or paths) limits the build to
+    those; the other shaders' files in the destination are kept.
+    """
+    config = _config(root)
+    dest = Path(out).resolve() if out else config.package_dir
+    output = _run_build(
+        config,
+        only=list(shaders) or None,
+        keep_from=dest,
+        no_cache=no_cache,
+        quiet=quiet,
+        verbose=verbose,
+    )
+    _warn(output, quiet)
+    changed = pipeline.write_output(output, dest)
+    if verbose:
+        for name in changed:
+            click.echo(f"  wrote {_shown(dest / name)}", err=True)
+    if not quiet:
+        click.echo(
+            f"{len(output.specs)} shader(s), {len(output.compiled)} compiled -> {_shown(dest)} "
+            f"({len(changed)} file(s) written)"
+        )
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+@main.command(epilog=EXIT_CODES)
+@_root_option
+@_cache_option
+@_verbosity_options
+def check(root: str, no_cache: bool, quiet: bool, verbose: bool) -> None:
+    """Check that comments, code and the generated files in the source tree agree.
+
+    Rebuilds in memory (writing nothing but the build cache) and fails, exit code 1, when a
+    comment disagrees with what the compiler reflects (reported as file:line) or when a
+    generated file is missing, stale or left over (reported as a unified diff). The command
+    for a project's CI.
+    """
+    config = _config(root)
+    try:
+        cache = None if no_cache else pipeline.open_cache(config)
+        bar = _Bar(quiet, verbose)
+        try:
+            output = pipeline.build(config, cache=cache, progress=bar)
+        finally:
+            bar.close()
+    except HatchSlangError as e:
+        errors = list(_errors(e))
+        for err in errors:
+            click.secho(str(err), fg="red", err=True)
+        raise click.ClickException(
+            f"{len(errors)} problem(s) in the shaders; the generated files were not compared"
+        ) from None
+    _warn(output, quiet)
+    label = _shown(config.package_dir)
+    drift = pipeline.drift(output, config.package_dir, label=label)
+    for d in drift:
+        if d.kind == "changed" and d.detail.startswith("---"):
+            for line in d.detail.splitlines():
+                colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+                click.secho(line, fg=colour)
+        else:
+            click.secho(d.detail, fg="red")
+    if drift:
+        raise click.ClickException(
+            f"{len(drift)} generated file(s) in {label} are not what the sources give; "
+            "run `hatch-slang build`"
+        )
+    if not quiet:
+        click.echo(f"ok: {len(output.specs)} shader(s); {label} is current")
+
+
+def _register(b: BufferSpec) -> str:
+    return ("b" if b.kind == "uniform" else "u" if b.writable else "t") + str(b.index)
+
+
+def _show_data(spec: ShaderSpec) -> dict[str, Any]:
+    buffers: dict[int, BufferSpec] = {}
+    for e in spec.entries:
+        for b in e.buffers:
+            buffers.setdefault(b.index, b)
+    bindings = []
+    for b in sorted(buffers.values(), key=lambda b: b.index):
+        shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape is not None else None
+        if shape is not None and getattr(b, "flat", False):
+            shape = f"flat{shape}"
+        bindings.append(
+            {
+                "register": _register(b),
+                "binding": b.index,
+                "name": b.name,
+                "role": b.role,
+                "access": "read-write" if b.writable else "read-only",
+                "dtype": b.dtype,
+                "shape": shape,
+                "shape_checked": b.shape_checked,
+                "params": [
+                    {"name": p.name, "type": p.scalar, "offset": p.offset, "float": p.as_float}
+                    for p in b.params
+                ],
+                "doc": b.doc,
+                "line": b.line,
+            }
+        )
+    entries = [
+        {
+            "name": e.name,
+            "threads": list(e.threads),
+            "threads_per_group": e.threads[0] * e.threads[1] * e.threads[2],
+            "dispatch": re.sub(r"(?i)^\s*dispatch\s*:\s*", "", e.grid_text) if e.grid_text else None,
+            "grid": [g.text for g in e.grid] if e.grid is not None else None,
+            "uses": [_register(b) + " " + b.name for b in e.buffers],
+            "params_required": list(e.params_required),
+            "params_inferred": list(e.params_optional),
+        }
+        for e in spec.entries
+    ]
+    return {
+        "shader": spec.shader.rel,
+        "module": spec.shader.module,
+        "summary": spec.shader.contract.prose.split("\n\n")[0].replace("\n", " "),
+        "bindings": bindings,
+        "entries": entries,
+        "warnings": list(spec.warnings),
+    }
+
+
+def _table(headers: list[str], rows: list[list[str]], out: Callable[[str], None] = click.echo) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    out("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    out("  ".join("-" * w for w in widths))
+    for r in rows:
+        out("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip())
+
+
+@main.command(epilog=EXIT_CODES)
+@click.argument("name")
+@_root_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def show(name: str, root: str, as_json: bool) -> None:
+    """Show what a kernel exposes: entries, bindings, params, dispatch and group size.
+
+    NAME is a shader's module name, file name or path. Comment/code disagreements are shown
+    as warnings here (``check`` and ``build`` fail on them when the project is strict).
+    """
+    config = _config(root)
+    try:
+        spec = pipeline.inspect(config, name, cache=pipeline.open_cache(config))
+    except HatchSlangError as e:
+        raise _fail(e) from None
+    data = _show_data(spec)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.secho(f"{data['shader']}  (module {data['module']})", bold=True)
+    if data["summary"]:
+        click.echo(textwrap.fill(data["summary"], 100, initial_indent="  ", subsequent_indent="  "))
+    click.echo()
+    rows = []
+    for b in data["bindings"]:
+        if b["role"] == "params":
+            what = "params (" + ", ".join(p["name"] for p in b["params"]) + ")"
+        else:
+            what = f"{b['dtype'] or 'any'} {b['shape'] if b['shape'] is not None else '(1-D)'}"
+            if not b["shape_checked"]:
+                what = f"{b['dtype'] or 'any'} (not documented)"
+        rows.append([b["register"], b["name"], b["access"], what, b["doc"]])
+    click.secho("bindings", bold=True)
+    _table(["reg", "name", "access", "dtype / shape", "doc"], rows, lambda s: click.echo("  " + s))
+    for b in data["bindings"]:
+        if b["params"]:
+            click.echo()
+            click.secho(f"params in {b['register']} {b['name']}", bold=True)
+            prow = [
+                [p["name"], p["type"] + (" (float)" if p["float"] else ""), str(p["offset"])]
+                for p in b["params"]
+            ]
+            _table(["field", "type", "byte offset"], prow, lambda s: click.echo("  " + s))
+    for entry in data["entries"]:
+        click.echo()
+        t = entry["threads"]
+        click.secho(f"entry {entry['name']}", bold=True)
+        click.echo(f"  threads per group: {t[0]} x {t[1]} x {t[2]} = {entry['threads_per_group']}")
+        click.echo(f"  dispatch: {entry['dispatch'] or 'not documented: the caller passes grid=(x, y, z)'}")
+        click.echo(f"  uses: {', '.join(entry['uses']) or 'no bindings'}")
+        if entry["params_required"] or entry["params_inferred"]:
+            params = entry["params_required"] + [f"{p} (inferred)" for p in entry["params_inferred"]]
+            click.echo(f"  params: {', '.join(params)}")
+    for w in data["warnings"]:
+        click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+@main.command(epilog=EXIT_CODES)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per device.")
+def devices(as_json: bool) -> None:
+    """List Vulkan devices with their limits; the default one is marked with *.
+
+    The default is SLANGRT_DEVICE (an index or part of a name) if set, else the best device:
+    discrete GPU, then integrated, then CPU (lavapipe).
+    """
     import slangrt
 
     try:
@@ -61,21 +377,58 @@ def devices() -> None:
         default = slangrt.device().info.index if infos else -1
     except slangrt.SlangRTError as e:
         raise click.ClickException(str(e)) from None
+    if not infos:
+        raise click.ClickException("no Vulkan device found")
     for d in infos:
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "index": d.index,
+                        "default": d.index == default,
+                        "name": d.name,
+                        "type": d.type,
+                        "driver": d.driver,
+                        "api_version": d.api_version,
+                        "memory_bytes": d.memory_bytes,
+                        "max_workgroup_count": list(d.max_workgroup_count),
+                        "max_workgroup_size": list(d.max_workgroup_size),
+                        "max_invocations": d.max_invocations,
+                        "max_storage_buffer_range": d.max_storage_buffer_range,
+                    }
+                )
+            )
+            continue
         mark = "*" if d.index == default else " "
+        click.secho(
+            f"{mark} {d.index}  {d.name}  [{d.type}]  driver {d.driver}  Vulkan {d.api_version}  "
+            f"{d.memory_bytes / 2**30:.1f} GiB",
+            bold=d.index == default,
+        )
+        count, size = d.max_workgroup_count, d.max_workgroup_size
         click.echo(
-            f"{mark} {d.index}  {d.name}  [{d.type}]  driver {d.driver}  "
-            f"Vulkan {d.api_version}  {d.memory_bytes / 2**30:.1f} GiB"
+            f"      groups <= {count[0]} x {count[1]} x {count[2]}; group size <= "
+            f"{size[0]} x {size[1]} x {size[2]}, {d.max_invocations} threads; "
+            f"storage buffer <= {_bytes(d.max_storage_buffer_range)}"
         )
 
 
-@main.command()
+def _bytes(n: int) -> str:
+    size, unit = float(n), 0
+    while size >= 1024 and unit < 3:
+        size, unit = size / 1024, unit + 1
+    return f"{size:.0f} B" if unit == 0 else f"{size:.1f} {('KiB', 'MiB', 'GiB')[unit - 1]}"
+
+
+@main.command(epilog=EXIT_CODES)
 @click.argument("shaders", nargs=-1)
-@click.option("--root", default=".", show_default=True, help="Project root (holds pyproject.toml).")
+@_root_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per line instead of a table.")
 @click.option("--seed", default=0, show_default=True, help="Seed for the random inputs.")
 def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int) -> None:
     """Run kernels on the default device and compare with their NumPy references."""
+    from hatch_slang.validate import validate as validate_kernels  # imports NumPy: only here
+
     config = _config(root)
     rows = []
     try:
@@ -86,7 +439,22 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int) -> N
     except HatchSlangError as e:
         raise click.ClickException(str(e)) from None
     if not as_json:
-        _table(rows)
+        _table(
+            ["shader", "entry", "shape", "max abs err", "max rel err", "ms", "ok"],
+            [
+                [
+                    r.shader,
+                    r.entry,
+                    r.shape,
+                    f"{r.max_abs_err:.2e}",
+                    f"{r.max_rel_err:.2e}",
+                    f"{r.seconds * 1e3:.2f}",
+                    "ok" if r.ok else "FAIL",
+                ]
+                for r in rows
+            ],
+            _echo_row,
+        )
     bad = [r for r in rows if not r.ok]
     if not rows:
         raise click.ClickException("no kernel has a reference (shaders/<name>.py) to validate against")
@@ -95,23 +463,5 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int) -> N
     sys.exit(1 if bad else 0)
 
 
-def _table(rows: list[Row]) -> None:
-    headers = ["shader", "entry", "shape", "max abs err", "max rel err", "ms", "ok"]
-    cells = [
-        [
-            r.shader,
-            r.entry,
-            r.shape,
-            f"{r.max_abs_err:.2e}",
-            f"{r.max_rel_err:.2e}",
-            f"{r.seconds * 1e3:.2f}",
-            "ok" if r.ok else "FAIL",
-        ]
-        for r in rows
-    ]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
-    click.echo("  ".join("-" * w for w in widths))
-    for c in cells:
-        line = "  ".join(x.ljust(w) for x, w in zip(c, widths))
-        click.secho(line, fg=None if c[-1] == "ok" else "red")
+def _echo_row(line: str) -> None:
+    click.secho(line, fg="red" if line.endswith("FAIL") else None)

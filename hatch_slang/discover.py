@@ -91,3 +91,22 @@ def discover(root: Path, patterns: list[str]) -> list[Shader]:
             )
         by_module[s.module] = s
     return shaders
+
+
+def select(shaders: list[Shader], names: list[str], cwd: Path | None = None) -> list[Shader]:
+    """The configured shaders that ``names`` pick, in discovery order.
+
+    A name is a module name or file stem (``moe_combine``), a file name (``moe_combine.slang``),
+    or a path relative to the project root or to ``cwd``.
+    """
+    picked: dict[str, Shader] = {}
+    for name in names:
+        as_path = Path(cwd or Path.cwd(), name).resolve()
+        found = [
+            s for s in shaders if name in (s.module, s.path.stem, s.path.name, s.rel) or s.path == as_path
+        ]
+        if not found:
+            known = ", ".join(s.module for s in shaders)
+            raise ConfigError(f"no configured shader is called `{name}`; the shaders are: {known}")
+        picked.update((s.rel, s) for s in found)
+    return [s for s in shaders if s.rel in picked]

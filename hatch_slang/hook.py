@@ -1,8 +1,15 @@
 """The hatchling build hook: a thin front end over :mod:`hatch_slang.pipeline`.
 
-Wheels get the generated package through ``force_include`` from a temporary directory that is
-removed in ``finalize``; editable installs get it written into the source tree (where
-``hatch-slang build`` keeps it up to date); sdists ship sources only, nothing compiled.
+- wheel: the generated package goes in through ``force_include`` from a temporary directory
+  removed in ``finalize``; generated files lying in the source tree (from an editable install
+  or ``hatch-slang build``) are left out, so a wheel never depends on what the tree happens to
+  hold and is the same whether built from the tree or from its sdist.
+- editable: the generated package is written into the source tree, where the editable install
+  imports it and ``hatch-slang build`` keeps it up to date.
+- sdist: sources only. The shader files and a custom templates directory are always included;
+  generated files and the build cache never are.
+
+Every build goes through the project's build cache (:mod:`hatch_slang.cache`).
 """
 
 from __future__ import annotations
@@ -12,13 +19,33 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pathspec
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 from hatch_slang import pipeline
-from hatch_slang.config import HOOK, parse_config
+from hatch_slang.config import HOOK, BuildConfig, parse_config
+from hatch_slang.discover import Shader, find_shaders
 from hatch_slang.errors import HatchSlangError
 
 RUNTIME_REQUIREMENT = "hatch-slang-runtime>=0.1,<0.2"
+
+
+class _Log:
+    """Compile progress through hatchling's display (shown per shader with ``-v``)."""
+
+    def __init__(self, hook: SlangBuildHook) -> None:
+        self.app = hook.app
+        self.total = 0
+        self.done = 0
+
+    def start(self, total: int, cached: int) -> None:
+        self.total = total
+        if total:
+            self.app.display_info(f"hatch-slang: compiling {total} shader(s), {cached} unchanged")
+
+    def advance(self, shader: Shader) -> None:
+        self.done += 1
+        self.app.display_debug(f"hatch-slang: [{self.done}/{self.total}] {shader.rel}")
 
 
 class SlangBuildHook(BuildHookInterface):  # type: ignore[type-arg]
@@ -26,24 +53,51 @@ class SlangBuildHook(BuildHookInterface):  # type: ignore[type-arg]
 
     _tmp: Path | None = None
 
+    def _fail(self, error: HatchSlangError) -> SystemExit:
+        # One clean message, no traceback through hatchling; nothing was written.
+        self.app.display_error(f"hatch-slang: build failed\n{error}")
+        return SystemExit(1)
+
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if self.target_name != "wheel":
-            return  # sdist: the shader sources travel as ordinary files
-        config = parse_config(Path(self.root), self.config)
-        self.app.display_info(f"hatch-slang: compiling shaders {', '.join(config.shaders)}")
         try:
-            output = pipeline.build(config, progress=lambda s: self.app.display_debug(f"  compiled {s.rel}"))
+            config = parse_config(Path(self.root), self.config)
+            if self.target_name == "sdist":
+                self._sdist(config, build_data)
+            elif self.target_name == "wheel":
+                self._wheel(config, version, build_data)
         except HatchSlangError as e:
-            # One clean message, no traceback through hatchling; nothing was written.
-            self.app.display_error(f"hatch-slang: build failed\n{e}")
-            raise SystemExit(1) from None
+            raise self._fail(e) from None
+
+    def _exclude_tree_outputs(self, config: BuildConfig) -> None:
+        outputs = pipeline.tree_outputs(config)
+        if not outputs:
+            return
+        # hatchling has no build_data key for exclusions; its builder config computes the
+        # exclude spec once (a cached property) and every file walk asks it. Extending it here,
+        # before the walk, is the narrowest way to drop generated files (tests pin this).
+        extra = pathspec.GitIgnoreSpec.from_lines([f"/{p}" for p in outputs])
+        base = self.build_config.exclude_spec
+        vars(self.build_config)["exclude_spec"] = extra if base is None else base + extra
+
+    def _sdist(self, config: BuildConfig, build_data: dict[str, Any]) -> None:
+        self._exclude_tree_outputs(config)
+        root = config.root.resolve()
+        sources = find_shaders(config.root, list(config.shaders))
+        if config.templates is not None and config.templates.is_dir():
+            sources += sorted(p.resolve() for p in config.templates.rglob("*") if p.is_file())
+        for path in sources:
+            if path.is_relative_to(root):
+                build_data["force_include"][str(path)] = path.relative_to(root).as_posix()
+
+    def _wheel(self, config: BuildConfig, version: str, build_data: dict[str, Any]) -> None:
+        output = pipeline.build(config, cache=pipeline.open_cache(config), progress=_Log(self))
         for w in output.warnings:
             self.app.display_warning(f"hatch-slang: {w}")
-
         build_data.setdefault("dependencies", []).append(RUNTIME_REQUIREMENT)
         if version == "editable":
             pipeline.write_output(output, config.package_dir)
             return
+        self._exclude_tree_outputs(config)
         self._tmp = Path(tempfile.mkdtemp(prefix="hatch-slang-wheel-"))
         pipeline.write_output(output, self._tmp)
         for name in sorted(output.files):

@@ -1,0 +1,162 @@
+"""The incremental build cache: one shader's compile result, valid while nothing it read changed.
+
+Compiling is the only slow step of a build (tens of milliseconds per entry point, plus the
+compiler's session start in each worker); checking the comments against reflection and
+generating the wrappers take well under a millisecond per shader, so only compile results are
+cached and everything after them runs on every build.
+
+An entry sits in a slot named by what the result cannot be checked against afterwards: the
+shader's path (relative to the project root), the compiler (:func:`compiler_fingerprint`), the
+compile options and this module's format. It is used only when the shader's content, its entry
+points and the content of every file the compiler read for it (``CompileResult.dependencies``:
+includes and imported modules) are what they were. A slot holds one entry; a new compile of the
+same shader replaces it, so the cache stays the size of the project.
+
+Where: ``<root>/build/hatch-slang/`` (``build/`` is conventionally ignored by version control),
+or ``$HATCH_SLANG_CACHE_DIR``. Entries carry no absolute paths, so one directory can serve many
+checkouts (and the temporary unpacked sdist of ``python -m build``). Deleting it is always safe.
+A damaged or foreign entry reads as a miss; writes are atomic, so concurrent builds are safe.
+Entries are pickles: the cache directory is trusted as the source tree it sits in is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatch_slang import __version__
+from hatch_slang.compiler import CompiledEntry, CompileOptions, CompileResult
+from hatch_slang.discover import Shader
+
+FORMAT = 1
+ENV = "HATCH_SLANG_CACHE_DIR"
+_IGNORE = "# Created by hatch-slang: a build cache, safe to delete.\n*\n"
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# The build cache of hatch-slang.\n"
+
+
+def default_cache_dir(root: Path) -> Path:
+    env = os.environ.get(ENV)
+    return Path(env).expanduser().resolve() if env else root / "build" / "hatch-slang"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class BuildCache:
+    """Compile results of one project's shaders, for one compiler and one set of options."""
+
+    def __init__(self, directory: Path, root: Path, compiler: str, options: CompileOptions) -> None:
+        self.directory = directory
+        self.root = root.resolve()
+        # What every slot of this build shares. The driver's own source is in it, so a change to
+        # how hatch-slang calls Slang (flags, entry handling) never reuses results made before.
+        driver = Path(__file__).with_name("compiler.py").read_bytes()
+        self._common = repr((FORMAT, __version__, _sha256(driver), compiler, self._portable_options(options)))
+        self._hashes: dict[Path, str | None] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def _portable_options(self, options: CompileOptions) -> tuple[object, ...]:
+        dirs = tuple(self._portable(Path(d)) for d in options.include_dirs)
+        return (dirs, options.defines, options.optimization)
+
+    def _portable(self, path: Path) -> str:
+        """A path as the cache records it: relative to the root when inside it."""
+        return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
+
+    def _slot(self, shader: Shader) -> Path:
+        key = _sha256(repr((self._common, shader.rel)).encode())
+        return self.directory / key[:2] / f"{key[2:]}.pickle"
+
+    def _hash(self, path: Path) -> str | None:
+        """The content hash of a file, once per build; None when it cannot be read."""
+        if path not in self._hashes:
+            try:
+                self._hashes[path] = _sha256(path.read_bytes())
+            except OSError:
+                self._hashes[path] = None
+        return self._hashes[path]
+
+    def lookup(self, shader: Shader) -> CompileResult | None:
+        """The cached result for this shader, or None when there is none or anything it read changed."""
+        self._hashes.setdefault(shader.path, shader.sha256)
+        result = self._lookup(shader)
+        if result is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return result
+
+    def _lookup(self, shader: Shader) -> CompileResult | None:
+        try:
+            entry: dict[str, Any] = pickle.loads(self._slot(shader).read_bytes())
+            if (
+                entry["common"] != self._common
+                or entry["sha256"] != shader.sha256
+                or tuple(entry["entries"]) != shader.entries
+            ):
+                return None
+            deps = [(self.root / rel, digest) for rel, digest in entry["dependencies"]]
+            if any(self._hash(path) != digest for path, digest in deps):
+                return None
+            return CompileResult(
+                path=shader.rel,
+                entries=tuple(CompiledEntry(n, spirv, refl) for n, spirv, refl in entry["compiled"]),
+                dependencies=tuple(str(path) for path, _ in deps),
+                warnings=entry["warnings"],
+                compiler=entry["compiler"],
+            )
+        except Exception:  # missing, damaged, truncated or foreign: a miss, never a failed build
+            return None
+
+    def store(self, shader: Shader, result: CompileResult) -> None:
+        """Remember a successful compile. Failures are not cached: the next build reports them afresh."""
+        if result.error is not None or not result.entries:
+            return
+        try:
+            if _sha256(shader.path.read_bytes()) != shader.sha256:
+                return  # edited while it compiled: the result may be of either version
+        except OSError:
+            return
+        deps: list[tuple[str, str]] = []
+        for dep in result.dependencies:
+            path = (self.root / dep).resolve()
+            digest = self._hash(path)
+            if digest is None:
+                return  # something it read is gone already: do not vouch for this result
+            deps.append((self._portable(path), digest))
+        if shader.path not in {self.root / rel for rel, _ in deps}:
+            deps.append((shader.rel, shader.sha256))
+        entry = {
+            "common": self._common,
+            "sha256": shader.sha256,
+            "entries": list(shader.entries),
+            "dependencies": deps,
+            "compiled": [(e.name, e.spirv, e.reflection) for e in result.entries],
+            "warnings": result.warnings,
+            "compiler": result.compiler,
+        }
+        self._write(self._slot(shader), pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _write(self, path: Path, data: bytes) -> None:
+        try:
+            if not self.directory.is_dir():
+                self.directory.mkdir(parents=True, exist_ok=True)
+                (self.directory / ".gitignore").write_text(_IGNORE)
+                (self.directory / "CACHEDIR.TAG").write_text(_TAG)
+            path.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            pass  # a cache that cannot be written (read-only tree, full disk) only costs speed

@@ -1,0 +1,1 @@
+"""A project with several shaders, two of which share an include."""
