@@ -190,10 +190,8 @@ def build(
 
 
 def _shown(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
+    """A path as messages show it: relative when under the current directory."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 @main.command(epilog=EXIT_CODES)
