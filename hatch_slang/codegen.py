@@ -197,6 +197,8 @@ def _escape_doc(text: str) -> str:
         else f"\\x{ord(ch):02x}"
         if ord(ch) < 256
         else f"\\u{ord(ch):04x}"
+        if ord(ch) < 0x10000
+        else f"\\U{ord(ch):08x}"
         for ch in text
     )
     text = "\n".join(line.rstrip() for line in text.split("\n"))
