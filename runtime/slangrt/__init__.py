@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ._batch import Profile, ProfileRecord, batch, profile
 from ._device import Device, DeviceInfo, device, devices
 from ._errors import (
     DeviceLostError,
@@ -27,14 +28,18 @@ __all__ = [
     "DeviceLostError",
     "DispatchTimeoutError",
     "Kernel",
+    "Profile",
+    "ProfileRecord",
     "SlangRTError",
     "Tensor",
     "ValidationError",
     "VulkanError",
     "VulkanUnavailableError",
     "__version__",
+    "batch",
     "device",
     "devices",
+    "profile",
 ]
 
 # --- build side (hatch_slang) --------------------------------------------------------------

@@ -1,8 +1,10 @@
 """Vulkan instance, physical-device discovery and the logical :class:`Device`.
 
 One ``VkInstance`` per process, made on first use. Each :class:`Device` owns a ``VkDevice`` with
-one compute queue; tensors and kernels made on it register with it so that closing the device
-(or process exit) frees them first, in the order Vulkan requires.
+one compute queue. Everything that tensors, kernels and transfers need of the device lives in
+its :class:`Core` (queue, memory heaps, command buffers, pipelines), which never refers back to
+the :class:`Device`: finalizers hold the core, so they do not keep the device alive, and they
+do nothing once the device is gone (destroying a device frees what was made from it).
 """
 
 from __future__ import annotations
@@ -11,14 +13,25 @@ import contextlib
 import logging
 import os
 import threading
-import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from . import _vk
-from ._errors import INSTALL_HINT, SlangRTError, ValidationError, VulkanError, VulkanUnavailableError
-from ._memory import Readback
+from . import _batch, _vk
+from ._errors import (
+    INSTALL_HINT,
+    DeviceLostError,
+    SlangRTError,
+    ValidationError,
+    VulkanError,
+    VulkanUnavailableError,
+)
+from ._memory import Memory
+from ._pcache import PipelineCache
+from ._queue import PENDING, Contexts, Queue
+
+if TYPE_CHECKING:
+    from ._memory import Allocation
 
 __all__ = ["Device", "DeviceInfo", "device", "devices"]
 
@@ -28,10 +41,10 @@ _log = logging.getLogger("slangrt")
 _MIN_API = (1, 2)
 
 _DEFAULT_TIMEOUT_S = 120.0
-# How long a fence wait polls before it sleeps (see Device._wait_fence); SLANGRT_SPIN_US overrides.
-_DEFAULT_SPIN_US = 100.0
-_VK_NOT_READY = 1
-_VK_TIMEOUT = 2
+# How long a wait polls before it sleeps (see _queue.Queue.wait); SLANGRT_SPIN_US overrides.
+# On a GPU, waking from the sleep costs more than a small kernel takes. On a CPU device
+# (lavapipe) the poll would take a core from the driver's own threads, so it sleeps at once.
+_DEFAULT_SPIN_US = 200.0
 
 _TYPE_NAMES = {0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
 # Lower is better: the default device is the first of the best type.
@@ -69,10 +82,11 @@ def _timeout_ns() -> int:
     return max(1, int(seconds * 1e9))
 
 
-def _spin_s() -> float:
+def _spin_s(device_type: str) -> float:
     raw = os.environ.get("SLANGRT_SPIN_US", "").strip()
+    default = 0.0 if device_type == "cpu" else _DEFAULT_SPIN_US
     try:
-        return max(0.0, float(raw) if raw else _DEFAULT_SPIN_US) * 1e-6
+        return max(0.0, float(raw) if raw else default) * 1e-6
     except ValueError:
         raise SlangRTError(f"SLANGRT_SPIN_US must be a number of microseconds, got {raw!r}") from None
 
@@ -118,8 +132,9 @@ class _Instance:
             "yes",
             "on",
         )
-        self._messages_lock = threading.Lock()
-        self._errors: list[str] = []
+        # Validation errors are reported inside the Vulkan call that caused them, on the calling
+        # thread: keep them per thread, so that each surfaces from the call that made it.
+        self._local = threading.local()
 
         try:
             loader_version = int(vk.vkEnumerateInstanceVersion())
@@ -154,6 +169,13 @@ class _Instance:
                 raise SlangRTError("SLANGRT_VALIDATION=1 but VK_EXT_debug_utils is not available.")
             layers.append("VK_LAYER_KHRONOS_validation")
             extensions.append("VK_EXT_debug_utils")
+            with _vk.call("listing the validation layer's extensions"):
+                layer_exts = {
+                    e.extensionName
+                    for e in vk.vkEnumerateInstanceExtensionProperties("VK_LAYER_KHRONOS_validation")
+                }
+            if "VK_EXT_validation_features" in layer_exts:
+                extensions.append("VK_EXT_validation_features")
 
         app_info = vk.VkApplicationInfo(
             pApplicationName="slangrt",
@@ -163,9 +185,27 @@ class _Instance:
             apiVersion=_make_version(1, 3),
         )
         messenger_info = self._messenger_create_info() if self.validation else None
+        chain = messenger_info
+        features_info = enables = None
+        if "VK_EXT_validation_features" in extensions:
+            # Synchronization validation checks the barriers between dependent commands.
+            enables = vk.ffi.new(
+                "VkValidationFeatureEnableEXT[1]",
+                [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT],
+            )
+            features_info = vk.ffi.new(
+                "VkValidationFeaturesEXT*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+                    "pNext": vk.ffi.addressof(messenger_info),
+                    "enabledValidationFeatureCount": 1,
+                    "pEnabledValidationFeatures": enables,
+                },
+            )
+            chain = features_info
         create_info = vk.VkInstanceCreateInfo(
             # Chaining the messenger here also reports problems inside vkCreate/DestroyInstance.
-            pNext=messenger_info,
+            pNext=chain,
             flags=flags,
             pApplicationInfo=app_info,
             enabledLayerCount=len(layers),
@@ -185,7 +225,7 @@ class _Instance:
             create = vk.vkGetInstanceProcAddr(self.handle, "vkCreateDebugUtilsMessengerEXT")
             with _vk.call("creating the validation messenger"):
                 self.messenger = create(self.handle, messenger_info, None)
-        self._keepalive = (app_info, messenger_info, create_info)
+        self._keepalive = (app_info, messenger_info, features_info, enables, create_info)
         self._finalizer = weakref.finalize(self, _destroy_instance, self.handle, self.messenger)
 
         with _vk.call("enumerating physical devices"):
@@ -215,8 +255,10 @@ class _Instance:
             vk = _vk.vk()
             text = vk.ffi.string(data.pMessage).decode("utf-8", "replace") if data.pMessage else ""
             if severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT:
-                with self._messages_lock:
-                    self._errors.append(text)
+                errors = getattr(self._local, "errors", None)
+                if errors is None:
+                    errors = self._local.errors = []
+                errors.append(text)
             else:
                 _log.warning("Vulkan validation: %s", text)
         except Exception:
@@ -227,9 +269,9 @@ class _Instance:
         """Raise :class:`ValidationError` for validation errors reported since the last check."""
         if not self.validation:
             return
-        with self._messages_lock:
-            errors, self._errors = self._errors, []
+        errors = getattr(self._local, "errors", None)
         if errors:
+            self._local.errors = []
             raise ValidationError(errors)
 
 
@@ -368,31 +410,164 @@ def _select(inst: _Instance, selector: int | str | None) -> DeviceInfo:
 # Logical device
 
 
-class _Resource(Protocol):
-    def close(self) -> None: ...
+class Core:
+    """The parts of an open device that tensors, kernels and transfers use."""
 
-
-class _DeviceState:
-    """What children need to free themselves: the VkDevice handle and whether it is alive.
-
-    Finalizers of tensors and kernels hold this, never the Device, so that they do not keep
-    the Device alive, and so that they skip freeing once the device itself is gone.
-    """
-
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, name: str, handle: Any, queue: Any, queue_family: int) -> None:
+        self.name = name
         self.handle = handle
+        self.queue_family = queue_family
         self.alive = True
+        self.lost = False
+        self.closed = False
+        self._raw_queue = queue
+        # Filled in by Device.__init__ once the core exists.
+        self.queue: Queue
+        self.contexts: Contexts
+        self.memory: Memory
+        self.pipeline_cache: PipelineCache | None = None
+        self.buffer_usage = 0
+        self.push_descriptor: Any = None
+        self.validation = False
+        self.check_validation: Any = None
+        self.pipelines: dict[Any, Any] = {}
+        self.pipelines_lock = threading.Lock()
+        self.kernel_pools: set[Any] = set()
+        self.kernel_pools_lock = threading.Lock()
+        self.timestamp_period_ns = 1.0
+        self.timestamp_bits = 0
+        self._barriers: dict[str, Any] = {}
+
+    def check_usable(self) -> None:
+        if self.lost:
+            raise DeviceLostError(f"The Vulkan device {self.name} was lost; open a new one.")
+        if self.closed or not self.alive:
+            raise SlangRTError(f"<slangrt.Device {self.name!r}> is closed.")
+
+    # -- host access to tensors -------------------------------------------------------------------
+
+    def flush_batch_using(self, alloc: Allocation) -> None:
+        """Submit this thread's open batch if it has recorded work on ``alloc``."""
+        if alloc.last_use == PENDING:
+            _batch.flush_current(self)
+            if alloc.last_use == PENDING:
+                raise SlangRTError("this tensor is used by a batch that another thread has not submitted yet")
+
+    def settle(self, alloc: Allocation, what: str) -> None:
+        """Wait until no submitted work uses ``alloc`` (so that the host may touch it)."""
+        self.flush_batch_using(alloc)
+        self.queue.wait(alloc.last_use, what)
+
+    # -- barriers ---------------------------------------------------------------------------------
+
+    def _barrier(self, cb: Any, name: str) -> None:
+        vk = _vk.vk()
+        barrier = self._barriers.get(name)
+        if barrier is None:
+            everything = (
+                vk.VK_ACCESS_SHADER_READ_BIT
+                | vk.VK_ACCESS_SHADER_WRITE_BIT
+                | vk.VK_ACCESS_TRANSFER_READ_BIT
+                | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+                | vk.VK_ACCESS_HOST_READ_BIT
+            )
+            all_stages = (
+                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+                | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+                | vk.VK_PIPELINE_STAGE_HOST_BIT
+            )
+            src_stage, src_access, dst_stage, dst_access = {
+                "compute": (
+                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    vk.VK_ACCESS_SHADER_WRITE_BIT,
+                    all_stages,
+                    everything,
+                ),
+                "transfer": (
+                    vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                    vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                    all_stages,
+                    everything,
+                ),
+                "dispatch": (
+                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    vk.VK_ACCESS_SHADER_WRITE_BIT,
+                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+                ),
+            }[name]
+            struct = vk.ffi.new(
+                "VkMemoryBarrier*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    "srcAccessMask": src_access,
+                    "dstAccessMask": dst_access,
+                },
+            )
+            barrier = self._barriers[name] = (struct, src_stage, dst_stage)
+        struct, src_stage, dst_stage = barrier
+        vk.lib.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, struct, 0, vk.ffi.NULL, 0, vk.ffi.NULL)
+
+    def barrier_after_compute(self, cb: Any) -> None:
+        """End of a command buffer with dispatches: their writes reach later work and the host."""
+        self._barrier(cb, "compute")
+
+    def barrier_after_transfer(self, cb: Any) -> None:
+        """End of a command buffer with copies or fills."""
+        self._barrier(cb, "transfer")
+
+    def barrier_between_dispatches(self, cb: Any) -> None:
+        """Between two dispatches in one command buffer where the second depends on the first."""
+        self._barrier(cb, "dispatch")
 
 
-def _destroy_device(state: _DeviceState) -> None:
-    if not state.alive:
+def _destroy_core(core: Core) -> None:
+    """Free everything made on the device, then the device (the Device's finalizer)."""
+    if not core.alive:
         return
-    state.alive = False
+    core.closed = True
     vk = _vk.vk()
-    # A lost device must still be destroyed.
+    ffi = vk.ffi
+    if core.pipeline_cache is not None:
+        core.pipeline_cache.save()
+    idle = True
+    if not core.lost and hasattr(core, "queue"):
+        try:
+            core.queue.wait_idle("closing the device", timeout_ns=min(core.queue.timeout_ns, 10**10))
+        except DeviceLostError:
+            pass
+        except Exception as exc:
+            idle = False
+            _log.warning("slangrt: %s: work still running at close (%s); leaking its objects", core.name, exc)
+    if not idle:
+        # Destroying objects the GPU still uses is undefined behaviour; leaking them is not.
+        core.alive = False
+        return
     with contextlib.suppress(Exception):
-        vk.vkDeviceWaitIdle(state.handle)
-    vk.vkDestroyDevice(state.handle, None)
+        vk.lib.vkDeviceWaitIdle(core.handle)
+    if hasattr(core, "queue"):
+        core.queue.drop_deferred()
+    if hasattr(core, "contexts"):
+        core.contexts.destroy()
+    if hasattr(core, "memory"):
+        core.memory.destroy()
+    with core.kernel_pools_lock:
+        pools, core.kernel_pools = core.kernel_pools, set()
+    for pool in pools:
+        vk.lib.vkDestroyCommandPool(core.handle, pool, ffi.NULL)
+    with core.pipelines_lock:
+        pipelines, core.pipelines = list(core.pipelines.values()), {}
+    for pipeline in pipelines:
+        pipeline.destroy(core.handle)
+    if core.pipeline_cache is not None:
+        core.pipeline_cache.destroy()
+    if hasattr(core, "queue"):
+        core.queue.destroy()
+    core.alive = False
+    vk.lib.vkDestroyDevice(core.handle, ffi.NULL)
+
+
+_DEVICE_EXTENSIONS_WANTED = ("VK_KHR_portability_subset",)  # required where present
 
 
 class Device:
@@ -429,6 +604,10 @@ class Device:
             {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": q12},
         )
         vk.lib.vkGetPhysicalDeviceFeatures2(pd, q2)
+        if not q12.timelineSemaphore:
+            raise VulkanUnavailableError(
+                f"{self.info.name} lacks timeline semaphores (required by Vulkan 1.2); update its driver."
+            )
         e11 = ffi.new(
             "VkPhysicalDeviceVulkan11Features*",
             {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES},
@@ -455,7 +634,12 @@ class Device:
 
         with _vk.call("listing device extensions"):
             dev_exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
-        extensions = [e for e in ("VK_KHR_portability_subset",) if e in dev_exts]  # required when present
+        if "VK_KHR_push_descriptor" not in dev_exts:
+            raise VulkanUnavailableError(
+                f"{self.info.name} lacks VK_KHR_push_descriptor, which slangrt needs to bind buffers; "
+                "update its driver (every desktop driver and lavapipe have it)."
+            )
+        extensions = [e for e in _DEVICE_EXTENSIONS_WANTED if e in dev_exts] + ["VK_KHR_push_descriptor"]
 
         priorities = ffi.new("float[1]", [1.0])
         queue_info = ffi.new(
@@ -468,7 +652,7 @@ class Device:
             },
         )
         ext_names = [ffi.new("char[]", e.encode()) for e in extensions]
-        ext_array = ffi.new("char*[]", ext_names) if ext_names else ffi.NULL
+        ext_array = ffi.new("char*[]", ext_names)
         create_info = ffi.new(
             "VkDeviceCreateInfo*",
             {
@@ -485,45 +669,76 @@ class Device:
             result = vk.lib.vkCreateDevice(pd, create_info, ffi.NULL, handle_out)
             if result != vk.VK_SUCCESS:
                 raise vk.exception_codes[result]
-        self._handle: Any = handle_out[0]
-        self._state = _DeviceState(self._handle)
-        self._queue: Any = vk.vkGetDeviceQueue(self._handle, family, 0)
-        # vkQueueSubmit needs external synchronisation of the queue.
-        self._submit_lock = threading.Lock()
-        # Copied into Python values: the structs the package returns point into temporaries.
-        mem = vk.vkGetPhysicalDeviceMemoryProperties(pd)
-        self._memory_types: tuple[int, ...] = tuple(
-            int(mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount)
+        handle = handle_out[0]
+        queue_out = ffi.new("VkQueue*")
+        vk.lib.vkGetDeviceQueue(handle, family, 0, queue_out)
+        core = self._core = Core(self.info.name, handle, queue_out[0], family)
+        # From here on the finalizer frees whatever was made, also if the rest fails.
+        self._finalizer = weakref.finalize(self, _destroy_core, core)
+        core.check_validation = self._instance.check_validation
+        core.validation = self._instance.validation
+        core.buffer_usage = (
+            vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
         )
-        props = vk.vkGetPhysicalDeviceProperties(pd)
+        push = vk.lib.vkGetDeviceProcAddr(handle, b"vkCmdPushDescriptorSetKHR")
+        if push == ffi.NULL:
+            raise VulkanUnavailableError(f"{self.info.name}: vkCmdPushDescriptorSetKHR is missing")
+        core.push_descriptor = ffi.cast("PFN_vkCmdPushDescriptorSetKHR", push)
+
+        props = ffi.new("VkPhysicalDeviceProperties*")
+        vk.lib.vkGetPhysicalDeviceProperties(pd, props)
         limits = props.limits
         self._max_uniform_range = int(limits.maxUniformBufferRange)
         self._max_storage_range = int(limits.maxStorageBufferRange)
-        self._children: weakref.WeakSet[_Resource] = weakref.WeakSet()
-        self._children_lock = threading.Lock()
-        self._readback_helper: Readback | None = None
-        self._timeout_ns = _timeout_ns()
-        self._spin_s = _spin_s()
-        self._closed = False
-        self._finalizer = weakref.finalize(self, _destroy_device, self._state)
+        core.timestamp_period_ns = float(limits.timestampPeriod)
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
+        core.timestamp_bits = int(families[family].timestampValidBits)
+
+        core.queue = Queue(core, handle, core._raw_queue, _timeout_ns(), _spin_s(self.info.type))
+        core.contexts = Contexts(core)
+        mem = ffi.new("VkPhysicalDeviceMemoryProperties*")
+        vk.lib.vkGetPhysicalDeviceMemoryProperties(pd, mem)
+        memory_types = tuple(int(mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount))
+        core.memory = Memory(core, self._buffer_type_bits(handle, core.buffer_usage), memory_types)
+        core.pipeline_cache = PipelineCache(handle, pd)
         self._instance.check_validation()
+
+    @staticmethod
+    def _buffer_type_bits(handle: Any, usage: int) -> int:
+        """The memory types that buffers with slangrt's usage flags can live in."""
+        vk = _vk.vk()
+        ffi = vk.ffi
+        info = ffi.new(
+            "VkBufferCreateInfo*",
+            {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, "size": 4096, "usage": usage},
+        )
+        out = ffi.new("VkBuffer*")
+        _vk.check(vk.lib.vkCreateBuffer(handle, info, ffi.NULL, out), "creating a probe buffer")
+        req = ffi.new("VkMemoryRequirements*")
+        vk.lib.vkGetBufferMemoryRequirements(handle, out[0], req)
+        vk.lib.vkDestroyBuffer(handle, out[0], ffi.NULL)
+        return int(req.memoryTypeBits)
 
     # -- lifetime ----------------------------------------------------------------------------
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._core.closed or not self._core.alive
 
     def close(self) -> None:
-        """Free every tensor and kernel made on this device, then the device. Idempotent."""
-        if self._closed:
+        """Wait for submitted work, then free everything made on this device. Idempotent.
+
+        Tensors and kernels made on it cannot be used afterwards.
+        """
+        if self._core.closed:
             return
-        self._closed = True
-        with self._children_lock:
-            children = list(self._children)
-            self._children.clear()
-        for child in children:
-            child.close()
+        # Submit what this thread's open batch recorded (it was "called"), then shut down.
+        with contextlib.suppress(SlangRTError):
+            _batch.flush_current(self._core)
+        self._core.closed = True
         self._finalizer()
 
     def __enter__(self) -> Device:
@@ -533,56 +748,51 @@ class Device:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else self.info.type
+        state = "closed" if self.closed else self.info.type
         return f"<slangrt.Device {self.info.index}: {self.info.name!r} ({state})>"
+
+    # -- public helpers ------------------------------------------------------------------------
+
+    def synchronize(self, timeout: float | None = None) -> None:
+        """Wait until all work submitted to the device has finished.
+
+        Submits this thread's open batch first. ``timeout`` in seconds (default
+        ``SLANGRT_TIMEOUT_S``); :class:`DispatchTimeoutError` when it runs out.
+        """
+        core = self._core
+        if core.closed or core.lost:
+            core.check_usable()
+        if _batch._local.recorders is not None:
+            _batch.flush_current(core)
+        queue = core.queue
+        queue.wait(queue.submitted, "synchronize()", None if timeout is None else max(1, int(timeout * 1e9)))
+        if core.validation:
+            core.check_validation()
+
+    @property
+    def direct_memory(self) -> bool:
+        """True where tensors live in memory the host maps (lavapipe, integrated GPUs);
+        False where transfers go through staging buffers (discrete GPUs)."""
+        return self._core.memory.direct
+
+    @property
+    def pipeline_cache_path(self) -> str | None:
+        """The file that holds compiled pipelines between processes (None: turned off)."""
+        cache = self._core.pipeline_cache
+        return str(cache.path) if cache is not None and cache.path is not None else None
+
+    def memory_stats(self) -> dict[str, tuple[int, int]]:
+        """Blocks held per kind of memory: ``{"device": (count, bytes), "host": (count, bytes)}``."""
+        mem = self._core.memory
+        return {"device": mem.device.stats(), "host": mem.host.stats()}
 
     # -- for Tensor and Kernel ---------------------------------------------------------------
 
-    def _register(self, child: _Resource) -> None:
-        self._check_open()
-        with self._children_lock:
-            self._children.add(child)
-
     def _check_open(self) -> None:
-        if self._closed:
-            raise SlangRTError(f"{self!r} is closed.")
+        self._core.check_usable()
 
     def _check_validation(self) -> None:
         self._instance.check_validation()
-
-    def _readback(self) -> Readback:
-        """The device's read-back helper for memory the host cannot read fast."""
-        if self._readback_helper is None:
-            with self._children_lock:
-                if self._readback_helper is None:
-                    self._check_open()
-                    helper = Readback(self)
-                    self._children.add(helper)
-                    self._readback_helper = helper
-        return self._readback_helper
-
-    def _wait_fence(self, fence_array: Any, what: str) -> bool:
-        """Wait for ``fence_array[0]``; False if it is still unsignaled after the timeout.
-
-        Polls for a short while before sleeping in vkWaitForFences: waking from that sleep
-        costs tens of microseconds, more than a small dispatch takes.
-        """
-        lib = _vk.vk().lib
-        handle, fence = self._handle, fence_array[0]
-        deadline = time.perf_counter() + self._spin_s
-        while True:
-            status = lib.vkGetFenceStatus(handle, fence)
-            if status == 0:
-                return True
-            if status != _VK_NOT_READY:
-                _vk.check(status, f"waiting for {what}")
-            if time.perf_counter() >= deadline:
-                break
-        status = lib.vkWaitForFences(handle, 1, fence_array, 1, self._timeout_ns)
-        if status == _VK_TIMEOUT:
-            return False
-        _vk.check(status, f"waiting for {what}")
-        return True
 
 
 _default: Device | None = None

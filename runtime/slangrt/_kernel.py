@@ -1,31 +1,46 @@
 """``Kernel``: one compute entry point of a SPIR-V module, ready to dispatch.
 
-A kernel owns its pipeline, one descriptor set, one command buffer and one fence. A dispatch
-uploads NumPy arguments into scratch buffers the kernel keeps between calls, records (or reuses)
-the command buffer, submits it, waits, and copies writable NumPy arguments back.
+The pipeline is made once per device (and found again, for the same SPIR-V, entry and layout,
+by any ``Kernel`` object), through the device's on-disk pipeline cache. Buffers are bound with
+push descriptors, written into the command buffer itself, so there are no descriptor sets to
+manage.
+
+A dispatch outside ``batch()``/``profile()`` submits a command buffer that was recorded for
+that exact set of buffers and grid the first time and is reused afterwards (a few per kernel,
+least recently made first out): the steady-state cost of a call is one ``vkQueueSubmit``. Each
+such command buffer ends with a barrier that makes its writes visible to everything submitted
+later, so dependent dispatches need nothing more. When every argument is a :class:`Tensor`, the
+call returns once submitted; NumPy arguments are copied into host-visible scratch memory that
+the kernel reads and writes in place, and the call waits and copies written arrays back.
 """
 
 from __future__ import annotations
 
+import hashlib
 import operator
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import _vk
-from ._device import Device, _DeviceState
+from . import _batch, _vk
+from ._device import Core, Device
 from ._device import device as default_device
 from ._errors import DispatchTimeoutError, SlangRTError
-from ._memory import MIN_BUFFER_BYTES, Allocation, allocate
+from ._memory import Allocation, bind_range
 from ._tensor import Tensor
+
+if TYPE_CHECKING:
+    from ._batch import Recorder
 
 __all__ = ["BindingSpec", "Kernel"]
 
 _SPIRV_MAGIC = 0x07230203
+# Recorded command buffers kept per kernel (one per distinct set of buffers and grid).
+_MAX_VARIANTS = 16
 
 
 @dataclass(frozen=True)
@@ -34,7 +49,8 @@ class BindingSpec:
 
     ``kind`` is ``"storage"`` (a storage buffer: StructuredBuffer, RWStructuredBuffer, ...) or
     ``"uniform"`` (a uniform buffer: ConstantBuffer, cbuffer). ``writable`` bindings are the
-    ones whose NumPy arguments are copied back after a dispatch.
+    ones whose NumPy arguments are copied back after a dispatch, and the ones later dispatches
+    in a batch wait for.
     """
 
     binding: int
@@ -43,57 +59,153 @@ class BindingSpec:
     writable: bool
 
 
-def _range(alloc: Allocation, nbytes: int) -> int:
-    # The descriptor covers exactly the argument's bytes, so that GetDimensions/arrayLength in
-    # the shader see the argument's length, not the (rounded, possibly grown) buffer's. Vulkan
-    # forbids an empty range: a zero-size argument is bound as a minimal buffer.
-    return min(nbytes, alloc.size) if nbytes > 0 else min(MIN_BUFFER_BYTES, alloc.size)
+class _Pipeline:
+    """Shader module, push-descriptor set layout, pipeline layout and pipeline (per device)."""
 
-
-class _GpuObjects:
-    """The Vulkan objects of one kernel, freed together (by close() or by the finalizer)."""
-
-    def __init__(self, state: _DeviceState) -> None:
-        self.state = state
+    def __init__(
+        self, core: Core, spirv: bytes, entry: str, bindings: tuple[BindingSpec, ...], what: str
+    ) -> None:
+        vk = _vk.vk()
+        h = core.handle
         self.shader: Any = None
         self.set_layout: Any = None
-        self.pipeline_layout: Any = None
-        self.pipeline: Any = None
-        self.pool: Any = None
-        self.descriptor_set: Any = None
-        self.command_pool: Any = None
-        self.command_buffer: Any = None
-        self.fence: Any = None
-        # Raw structs for the per-dispatch submit, built once (see Kernel._submit_and_wait).
-        self.fence_array: Any = None
-        self.command_buffer_array: Any = None
-        self.submit_info: Any = None
+        self.layout: Any = None
+        self.handle: Any = None
+        try:
+            with _vk.call(f"creating the shader module of {what}"):
+                self.shader = vk.vkCreateShaderModule(
+                    h, vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None
+                )
+            layout_bindings = [
+                vk.VkDescriptorSetLayoutBinding(
+                    binding=b.binding,
+                    descriptorType=_descriptor_type(b),
+                    descriptorCount=1,
+                    stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                )
+                for b in bindings
+            ]
+            set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
+                flags=vk.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+                bindingCount=len(layout_bindings),
+                pBindings=layout_bindings or None,
+            )
+            with _vk.call(f"creating the descriptor set layout of {what}"):
+                self.set_layout = vk.vkCreateDescriptorSetLayout(h, set_layout_info, None)
+            layout_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=[self.set_layout])
+            with _vk.call(f"creating the pipeline layout of {what}"):
+                self.layout = vk.vkCreatePipelineLayout(h, layout_info, None)
+            # The stage struct is copied into the pipeline info by value; keep it (and the
+            # entry-name string it points to) referenced until vkCreateComputePipelines returns.
+            stage = vk.VkPipelineShaderStageCreateInfo(
+                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.shader, pName=entry
+            )
+            pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
+            cache = core.pipeline_cache.handle if core.pipeline_cache is not None else None
+            with _vk.call(f"creating the compute pipeline of {what} (entry {entry!r})"):
+                self.handle = vk.vkCreateComputePipelines(h, cache, 1, [pipeline_info], None)[0]
+            del stage, pipeline_info
+            if core.pipeline_cache is not None:
+                core.pipeline_cache.dirty = True
+        except BaseException:
+            if core.alive:
+                self.destroy(h)
+            raise
+
+    def destroy(self, handle: Any) -> None:
+        vk = _vk.vk()
+        if self.handle is not None:
+            vk.vkDestroyPipeline(handle, self.handle, None)
+        if self.layout is not None:
+            vk.vkDestroyPipelineLayout(handle, self.layout, None)
+        if self.set_layout is not None:
+            vk.vkDestroyDescriptorSetLayout(handle, self.set_layout, None)
+        if self.shader is not None:
+            vk.vkDestroyShaderModule(handle, self.shader, None)
+        self.handle = self.layout = self.set_layout = self.shader = None
+
+
+def _descriptor_type(b: BindingSpec) -> int:
+    vk = _vk.vk()
+    uniform = b.kind == "uniform"
+    return int(vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER if uniform else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
+
+
+class _Variant:
+    """A command buffer recorded for one set of buffers and one grid."""
+
+    __slots__ = ("cb", "command_buffers", "serial")
+
+    def __init__(self, command_buffers: Any) -> None:
+        self.command_buffers = command_buffers
+        self.cb = command_buffers[0]
+        self.serial = 0
+
+
+class _State:
+    """A kernel's objects on its device: the pipeline it uses, and what it owns."""
+
+    def __init__(
+        self, core: Core, pipeline: _Pipeline, n_bindings: int, bindings: tuple[BindingSpec, ...]
+    ) -> None:
+        vk = _vk.vk()
+        ffi = vk.ffi
+        self.core = core
+        self.pipeline = pipeline
+        self.variants: dict[Any, _Variant] = {}
         self.scratch: dict[int, Allocation] = {}
+        info = ffi.new(
+            "VkCommandPoolCreateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                "flags": vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                "queueFamilyIndex": core.queue_family,
+            },
+        )
+        out = ffi.new("VkCommandPool*")
+        _vk.check(vk.lib.vkCreateCommandPool(core.handle, info, ffi.NULL, out), "creating a command pool")
+        self.pool: Any = out[0]
+        with core.kernel_pools_lock:
+            core.kernel_pools.add(self.pool)
+        # The push-descriptor writes, filled in per recording (the driver copies them).
+        n = max(1, n_bindings)
+        self.infos = ffi.new("VkDescriptorBufferInfo[]", n)
+        self.writes = ffi.new("VkWriteDescriptorSet[]", n)
+        for i, b in enumerate(bindings):
+            w = self.writes[i]
+            w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+            w.dstBinding = b.binding
+            w.descriptorCount = 1
+            w.descriptorType = _descriptor_type(b)
+            w.pBufferInfo = self.infos + i
+        self.n_writes = n_bindings
+        self.begin_info = ffi.new(
+            "VkCommandBufferBeginInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                # Re-submitted while an earlier submission of it may still be running.
+                "flags": vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT,
+            },
+        )
 
     def free(self) -> None:
+        """Free what the kernel owns (the pipeline belongs to the device)."""
+        core = self.core
         for alloc in self.scratch.values():
-            alloc.free()
+            alloc.release()
         self.scratch.clear()
-        if not self.state.alive:
-            return
-        vk = _vk.vk()
-        h = self.state.handle
-        if self.fence is not None:
-            vk.vkDestroyFence(h, self.fence, None)
-        if self.command_pool is not None:
-            vk.vkDestroyCommandPool(h, self.command_pool, None)  # frees its command buffer
-        if self.pool is not None:
-            vk.vkDestroyDescriptorPool(h, self.pool, None)  # frees its descriptor set
-        if self.pipeline is not None:
-            vk.vkDestroyPipeline(h, self.pipeline, None)
-        if self.pipeline_layout is not None:
-            vk.vkDestroyPipelineLayout(h, self.pipeline_layout, None)
-        if self.set_layout is not None:
-            vk.vkDestroyDescriptorSetLayout(h, self.set_layout, None)
-        if self.shader is not None:
-            vk.vkDestroyShaderModule(h, self.shader, None)
-        self.fence = self.command_pool = self.pool = self.pipeline = None
-        self.pipeline_layout = self.set_layout = self.shader = None
+        self.variants.clear()
+        with core.kernel_pools_lock:
+            owned = self.pool in core.kernel_pools
+            core.kernel_pools.discard(self.pool)
+        if owned and core.alive:
+            vk = _vk.vk()
+            # Its command buffers may still be pending: wait for the work submitted so far.
+            try:
+                core.queue.wait_idle("closing a kernel")
+            except Exception:
+                return  # leave the pool to vkDestroyDevice
+            vk.lib.vkDestroyCommandPool(core.handle, self.pool, vk.ffi.NULL)
 
 
 class Kernel:
@@ -136,14 +248,21 @@ class Kernel:
         if len(threads) != 3 or any(operator.index(t) < 1 for t in threads):
             raise ValueError(f"kernel {self.name!r}: threads must be three positive ints, got {threads!r}")
         self.threads = (int(threads[0]), int(threads[1]), int(threads[2]))
+        self._writable = tuple(b.writable for b in self.bindings)
+        self._indices = tuple(b.binding for b in self.bindings)
+        self._pipeline_key = (
+            hashlib.sha256(code).digest(),
+            entry,
+            tuple((b.binding, b.kind) for b in self.bindings),
+        )
         self._device_arg = device
         self._device: Device | None = None
-        self._gpu: _GpuObjects | None = None
-        self._finalizer: weakref.finalize[Any, Kernel] | None = None
-        # The descriptor set and command buffer are reused between dispatches, so one at a time.
+        self._state: _State | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        # Variants, scratch and the push-descriptor template are shared: one dispatch at a time.
         self._lock = threading.Lock()
-        self._recorded: tuple[Any, ...] | None = None
-        self._broken: str | None = None
+        self._last_grid: Any = None
+        self._last_dims = (0, 0, 0)
         self._closed = False
 
     # -- public ------------------------------------------------------------------------------
@@ -158,45 +277,78 @@ class Kernel:
     def dispatch(
         self, buffers: Mapping[int, np.ndarray[Any, Any] | Tensor], grid: tuple[int, int, int]
     ) -> None:
-        """Run the kernel over ``grid`` workgroups and wait for it to finish.
+        """Run the kernel over ``grid`` workgroups.
 
-        ``buffers`` maps each binding index to a NumPy array (uploaded; copied back in place
-        if the binding is writable) or a :class:`Tensor` (bound directly). A grid with any
-        dimension below 1 does nothing. Arguments are checked before anything is submitted.
+        ``buffers`` maps each binding index to a :class:`Tensor` (bound in place) or a NumPy
+        array (copied in; copied back into the same array after the kernel, if the binding is
+        writable). With Tensors only, the call returns once the work is submitted; with any
+        NumPy array it waits for the kernel. A grid with any dimension below 1 does nothing.
+        Arguments are checked before anything is submitted.
         """
         if self._closed:
             raise SlangRTError(f"kernel {self.name!r} is closed")
-        if self._broken:
-            raise SlangRTError(f"kernel {self.name!r} cannot be used any more: {self._broken}")
-        dev = self.device
-        dev._check_open()
-        gx, gy, gz = self._check_grid(dev, grid)
-        args = self._check_buffers(dev, buffers)
-        if gx < 1 or gy < 1 or gz < 1:
+        dev = self._device or self.device
+        core = dev._core
+        if core.closed or core.lost:
+            core.check_usable()
+        if grid == self._last_grid:
+            dims = self._last_dims
+        else:
+            dims = self._check_grid(dev, grid)
+            self._last_grid, self._last_dims = grid, dims
+        if len(buffers) != len(self._indices):
+            self._check_keys(buffers)
+        allocs: list[Allocation] = []
+        arrays: list[tuple[int, np.ndarray[Any, Any]]] | None = None
+        max_storage = dev._max_storage_range
+        for i, binding in enumerate(self._indices):
+            try:
+                arg = buffers[binding]
+            except KeyError:
+                self._check_keys(buffers)
+                raise
+            if type(arg) is Tensor:
+                alloc = arg._alloc
+                if alloc is None or arg._core is not core:
+                    self._bad_tensor(i, arg, dev)
+                assert alloc is not None
+                if alloc.nbytes > max_storage:
+                    self._check_range(dev, i, alloc.nbytes)
+                allocs.append(alloc)
+            else:
+                if arrays is None:
+                    arrays = []
+                arrays.append((i, self._check_array(dev, i, arg)))
+                allocs.append(None)  # type: ignore[arg-type]  # filled with scratch below
+        if self.bindings and any(b.kind == "uniform" for b in self.bindings):
+            for i, b in enumerate(self.bindings):
+                if (
+                    b.kind == "uniform"
+                    and allocs[i] is not None
+                    and allocs[i].nbytes > dev._max_uniform_range
+                ):
+                    self._check_range(dev, i, allocs[i].nbytes)
+        if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
             return
-        with self._lock:
-            gpu = self._ensure_pipeline(dev)
-            bound: list[tuple[int, Allocation, int]] = []
-            for spec, arg in zip(self.bindings, args, strict=True):
-                if isinstance(arg, Tensor):
-                    alloc = arg._allocation()
-                else:
-                    alloc = self._scratch(dev, gpu, spec, arg.nbytes)
-                    alloc.write(arg)
-                bound.append((spec.binding, alloc, _range(alloc, arg.nbytes)))
-            key = (tuple((b, a.serial, r) for b, a, r in bound), gx, gy, gz)
-            if key != self._recorded:
-                self._recorded = None
-                self._record(gpu, bound, (gx, gy, gz))
-                self._recorded = key
-            self._submit_and_wait(dev, gpu)
-            # Only now, after success, touch the caller's arrays.
-            for spec, arg in zip(self.bindings, args, strict=True):
-                if spec.writable and isinstance(arg, np.ndarray):
-                    gpu.scratch[spec.binding].read_into(arg)
+        state = self._state or self._ensure_state(dev)
+        if arrays is None and not _batch.active():
+            # The fast path: a recorded command buffer, submitted; no wait.
+            key = (dims, *[a.key for a in allocs])
+            with self._lock:
+                variant = state.variants.get(key)
+                if variant is None:
+                    variant = self._record_variant(state, key, allocs, [a.nbytes for a in allocs], dims)
+                serial = core.queue.submit(variant.command_buffers, f"kernel {self.name!r}")
+                variant.serial = serial
+            for a in allocs:
+                a.last_use = serial
+            if core.validation:
+                core.check_validation()
+            return
+        self._dispatch_slow(state, core, allocs, arrays, dims)
 
     def close(self) -> None:
-        """Free the kernel's Vulkan objects now. Idempotent."""
+        """Free the kernel's own Vulkan objects (once its submitted work is done). Idempotent."""
         self._closed = True
         if self._finalizer is not None:
             with self._lock:
@@ -226,256 +378,234 @@ class Kernel:
                 )
         return dims[0], dims[1], dims[2]
 
-    def _check_buffers(
-        self, dev: Device, buffers: Mapping[int, np.ndarray[Any, Any] | Tensor]
-    ) -> list[np.ndarray[Any, Any] | Tensor]:
-        known = {b.binding for b in self.bindings}
+    def _check_keys(self, buffers: Mapping[int, Any]) -> None:
+        known = set(self._indices)
         extra = sorted(set(buffers) - known)
         if extra:
             raise ValueError(
                 f"kernel {self.name!r} has no binding {extra[0]} (its bindings: {sorted(known)})"
             )
-        args: list[np.ndarray[Any, Any] | Tensor] = []
         for spec in self.bindings:
             if spec.binding not in buffers:
                 raise ValueError(
                     f"kernel {self.name!r}: no buffer given for binding {spec.binding} ({spec.name})"
                 )
-            arg = buffers[spec.binding]
-            what = f"kernel {self.name!r}: binding {spec.binding} ({spec.name})"
-            if isinstance(arg, Tensor):
-                if arg.closed:
-                    raise ValueError(f"{what}: the tensor has been closed")
-                if arg.device is not dev:
-                    raise ValueError(f"{what}: the tensor is on {arg.device!r}, the kernel runs on {dev!r}")
-                nbytes = arg.nbytes
-            elif isinstance(arg, np.ndarray):
-                if spec.writable and not (arg.flags.c_contiguous and arg.flags.writeable):
-                    raise ValueError(f"{what}: a writable binding needs a writeable C-contiguous array")
-                if arg.dtype.hasobject:
-                    raise TypeError(f"{what}: object arrays cannot be sent to the device")
-                nbytes = arg.nbytes
-            else:
-                raise TypeError(
-                    f"{what}: expected a numpy.ndarray or slangrt.Tensor, got {type(arg).__name__}"
-                )
-            limit = dev._max_uniform_range if spec.kind == "uniform" else dev._max_storage_range
-            if nbytes > limit:
-                raise ValueError(
-                    f"{what}: {nbytes} bytes exceed the device's {spec.kind} buffer range limit "
-                    f"of {limit} bytes"
-                )
-            args.append(arg)
-        return args
+
+    def _what(self, i: int) -> str:
+        spec = self.bindings[i]
+        return f"kernel {self.name!r}: binding {spec.binding} ({spec.name})"
+
+    def _bad_tensor(self, i: int, arg: Tensor, dev: Device) -> None:
+        if arg._alloc is None:
+            raise ValueError(f"{self._what(i)}: the tensor has been closed")
+        raise ValueError(f"{self._what(i)}: the tensor is on {arg.device!r}, the kernel runs on {dev!r}")
+
+    def _check_range(self, dev: Device, i: int, nbytes: int) -> None:
+        spec = self.bindings[i]
+        limit = dev._max_uniform_range if spec.kind == "uniform" else dev._max_storage_range
+        if nbytes > limit:
+            raise ValueError(
+                f"{self._what(i)}: {nbytes} bytes exceed the device's {spec.kind} buffer range limit "
+                f"of {limit} bytes"
+            )
+
+    def _check_array(self, dev: Device, i: int, arg: object) -> np.ndarray[Any, Any]:
+        if isinstance(arg, Tensor):  # a Tensor subclass
+            raise TypeError(f"{self._what(i)}: Tensor subclasses are not supported")
+        if not isinstance(arg, np.ndarray):
+            raise TypeError(
+                f"{self._what(i)}: expected a numpy.ndarray or slangrt.Tensor, got {type(arg).__name__}"
+            )
+        spec = self.bindings[i]
+        if spec.writable and not (arg.flags.c_contiguous and arg.flags.writeable):
+            raise ValueError(f"{self._what(i)}: a writable binding needs a writeable C-contiguous array")
+        if arg.dtype.hasobject:
+            raise TypeError(f"{self._what(i)}: object arrays cannot be sent to the device")
+        self._check_range(dev, i, arg.nbytes)
+        return arg
 
     # -- Vulkan ------------------------------------------------------------------------------
 
-    def _scratch(self, dev: Device, gpu: _GpuObjects, spec: BindingSpec, nbytes: int) -> Allocation:
-        alloc = gpu.scratch.get(spec.binding)
-        if alloc is None or alloc.size < nbytes:
-            if alloc is not None:
-                self._recorded = None
-                del gpu.scratch[spec.binding]
-                alloc.free()
-            # Grow by half again so that slowly growing inputs do not reallocate every call.
-            alloc = allocate(dev, nbytes + nbytes // 2, what=f"argument {spec.name} of kernel {self.name!r}")
-            gpu.scratch[spec.binding] = alloc
-        return alloc
-
-    def _ensure_pipeline(self, dev: Device) -> _GpuObjects:
-        if self._gpu is not None:
-            return self._gpu
-        info = dev.info
-        for axis, t, limit in zip("xyz", self.threads, info.max_workgroup_size, strict=True):
-            if t > limit:
-                raise ValueError(
-                    f"kernel {self.name!r}: numthreads {axis} = {t} exceeds the device limit "
-                    f"of {limit} on {info.name}"
-                )
-        total = self.threads[0] * self.threads[1] * self.threads[2]
-        if total > info.max_invocations:
-            raise ValueError(
-                f"kernel {self.name!r}: {total} threads per workgroup exceed the device limit of "
-                f"{info.max_invocations} on {info.name}"
-            )
-        vk = _vk.vk()
-        h = dev._handle
-        gpu = _GpuObjects(dev._state)
-        what = f"kernel {self.name!r}"
-        try:
-            with _vk.call(f"creating the shader module of {what}"):
-                gpu.shader = vk.vkCreateShaderModule(
-                    h, vk.VkShaderModuleCreateInfo(codeSize=len(self._spirv), pCode=self._spirv), None
-                )
-            kinds = {
-                "storage": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                "uniform": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-            }
-            layout_bindings = [
-                vk.VkDescriptorSetLayoutBinding(
-                    binding=b.binding,
-                    descriptorType=kinds[b.kind],
-                    descriptorCount=1,
-                    stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-                )
-                for b in self.bindings
-            ]
-            set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
-                bindingCount=len(layout_bindings), pBindings=layout_bindings or None
-            )
-            with _vk.call(f"creating the descriptor set layout of {what}"):
-                gpu.set_layout = vk.vkCreateDescriptorSetLayout(h, set_layout_info, None)
-            layout_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=[gpu.set_layout])
-            with _vk.call(f"creating the pipeline layout of {what}"):
-                gpu.pipeline_layout = vk.vkCreatePipelineLayout(h, layout_info, None)
-            # The stage struct is copied into the pipeline info by value; keep it (and the
-            # entry-name string it points to) referenced until vkCreateComputePipelines returns.
-            stage = vk.VkPipelineShaderStageCreateInfo(
-                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=gpu.shader, pName=self.entry
-            )
-            pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=gpu.pipeline_layout)
-            with _vk.call(f"creating the compute pipeline of {what} (entry {self.entry!r})"):
-                gpu.pipeline = vk.vkCreateComputePipelines(h, None, 1, [pipeline_info], None)[0]
-            del stage, pipeline_info
-
-            if self.bindings:
-                counts: dict[int, int] = {}
-                for b in self.bindings:
-                    counts[kinds[b.kind]] = counts.get(kinds[b.kind], 0) + 1
-                pool_sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=n) for t, n in counts.items()]
-                with _vk.call(f"creating the descriptor pool of {what}"):
-                    gpu.pool = vk.vkCreateDescriptorPool(
-                        h,
-                        vk.VkDescriptorPoolCreateInfo(
-                            maxSets=1, poolSizeCount=len(pool_sizes), pPoolSizes=pool_sizes
-                        ),
-                        None,
+    def _ensure_state(self, dev: Device) -> _State:
+        with self._lock:
+            if self._state is not None:
+                return self._state
+            info = dev.info
+            for axis, t, limit in zip("xyz", self.threads, info.max_workgroup_size, strict=True):
+                if t > limit:
+                    raise ValueError(
+                        f"kernel {self.name!r}: numthreads {axis} = {t} exceeds the device limit "
+                        f"of {limit} on {info.name}"
                     )
-                alloc_info = vk.VkDescriptorSetAllocateInfo(
-                    descriptorPool=gpu.pool, descriptorSetCount=1, pSetLayouts=[gpu.set_layout]
+            total = self.threads[0] * self.threads[1] * self.threads[2]
+            if total > info.max_invocations:
+                raise ValueError(
+                    f"kernel {self.name!r}: {total} threads per workgroup exceed the device limit of "
+                    f"{info.max_invocations} on {info.name}"
                 )
-                with _vk.call(f"allocating the descriptor set of {what}"):
-                    gpu.descriptor_set = vk.vkAllocateDescriptorSets(h, alloc_info)[0]
-            with _vk.call(f"creating the command pool of {what}"):
-                gpu.command_pool = vk.vkCreateCommandPool(
-                    h,
-                    vk.VkCommandPoolCreateInfo(
-                        flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-                        queueFamilyIndex=dev._queue_family,
-                    ),
-                    None,
-                )
-            cb_info = vk.VkCommandBufferAllocateInfo(
-                commandPool=gpu.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
-            )
-            with _vk.call(f"allocating the command buffer of {what}"):
-                gpu.command_buffer = vk.vkAllocateCommandBuffers(h, cb_info)[0]
-            with _vk.call(f"creating the fence of {what}"):
-                gpu.fence = vk.vkCreateFence(h, vk.VkFenceCreateInfo(), None)
-            ffi = vk.ffi
-            gpu.fence_array = ffi.new("VkFence[1]", [gpu.fence])
-            gpu.command_buffer_array = ffi.new("VkCommandBuffer[1]", [gpu.command_buffer])
-            gpu.submit_info = ffi.new(
-                "VkSubmitInfo*",
+            core = dev._core
+            with core.pipelines_lock:
+                pipeline = core.pipelines.get(self._pipeline_key)
+                if pipeline is None:
+                    pipeline = _Pipeline(
+                        core, self._spirv, self.entry, self.bindings, f"kernel {self.name!r}"
+                    )
+                    core.pipelines[self._pipeline_key] = pipeline
+            state = _State(core, pipeline, len(self.bindings), self.bindings)
+            if core.validation:
+                core.check_validation()
+            self._state = state
+            self._finalizer = weakref.finalize(self, state.free)
+            self._finalizer.atexit = False
+            return state
+
+    def _emit(
+        self, state: _State, cb: Any, allocs: list[Allocation], ranges: list[int], dims: tuple[int, int, int]
+    ) -> None:
+        """Record push descriptors and the dispatch into ``cb`` (the pipeline is bound)."""
+        lib = _vk.vk().lib
+        infos = state.infos
+        for i, a in enumerate(allocs):
+            info = infos[i]
+            info.buffer = a.buffer
+            info.offset = a.offset
+            info.range = bind_range(a, ranges[i])
+        if state.n_writes:
+            state.core.push_descriptor(
+                cb, 1, state.pipeline.layout, 0, state.n_writes, state.writes
+            )  # VK_PIPELINE_BIND_POINT_COMPUTE == 1
+        lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
+
+    def _record_variant(
+        self, state: _State, key: Any, allocs: list[Allocation], ranges: list[int], dims: tuple[int, int, int]
+    ) -> _Variant:
+        vk = _vk.vk()
+        ffi = vk.ffi
+        lib = vk.lib
+        core = state.core
+        variants = state.variants
+        if len(variants) >= _MAX_VARIANTS:
+            oldest_key = next(iter(variants))
+            variant = variants.pop(oldest_key)
+            # Its command buffer may still be pending: it must finish before re-recording.
+            core.queue.wait(variant.serial, f"kernel {self.name!r}")
+            _vk.check(lib.vkResetCommandBuffer(variant.cb, 0), "resetting a command buffer")
+        else:
+            info = ffi.new(
+                "VkCommandBufferAllocateInfo*",
                 {
-                    "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                    "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                    "commandPool": state.pool,
+                    "level": vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                     "commandBufferCount": 1,
-                    "pCommandBuffers": gpu.command_buffer_array,
                 },
             )
-            dev._check_validation()
-        except BaseException:
-            gpu.free()
-            raise
-        self._gpu = gpu
-        self._finalizer = weakref.finalize(self, gpu.free)
-        dev._register(self)
-        return gpu
+            cbs = ffi.new("VkCommandBuffer[1]")
+            _vk.check(lib.vkAllocateCommandBuffers(core.handle, info, cbs), "allocating a command buffer")
+            variant = _Variant(cbs)
+        cb = variant.cb
+        _vk.check(lib.vkBeginCommandBuffer(cb, state.begin_info), f"recording kernel {self.name!r}")
+        lib.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, state.pipeline.handle)
+        self._emit(state, cb, allocs, ranges, dims)
+        core.barrier_after_compute(cb)
+        _vk.check(lib.vkEndCommandBuffer(cb), f"recording kernel {self.name!r}")
+        variants[key] = variant
+        return variant
 
-    def _record(
-        self, gpu: _GpuObjects, bound: list[tuple[int, Allocation, int]], grid: tuple[int, int, int]
+    def _record_into(
+        self,
+        state: _State,
+        rec: Recorder,
+        allocs: list[Allocation],
+        ranges: list[int],
+        dims: tuple[int, int, int],
     ) -> None:
-        vk = _vk.vk()
-        h = gpu.state.handle
-        kinds = {b.binding: b.kind for b in self.bindings}
-        if bound:
-            infos = [vk.VkDescriptorBufferInfo(buffer=a.buffer, offset=0, range=r) for _, a, r in bound]
-            writes = [
-                vk.VkWriteDescriptorSet(
-                    dstSet=gpu.descriptor_set,
-                    dstBinding=b,
-                    descriptorCount=1,
-                    descriptorType=(
-                        vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                        if kinds[b] == "uniform"
-                        else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-                    ),
-                    pBufferInfo=[info],
-                )
-                for (b, _, _), info in zip(bound, infos, strict=True)
-            ]
-            vk.vkUpdateDescriptorSets(h, len(writes), writes, 0, None)
-            del infos, writes
-        cb = gpu.command_buffer
-        with _vk.call(f"recording the command buffer of kernel {self.name!r}"):
-            vk.vkResetCommandBuffer(cb, 0)
-            vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo())
-            vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, gpu.pipeline)
-            if bound:
-                vk.vkCmdBindDescriptorSets(
-                    cb,
-                    vk.VK_PIPELINE_BIND_POINT_COMPUTE,
-                    gpu.pipeline_layout,
-                    0,
-                    1,
-                    [gpu.descriptor_set],
-                    0,
-                    None,
-                )
-            vk.vkCmdDispatch(cb, *grid)
-            # Make the shader's writes visible to the host (NumPy read-back, Tensor.numpy) and to
-            # later dispatches; a fence alone does not make device writes host-visible.
-            barrier = vk.VkMemoryBarrier(
-                srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-                dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
-                | vk.VK_ACCESS_SHADER_READ_BIT
-                | vk.VK_ACCESS_SHADER_WRITE_BIT,
-            )
-            vk.vkCmdPipelineBarrier(
-                cb,
-                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                vk.VK_PIPELINE_STAGE_HOST_BIT | vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                0,
-                1,
-                [barrier],
-                0,
-                None,
-                0,
-                None,
-            )
-            vk.vkEndCommandBuffer(cb)
-
-    def _submit_and_wait(self, dev: Device, gpu: _GpuObjects) -> None:
-        # Raw vk.lib calls on structs built once per kernel: the package's wrappers cost more
-        # than the submission itself on a fast GPU.
+        """Record the dispatch into a batch/profile recorder's command buffer."""
         lib = _vk.vk().lib
-        with dev._submit_lock:
-            _vk.check(
-                lib.vkQueueSubmit(dev._queue, 1, gpu.submit_info, gpu.fence),
-                f"submitting kernel {self.name!r}",
+        profiles = _batch.current_profiles() if _batch._local.profiles else ()
+        q = rec.timestamp_slot(profiles) if profiles else None
+        ctx = rec.begin()
+        rec.hazard(allocs, self._writable)
+        if rec.pipeline is not state.pipeline:
+            lib.vkCmdBindPipeline(ctx.cb, 1, state.pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
+            rec.pipeline = state.pipeline
+        if q is not None:
+            rec.write_timestamp(q)
+        self._emit(state, ctx.cb, allocs, ranges, dims)
+        if q is not None:
+            rec.write_timestamp(q + 1)
+            nbytes = sum(
+                bind_range(a, r) * (2 if w else 1) for a, r, w in zip(allocs, ranges, self._writable)
             )
-        if not dev._wait_fence(gpu.fence_array, f"kernel {self.name!r}"):
-            # The command buffer is still pending, so nothing it uses may be reset or freed:
-            # disable the kernel and leave its objects to vkDestroyDevice.
-            seconds = dev._timeout_ns / 1e9
-            self._broken = f"a dispatch did not finish within {seconds:g} s"
-            if self._finalizer is not None:
-                self._finalizer.detach()
-            raise DispatchTimeoutError(
-                f"kernel {self.name!r} did not finish within {seconds:g} s "
-                "(set SLANGRT_TIMEOUT_S to wait longer); the kernel has been disabled"
+            rec.entries.append((profiles, self.name, dims, nbytes, q))
+
+    def _scratch(self, state: _State, i: int, nbytes: int) -> Allocation:
+        binding = self._indices[i]
+        alloc = state.scratch.get(binding)
+        if alloc is None or alloc.capacity < nbytes:
+            if alloc is not None:
+                del state.scratch[binding]
+                alloc.release()
+            # Grow by half again so that slowly growing inputs do not reallocate every call.
+            alloc = state.core.memory.host.allocate(
+                nbytes + nbytes // 2, f"argument {self.bindings[i].name} of kernel {self.name!r}"
             )
-        _vk.check(
-            lib.vkResetFences(dev._handle, 1, gpu.fence_array), f"resetting the fence of kernel {self.name!r}"
-        )
-        dev._check_validation()
+            state.scratch[binding] = alloc
+        return alloc
+
+    def _dispatch_slow(
+        self,
+        state: _State,
+        core: Core,
+        allocs: list[Allocation],
+        arrays: list[tuple[int, np.ndarray[Any, Any]]] | None,
+        dims: tuple[int, int, int],
+    ) -> None:
+        """Dispatches with NumPy arguments, or inside batch()/profile()."""
+        ranges = [a.nbytes if a is not None else 0 for a in allocs]
+        with self._lock:
+            if arrays:
+                for i, arr in arrays:
+                    scratch = self._scratch(state, i, arr.nbytes)
+                    # Its last user waited for it (below), so it is free to overwrite.
+                    if arr.nbytes:
+                        np.copyto(scratch.view(arr.nbytes).view(arr.dtype).reshape(arr.shape), arr)
+                    allocs[i] = scratch
+                    ranges[i] = arr.nbytes
+            if _batch.active():
+                rec, in_batch = _batch.recorder_for(core)
+                self._record_into(state, rec, allocs, ranges, dims)
+                flush_every = _batch.FLUSH_EVERY
+                if arrays or not in_batch:
+                    serial = rec.flush()
+                else:
+                    serial = None
+                    if flush_every and rec.count >= flush_every:
+                        rec.flush()
+            else:
+                key = (dims, *[(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
+                variant = state.variants.get(key)
+                if variant is None:
+                    variant = self._record_variant(state, key, allocs, ranges, dims)
+                serial = core.queue.submit(variant.command_buffers, f"kernel {self.name!r}")
+                variant.serial = serial
+                for a in allocs:
+                    a.last_use = serial
+            if core.validation:
+                core.check_validation()
+            if not arrays or serial is None:
+                return
+            try:
+                core.queue.wait(serial, f"kernel {self.name!r}")
+            except DispatchTimeoutError:
+                # The GPU may still write the scratch buffers: let them go with the work.
+                for i, _ in arrays:
+                    scratch = state.scratch.pop(self._indices[i])
+                    scratch.release()
+                raise
+            # Only now, after success, touch the caller's arrays.
+            for i, arr in arrays:
+                if self._writable[i] and arr.nbytes:
+                    arr.reshape(-1).view(np.uint8)[...] = allocs[i].view(arr.nbytes)
+        if core.validation:
+            core.check_validation()

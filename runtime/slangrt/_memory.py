@@ -1,291 +1,515 @@
-"""Device buffers: one ``VkBuffer`` bound to its own ``VkDeviceMemory``.
+"""Device memory: memory types, blocks, sub-allocation, and host <-> device transfers.
 
-This is the seam where memory policy lives, so that tensors and kernels only ever call
-:func:`allocate`, :meth:`Allocation.write` and :meth:`Allocation.read_into`.
+Two kinds of memory, chosen per device when it opens:
 
-Today every allocation is host-visible and host-coherent, persistently mapped, and preferably
-also device-local (true on lavapipe, integrated GPUs and discrete GPUs with resizable BAR).
-Still to come, behind the same three calls: device-local memory with a staging buffer for
-transfers on discrete GPUs, and sub-allocation from large blocks.
+- ``"device"``: what tensors live in. Device-local memory. Where a device-local memory type is
+  also host-visible and host-cached (lavapipe, integrated GPUs) it is mapped and the host reads
+  and writes it directly (*direct* mode). Otherwise (discrete GPUs) it is never mapped and
+  transfers go through staging buffers (*staging* mode): writing into a discrete GPU's BAR
+  mapping crawls at a few GB/s and reading it at a few MB/s.
+- ``"host"``: host-visible, host-coherent memory, host-cached where possible: staging buffers and
+  the scratch buffers that hold a call's NumPy arguments (kernels read those across the bus).
+
+Allocations of up to :data:`SUBALLOC_MAX` bytes are slots carved from large blocks (one
+``VkDeviceMemory`` + ``VkBuffer`` each, in size classes), so that many small tensors do not each
+cost a driver allocation; larger ones get a block of their own. A freed allocation goes back
+only after the last submission that used it has finished (``Allocation.last_use``, see
+``_queue``).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import threading
-import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from . import _vk
-from ._errors import DispatchTimeoutError
+from ._queue import PENDING
 
 if TYPE_CHECKING:
-    from ._device import Device, _DeviceState
+    from ._device import Core
 
-__all__ = ["MIN_BUFFER_BYTES", "Allocation", "Purpose", "Readback", "allocate", "buffer_size"]
+__all__ = ["SUBALLOC_MAX", "Allocation", "Heap", "Memory", "parallel_copy"]
 
-# "device": data kernels use (device-local where the host can also map it);
-# "readback": a staging buffer the host reads from (host-cached where possible).
-Purpose = Literal["device", "readback"]
+Kind = Literal["device", "host"]
 
-# Vulkan buffers cannot be empty, and shaders read whole 32-bit words: round sizes up to this.
-MIN_BUFFER_BYTES = 16
-_ALIGN = 4
-
+# Vulkan's largest minStorageBufferOffsetAlignment / minUniformBufferOffsetAlignment is 256.
+SLOT_ALIGN = 256
+SUBALLOC_MAX = 1 << 20
+# Staging chunks: transfers larger than this are pipelined through a few chunks of this size.
+CHUNK = 16 << 20
+MAX_CHUNKS = 4
 
 _serials = itertools.count(1)
 
 
-def buffer_size(nbytes: int) -> int:
-    """The size of the buffer that holds ``nbytes`` bytes."""
-    return max(MIN_BUFFER_BYTES, (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN)
+def slot_size(nbytes: int) -> int:
+    """The size class of a sub-allocation: a power of two or 3/4 of one, at least 256 bytes."""
+    if nbytes <= SLOT_ALIGN:
+        return SLOT_ALIGN
+    p = 1 << (nbytes - 1).bit_length()
+    three_quarters = p // 4 * 3
+    return three_quarters if nbytes <= three_quarters and three_quarters % SLOT_ALIGN == 0 else p
 
 
-def _memory_types(dev: Device, type_bits: int, purpose: Purpose) -> list[int]:
-    """Memory types a buffer can use, best first; all are host-visible and host-coherent."""
-    vk = _vk.vk()
-    host = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-    if purpose == "readback":
-        # The host reads these: uncached (write-combined) memory reads at a few MB/s.
-        preferences = (host | vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT, host)
-    else:
-        preferences = (host | vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, host)
-    found: list[int] = []
-    for wanted in preferences:
-        for i, flags in enumerate(dev._memory_types):
-            if type_bits & (1 << i) and (flags & wanted) == wanted and i not in found:
-                found.append(i)
-    return found
+def _block_size(slot: int) -> int:
+    return max(2 << 20, 8 * slot)
 
 
-def _free(state: _DeviceState, buffer: Any, memory: Any) -> None:
-    if not state.alive:
-        return  # vkDestroyDevice already released everything made from it
-    vk = _vk.vk()
-    if buffer is not None:
-        vk.vkDestroyBuffer(state.handle, buffer, None)
-    if memory is not None:
-        # Freeing mapped memory unmaps it implicitly.
-        vk.vkFreeMemory(state.handle, memory, None)
+# -- copies ------------------------------------------------------------------------------------
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_PARALLEL_MIN = 8 << 20
+
+
+def _threads() -> int:
+    raw = os.environ.get("SLANGRT_COPY_THREADS", "").strip()
+    if raw.isdigit():
+        return max(1, int(raw))
+    # Two cores are busy enough with one copy (and, on lavapipe, with the driver's threads).
+    return max(1, min(8, (os.cpu_count() or 1) // 2))
+
+
+_n_threads = _threads()
+
+
+def parallel_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
+    """``dst[...] = src`` for equal-size uint8 arrays, split over threads when large.
+
+    NumPy releases the GIL while it copies, so on a machine with several cores a few threads
+    move more bytes per second than one (host memory copies are the transfer bottleneck).
+    """
+    n = dst.size
+    if n < _PARALLEL_MIN or _n_threads == 1:
+        dst[...] = src
+        return
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(_n_threads, thread_name_prefix="slangrt-copy")
+    parts = min(_n_threads, n // (_PARALLEL_MIN // 4))
+    step = -(-n // parts) + 63 & ~63
+
+    def one(i: int) -> None:
+        a, b = i * step, min(n, (i + 1) * step)
+        dst[a:b] = src[a:b]
+
+    list(_pool.map(one, range(parts)))
+
+
+# -- blocks and allocations --------------------------------------------------------------------
+
+
+class Block:
+    """One ``VkDeviceMemory`` with one ``VkBuffer`` over all of it, mapped if host-visible."""
+
+    __slots__ = ("buffer", "free_slots", "memory", "serial", "size", "slot", "used", "view")
+
+    def __init__(self, core: Core, type_index: int, size: int, mapped: bool, what: str) -> None:
+        vk = _vk.vk()
+        ffi = vk.ffi
+        lib = vk.lib
+        handle = core.handle
+        self.serial = next(_serials)
+        self.size = size
+        self.slot = 0
+        self.used = 0
+        self.free_slots: list[int] = []
+        self.buffer: Any = None
+        self.memory: Any = None
+        self.view: np.ndarray[Any, np.dtype[np.uint8]] | None = None
+        info = ffi.new(
+            "VkBufferCreateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                "size": size,
+                "usage": core.buffer_usage,
+                "sharingMode": vk.VK_SHARING_MODE_EXCLUSIVE,
+            },
+        )
+        out_buffer = ffi.new("VkBuffer*")
+        try:
+            result = lib.vkCreateBuffer(handle, info, ffi.NULL, out_buffer)
+            if result:
+                raise _vk.error_for(_vk.result_name(result), f"creating a buffer for {what}", size)
+            self.buffer = out_buffer[0]
+            req = ffi.new("VkMemoryRequirements*")
+            lib.vkGetBufferMemoryRequirements(handle, self.buffer, req)
+            if not req.memoryTypeBits & (1 << type_index):
+                raise MemoryError(f"memory type {type_index} cannot hold a buffer for {what}")
+            alloc = ffi.new(
+                "VkMemoryAllocateInfo*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                    "allocationSize": req.size,
+                    "memoryTypeIndex": type_index,
+                },
+            )
+            out_memory = ffi.new("VkDeviceMemory*")
+            result = lib.vkAllocateMemory(handle, alloc, ffi.NULL, out_memory)
+            if result:
+                raise _vk.error_for(
+                    _vk.result_name(result), f"allocating {req.size} bytes of device memory for {what}", size
+                )
+            self.memory = out_memory[0]
+            _vk.check(
+                lib.vkBindBufferMemory(handle, self.buffer, self.memory, 0), f"binding memory for {what}"
+            )
+            if mapped:
+                with _vk.call(f"mapping memory for {what}"):
+                    mapping = vk.vkMapMemory(handle, self.memory, 0, size, 0)
+                # A byte view of the mapping; numpy copies into and out of it at memcpy speed.
+                self.view = np.frombuffer(mapping, dtype=np.uint8, count=size)
+        except BaseException:
+            self.destroy(core)
+            raise
+
+    def destroy(self, core: Core) -> None:
+        self.view = None
+        if not core.alive:
+            return  # vkDestroyDevice released everything made from it
+        lib = _vk.vk().lib
+        ffi = _vk.vk().ffi
+        if self.buffer is not None:
+            lib.vkDestroyBuffer(core.handle, self.buffer, ffi.NULL)
+        if self.memory is not None:
+            # Freeing mapped memory unmaps it implicitly.
+            lib.vkFreeMemory(core.handle, self.memory, ffi.NULL)
+        self.buffer = self.memory = None
 
 
 class Allocation:
-    """A device buffer of ``size`` bytes holding ``nbytes`` bytes of data (``size >= nbytes``)."""
+    """``nbytes`` bytes at ``offset`` in ``block``; ``capacity`` bytes are reserved."""
 
-    def __init__(self, dev: Device, nbytes: int, what: str, purpose: Purpose = "device") -> None:
-        vk = _vk.vk()
-        self._device = dev
-        # Identifies this buffer for its whole life. Handles cannot: a freed buffer's handle
-        # value can come back for a new buffer, and a kernel must not mistake the new one for
-        # the one its recorded command buffer and descriptor set point at.
-        self.serial = next(_serials)
+    __slots__ = ("block", "buffer", "capacity", "heap", "key", "last_use", "nbytes", "offset", "released")
+
+    def __init__(self, heap: Heap, block: Block, offset: int, capacity: int, nbytes: int) -> None:
+        self.heap = heap
+        self.block = block
+        self.buffer: Any = block.buffer
+        self.offset = offset
+        self.capacity = capacity
         self.nbytes = nbytes
-        self.size = buffer_size(nbytes)
-        handle = dev._handle
-        usage = (
-            vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
-            | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
-            | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-        )
-        self.buffer: Any = None
-        self.memory: Any = None
-        self._finalizer: weakref.finalize[Any, Allocation] | None = None
-        try:
-            with _vk.call(f"creating a buffer for {what}", nbytes=self.size):
-                self.buffer = vk.vkCreateBuffer(
-                    handle,
-                    vk.VkBufferCreateInfo(
-                        size=self.size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE
-                    ),
-                    None,
-                )
-            req = vk.vkGetBufferMemoryRequirements(handle, self.buffer)
-            candidates = _memory_types(dev, int(req.memoryTypeBits), purpose)
-            if not candidates:
-                raise MemoryError(
-                    f"{dev.info.name} has no host-visible memory type for a buffer of {self.size} bytes"
-                )
-            alloc_size = int(req.size)
-            for n, type_index in enumerate(candidates):
-                try:
-                    with _vk.call(
-                        f"allocating {alloc_size} bytes of device memory for {what}", nbytes=alloc_size
-                    ):
-                        self.memory = vk.vkAllocateMemory(
-                            handle,
-                            vk.VkMemoryAllocateInfo(allocationSize=alloc_size, memoryTypeIndex=type_index),
-                            None,
-                        )
-                    break
-                except MemoryError:
-                    # A small heap (a 256 MiB BAR window, say) is full: try the next kind.
-                    if n == len(candidates) - 1:
-                        raise
-            flags = dev._memory_types[type_index]
-            self.host_cached = bool(flags & vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
-            with _vk.call(f"binding memory for {what}"):
-                vk.vkBindBufferMemory(handle, self.buffer, self.memory, 0)
-            with _vk.call(f"mapping memory for {what}"):
-                self._mapped: Any = vk.vkMapMemory(handle, self.memory, 0, self.size, 0)
-            # A byte view of the mapping; numpy copies into and out of it at memcpy speed.
-            self._bytes = np.frombuffer(self._mapped, dtype=np.uint8, count=self.size)
-        except BaseException:
-            _free(dev._state, self.buffer, self.memory)
-            raise
-        self._finalizer = weakref.finalize(self, _free, dev._state, self.buffer, self.memory)
+        # The serial of the last submission that used this memory (PENDING: an open batch).
+        self.last_use = 0
+        self.released = False
+        # Identifies what a descriptor for this allocation points at, for recorded commands:
+        # the block's serial, never its handle (a freed buffer's handle value comes back).
+        self.key = (block.serial, offset, bind_range(self, nbytes))
 
-    def write(self, arr: np.ndarray[Any, Any]) -> None:
-        """Copy ``arr``'s bytes (C order) to the start of the buffer."""
-        n = arr.nbytes
-        if n > self.size:
-            raise ValueError(f"{n} bytes do not fit in a buffer of {self.size} bytes")
-        if n:
-            self._bytes[:n] = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    def view(self, nbytes: int | None = None) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        """The mapped bytes (host memory, or device memory in direct mode)."""
+        view = self.block.view
+        assert view is not None, "not host-visible"
+        return view[self.offset : self.offset + (self.nbytes if nbytes is None else nbytes)]
 
-    def read_into(self, out: np.ndarray[Any, Any]) -> None:
-        """Copy the buffer's first ``out.nbytes`` bytes into the C-contiguous array ``out``."""
-        if not out.flags.c_contiguous or not out.flags.writeable:
-            raise ValueError("can only read into a writeable C-contiguous array")
-        n = out.nbytes
-        if n > self.size:
-            raise ValueError(f"{n} bytes do not fit in a buffer of {self.size} bytes")
-        if not n:
+    def release(self) -> None:
+        """Give the memory back once the GPU is done with it. Idempotent."""
+        if self.released:
             return
-        dst = out.reshape(-1).view(np.uint8)
-        if self.host_cached:
-            dst[...] = self._bytes[:n]
-        else:
-            # Uncached memory (a discrete GPU's BAR) reads at a few MB/s from the CPU: let the
-            # GPU copy it into host-cached memory first.
-            self._device._readback().copy(self, dst)
-
-    def fill_zero(self) -> None:
-        self._bytes[...] = 0
-
-    def free(self) -> None:
-        if self._finalizer is not None:
-            # Drop numpy's view first: the mapping goes away with the memory.
-            self._bytes = np.empty(0, np.uint8)
-            self._mapped = None
-            self._finalizer()
+        self.released = True
+        self.heap.release(self)
 
 
-def allocate(dev: Device, nbytes: int, *, what: str, purpose: Purpose = "device") -> Allocation:
-    """A new buffer for ``nbytes`` bytes (at least :data:`MIN_BUFFER_BYTES`) on ``dev``."""
-    if nbytes < 0:
-        raise ValueError(f"negative buffer size {nbytes}")
-    return Allocation(dev, nbytes, what, purpose)
+def bind_range(alloc: Allocation, nbytes: int) -> int:
+    # The descriptor covers exactly the argument's bytes, so that GetDimensions/arrayLength in
+    # the shader see the argument's length, not the (rounded) slot's. Vulkan forbids an empty
+    # range: a zero-size argument is bound as 16 bytes.
+    return nbytes if nbytes > 0 else min(16, alloc.capacity)
 
 
-class Readback:
-    """Copies device buffers into a host-cached staging buffer for the host to read.
+class Heap:
+    """Allocations of one kind of memory on one device."""
 
-    One per device, made on first need; one copy at a time.
-    """
-
-    def __init__(self, dev: Device) -> None:
-        vk = _vk.vk()
-        self._device = dev
+    def __init__(self, core: Core, kind: Kind, type_index: int, mapped: bool) -> None:
+        self._core = core
+        self.kind = kind
+        self.type_index = type_index
+        self.mapped = mapped
         self._lock = threading.Lock()
-        self._staging: Allocation | None = None
-        h = dev._handle
-        self._state = dev._state
-        self._pool: Any = None
-        self._fence: Any = None
-        try:
-            with _vk.call("creating the read-back command pool"):
-                self._pool = vk.vkCreateCommandPool(
-                    h,
-                    vk.VkCommandPoolCreateInfo(
-                        flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-                        queueFamilyIndex=dev._queue_family,
-                    ),
-                    None,
-                )
-            info = vk.VkCommandBufferAllocateInfo(
-                commandPool=self._pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
-            )
-            with _vk.call("allocating the read-back command buffer"):
-                self._cb: Any = vk.vkAllocateCommandBuffers(h, info)[0]
-            with _vk.call("creating the read-back fence"):
-                self._fence = vk.vkCreateFence(h, vk.VkFenceCreateInfo(), None)
-            self._fence_array = vk.ffi.new("VkFence[1]", [self._fence])
-        except BaseException:
-            _free_readback(self._state, self._pool, self._fence)
-            raise
-        self._finalizer = weakref.finalize(self, _free_readback, self._state, self._pool, self._fence)
+        # size class -> blocks of that class with at least one free slot
+        self._partial: dict[int, list[Block]] = {}
+        self._blocks: set[Block] = set()
+        self._pending: list[Allocation] = []  # released while an open batch still uses them
 
-    def copy(self, src: Allocation, dst: np.ndarray[Any, Any]) -> None:
-        """Copy the first ``dst.nbytes`` bytes of ``src`` into the uint8 array ``dst``."""
+    def allocate(self, nbytes: int, what: str) -> Allocation:
+        if nbytes < 0:
+            raise ValueError(f"negative buffer size {nbytes}")
+        core = self._core
+        core.check_usable()
+        if nbytes > SUBALLOC_MAX:
+            size = (nbytes + SLOT_ALIGN - 1) // SLOT_ALIGN * SLOT_ALIGN
+            block = self._new_block(size, what)
+            with self._lock:
+                self._blocks.add(block)
+            return Allocation(self, block, 0, size, nbytes)
+        slot = slot_size(nbytes)
+        with self._lock:
+            partial = self._partial.get(slot)
+            if partial:
+                block = partial[-1]
+                offset = block.free_slots.pop()
+                block.used += 1
+                if not block.free_slots:
+                    partial.pop()
+                return Allocation(self, block, offset, slot, nbytes)
+        size = _block_size(slot)
+        block = self._new_block(size, f"{what} (a {size >> 20} MiB block of {slot}-byte slots)")
+        block.slot = slot
+        # Popped from the end; offset 0 is handed out now.
+        block.free_slots = list(range(slot * (size // slot - 1), 0, -slot))
+        block.used = 1
+        with self._lock:
+            self._blocks.add(block)
+            self._partial.setdefault(slot, []).append(block)
+        return Allocation(self, block, 0, slot, nbytes)
+
+    def _new_block(self, size: int, what: str) -> Block:
+        return Block(self._core, self.type_index, size, self.mapped, what)
+
+    def release(self, alloc: Allocation) -> None:
+        core = self._core
+        if not core.alive:
+            return
+        if alloc.last_use == PENDING:
+            with self._lock:
+                self._pending.append(alloc)
+        else:
+            core.queue.defer(alloc.last_use, lambda: self._free(alloc))
+
+    def batch_submitted(self) -> None:
+        """An open batch was submitted: its allocations now carry real serials."""
+        if not self._pending:
+            return
+        with self._lock:
+            ready = [a for a in self._pending if a.last_use != PENDING]
+            self._pending = [a for a in self._pending if a.last_use == PENDING]
+        for alloc in ready:
+            self._core.queue.defer(alloc.last_use, lambda a=alloc: self._free(a))  # type: ignore[misc]
+
+    def _free(self, alloc: Allocation) -> None:
+        block = alloc.block
+        if not block.slot:
+            with self._lock:
+                self._blocks.discard(block)
+            block.destroy(self._core)
+            return
+        destroy = False
+        with self._lock:
+            partial = self._partial.setdefault(block.slot, [])
+            if not block.free_slots:
+                partial.append(block)
+            block.free_slots.append(alloc.offset)
+            block.used -= 1
+            # Keep one empty block per class for the next small tensor; return the rest.
+            if block.used == 0 and len(partial) > 1:
+                partial.remove(block)
+                self._blocks.discard(block)
+                destroy = True
+        if destroy:
+            block.destroy(self._core)
+
+    def stats(self) -> tuple[int, int]:
+        """(number of blocks, their total bytes)."""
+        with self._lock:
+            return len(self._blocks), sum(b.size for b in self._blocks)
+
+    def destroy(self) -> None:
+        with self._lock:
+            blocks, self._blocks = self._blocks, set()
+            self._partial.clear()
+            self._pending.clear()
+        for block in blocks:
+            block.destroy(self._core)
+
+
+class Memory:
+    """The device's heaps and how transfers work on it."""
+
+    def __init__(self, core: Core, type_bits: int, memory_types: tuple[int, ...]) -> None:
         vk = _vk.vk()
-        dev = self._device
-        n = dst.nbytes
-        with self._lock:
-            staging = self._staging
-            if staging is None or staging.size < n:
-                if staging is not None:
-                    staging.free()
-                self._staging = None
-                staging = allocate(dev, n, what="the read-back staging buffer", purpose="readback")
-                self._staging = staging
-            cb = self._cb
-            with _vk.call("recording a read-back copy"):
-                vk.vkResetCommandBuffer(cb, 0)
-                vk.vkBeginCommandBuffer(
-                    cb, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-                )
-                before = vk.VkMemoryBarrier(
-                    srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT
-                )
-                vk.vkCmdPipelineBarrier(
-                    cb,
-                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                    vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                    0, 1, [before], 0, None, 0, None,
-                )  # fmt: skip
-                region = vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=n)
-                vk.vkCmdCopyBuffer(cb, src.buffer, staging.buffer, 1, [region])
-                after = vk.VkMemoryBarrier(
-                    srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT
-                )
-                vk.vkCmdPipelineBarrier(
-                    cb,
-                    vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                    vk.VK_PIPELINE_STAGE_HOST_BIT,
-                    0, 1, [after], 0, None, 0, None,
-                )  # fmt: skip
-                vk.vkEndCommandBuffer(cb)
-            cbs = vk.ffi.new("VkCommandBuffer[1]", [cb])
-            submit = vk.ffi.new(
-                "VkSubmitInfo*",
-                {"sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1, "pCommandBuffers": cbs},
-            )
-            with dev._submit_lock:
-                _vk.check(vk.lib.vkQueueSubmit(dev._queue, 1, submit, self._fence), "submitting a read-back")
-            if not dev._wait_fence(self._fence_array, "a read-back copy"):
-                raise DispatchTimeoutError(
-                    f"copying {n} bytes back from the device took longer than "
-                    f"{dev._timeout_ns / 1e9:g} s (SLANGRT_TIMEOUT_S)"
-                )
-            _vk.check(vk.lib.vkResetFences(dev._handle, 1, self._fence_array), "resetting a fence")
-            dst[...] = staging._bytes[:n]
+        local = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+        visible = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+        coherent = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        cached = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+        usable = [i for i, _ in enumerate(memory_types) if type_bits & (1 << i)]
 
-    def close(self) -> None:
-        with self._lock:
-            if self._staging is not None:
-                self._staging.free()
-                self._staging = None
-            self._finalizer()
+        def first(want: int, avoid: int = 0) -> int | None:
+            for i in usable:
+                if memory_types[i] & want == want and not memory_types[i] & avoid:
+                    return i
+            return None
 
+        direct = first(local | visible | coherent | cached)
+        device_type = direct
+        if device_type is None:
+            device_type = first(local, avoid=visible)
+            if device_type is None:
+                device_type = first(local)
+        host_type = first(visible | coherent | cached)
+        if host_type is None:
+            host_type = first(visible | coherent)
+        if host_type is None:
+            raise MemoryError(f"{core.name} has no host-visible, host-coherent memory type for buffers")
+        if device_type is None:
+            device_type = host_type  # no device-local memory at all: use what the host can see
+            direct = host_type if memory_types[host_type] & cached else None
+        if os.environ.get("SLANGRT_STAGING", "").strip().lower() in ("1", "true", "yes", "on"):
+            direct = None  # test the discrete-GPU path (staging copies) on any device
+        self.core = core
+        # Direct mode: tensors are mapped and read and written by the host in place.
+        self.direct = direct is not None
+        self.host_cached = bool(memory_types[host_type] & cached)
+        self.device = Heap(core, "device", device_type, mapped=self.direct)
+        self.host = Heap(core, "host", host_type, mapped=True)
+        self._chunks: list[Allocation] = []
+        self._chunks_lock = threading.Lock()
+        self._chunks_free = threading.Condition(self._chunks_lock)
 
-def _free_readback(state: _DeviceState, pool: Any, fence: Any) -> None:
-    if not state.alive:
-        return
-    vk = _vk.vk()
-    if fence is not None:
-        vk.vkDestroyFence(state.handle, fence, None)
-    if pool is not None:
-        vk.vkDestroyCommandPool(state.handle, pool, None)
+    def destroy(self) -> None:
+        self._chunks.clear()
+        self.device.destroy()
+        self.host.destroy()
+
+    # -- staging chunks --------------------------------------------------------------------------
+
+    def _chunk(self) -> Allocation:
+        """A staging chunk of :data:`CHUNK` bytes that no pending submission uses."""
+        queue = self.core.queue
+        with self._chunks_lock:
+            for c in self._chunks:
+                if c.last_use != PENDING and c.last_use <= queue.completed:
+                    c.last_use = PENDING
+                    return c
+            if len(self._chunks) < MAX_CHUNKS:
+                c = self.host.allocate(CHUNK, "a staging buffer")
+                c.last_use = PENDING
+                self._chunks.append(c)
+                return c
+            busy = [c for c in self._chunks if c.last_use != PENDING]
+        if not busy:
+            # Every chunk is being filled by other threads: wait for one to be submitted.
+            with self._chunks_lock:
+                self._chunks_free.wait(1.0)
+            return self._chunk()
+        oldest = min(busy, key=lambda c: c.last_use)
+        queue.wait(oldest.last_use, "a staging copy")
+        return self._chunk()
+
+    def _chunk_submitted(self, chunk: Allocation, serial: int) -> None:
+        with self._chunks_lock:
+            chunk.last_use = serial
+            self._chunks_free.notify()
+
+    # -- transfers -------------------------------------------------------------------------------
+
+    def write(self, alloc: Allocation, src: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
+        """Copy the bytes ``src`` to the start of ``alloc``; returns before the GPU copy ends."""
+        n = src.size
+        if n > alloc.capacity:
+            raise ValueError(f"{n} bytes do not fit in a buffer of {alloc.capacity} bytes")
+        core = self.core
+        core.settle(alloc, "writing a tensor")  # no pending GPU work may still read it
+        if n == 0:
+            return
+        if self.direct:
+            parallel_copy(alloc.view(n), src)
+            return
+        if n <= SUBALLOC_MAX:
+            tmp = self.host.allocate(n, "an upload")
+            tmp.view(n)[...] = src
+            serial = self._copy(tmp.buffer, tmp.offset, alloc.buffer, alloc.offset, n, "an upload")
+            tmp.last_use = serial
+            tmp.release()
+            alloc.last_use = serial
+            return
+        serial = 0
+        for start in range(0, n, CHUNK):
+            m = min(CHUNK, n - start)
+            chunk = self._chunk()
+            used_by = 0  # the chunk is free again at once if nothing was submitted
+            try:
+                parallel_copy(chunk.view(m), src[start : start + m])
+                used_by = self._copy(
+                    chunk.buffer, chunk.offset, alloc.buffer, alloc.offset + start, m, "an upload"
+                )
+            finally:
+                self._chunk_submitted(chunk, used_by)
+            serial = used_by
+        alloc.last_use = serial
+
+    def read(self, alloc: Allocation, dst: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
+        """Copy the first ``dst.size`` bytes of ``alloc`` into ``dst``, after pending writes."""
+        n = dst.size
+        core = self.core
+        if n == 0:
+            return
+        if self.direct:
+            core.settle(alloc, "reading a tensor")
+            parallel_copy(dst, alloc.view(n))
+            return
+        core.flush_batch_using(alloc)
+        if n <= SUBALLOC_MAX:
+            tmp = self.host.allocate(n, "a download")
+            serial = self._copy(alloc.buffer, alloc.offset, tmp.buffer, tmp.offset, n, "a download")
+            tmp.last_use = serial
+            try:
+                core.queue.wait(serial, "copying a tensor to the host")
+                dst[...] = tmp.view(n)
+            finally:
+                tmp.release()
+            return
+        pending: list[tuple[Allocation, int, int, int]] = []
+        start = 0
+        try:
+            while start < n or pending:
+                while start < n and len(pending) < MAX_CHUNKS:
+                    m = min(CHUNK, n - start)
+                    chunk = self._chunk()
+                    try:
+                        serial = self._copy(
+                            alloc.buffer, alloc.offset + start, chunk.buffer, chunk.offset, m, "a download"
+                        )
+                    except BaseException:
+                        self._chunk_submitted(chunk, 0)
+                        raise
+                    # Reserved until its bytes have been copied out.
+                    pending.append((chunk, start, m, serial))
+                    start += m
+                chunk, at, m, serial = pending.pop(0)
+                core.queue.wait(serial, "copying a tensor to the host")
+                parallel_copy(dst[at : at + m], chunk.view(m))
+                self._chunk_submitted(chunk, serial)
+        finally:
+            for chunk, _, _, serial in pending:
+                self._chunk_submitted(chunk, serial)
+
+    def fill_zero(self, alloc: Allocation) -> None:
+        core = self.core
+        if self.direct:
+            core.settle(alloc, "zeroing a tensor")
+            alloc.view(alloc.capacity)[...] = 0
+            return
+        vk = _vk.vk()
+        ctx = core.contexts.begin()
+        size = (alloc.capacity + 3) // 4 * 4
+        vk.lib.vkCmdFillBuffer(ctx.cb, alloc.buffer, alloc.offset, size, 0)
+        core.barrier_after_transfer(ctx.cb)
+        alloc.last_use = core.contexts.submit(ctx, "zero-filling a tensor")
+
+    def _copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, n: int, what: str) -> int:
+        core = self.core
+        lib = _vk.vk().lib
+        region = _vk.vk().ffi.new(
+            "VkBufferCopy*", {"srcOffset": src_offset, "dstOffset": dst_offset, "size": n}
+        )
+        ctx = core.contexts.begin()
+        lib.vkCmdCopyBuffer(ctx.cb, src, dst, 1, region)
+        core.barrier_after_transfer(ctx.cb)
+        return core.contexts.submit(ctx, what)

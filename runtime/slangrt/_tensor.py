@@ -1,23 +1,26 @@
-"""``Tensor``: an n-dimensional array that lives in a device buffer.
+"""``Tensor``: an n-dimensional array that lives in device memory.
 
-Kernels bind a tensor's buffer directly, so chained kernels pass data without host round trips;
-only :meth:`Tensor.from_numpy` and :meth:`Tensor.numpy` move data between host and device.
+Kernels bind a tensor's memory directly, so chained kernels pass data without host round
+trips. Only :meth:`Tensor.from_numpy`, :meth:`Tensor.copy_from` and :meth:`Tensor.numpy` move
+data between host and device; those wait for (or are ordered after) the kernels that use the
+tensor, so the host never sees a half-written result.
 """
 
 from __future__ import annotations
 
 import math
 import operator
+import weakref
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
 
-from ._device import Device
+from ._device import Core, Device
 from ._device import device as default_device
 from ._errors import SlangRTError
-from ._memory import Allocation, allocate
+from ._memory import Allocation
 
 __all__ = ["Tensor"]
 
@@ -44,43 +47,69 @@ def _normalize_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     return dt.newbyteorder("=")
 
 
+def _release(alloc: Allocation) -> None:
+    alloc.release()
+
+
+def _bytes_of(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """A flat uint8 view of a C-contiguous array (0-d and empty arrays included)."""
+    return arr.reshape(-1).view(np.uint8)
+
+
 class Tensor:
-    """A C-ordered array of ``shape`` and ``dtype`` in a device buffer.
+    """A C-ordered array of ``shape`` and ``dtype`` in device memory.
 
     Make one with :meth:`from_numpy`, :meth:`empty` or :meth:`zeros`; free it with
-    :meth:`close` (or ``with``), or let garbage collection do it.
+    :meth:`close` (or ``with``), or let garbage collection do it. Its memory is handed back
+    once the kernels already submitted on it have finished.
     """
 
-    __slots__ = ("__weakref__", "_alloc", "_device", "_dtype", "_nbytes", "_shape", "_size")
+    __slots__ = (
+        "__weakref__",
+        "_alloc",
+        "_core",
+        "_device",
+        "_dtype",
+        "_finalizer",
+        "_nbytes",
+        "_shape",
+        "_size",
+    )
 
     def __init__(
         self, shape: tuple[int, ...], dtype: np.dtype[Any], dev: Device, *, _zero: bool = True
     ) -> None:
         # Private: use from_numpy/empty/zeros.
-        dev._check_open()
+        core = dev._core
+        core.check_usable()
         self._shape = shape
         self._dtype = dtype
         self._device = dev
+        self._core: Core = core
         self._size = math.prod(shape)
         self._nbytes = self._size * dtype.itemsize
-        self._alloc: Allocation | None = allocate(
-            dev, self._nbytes, what=f"a {dtype} tensor of shape {shape}"
-        )
+        alloc = core.memory.device.allocate(self._nbytes, f"a {dtype} tensor of shape {shape}")
+        self._alloc: Allocation | None = alloc
+        self._finalizer = weakref.finalize(self, _release, alloc)
+        # At exit, destroying the device frees everything at once.
+        self._finalizer.atexit = False
         if _zero:
-            self._alloc.fill_zero()
-        dev._register(self)
-        dev._check_validation()
+            core.memory.fill_zero(alloc)
+        if core.validation:
+            core.check_validation()
 
     # -- construction ------------------------------------------------------------------------
 
     @classmethod
     def from_numpy(cls, arr: npt.ArrayLike, device: Device | None = None) -> Tensor:
-        """A new tensor holding a copy of ``arr`` (any layout; stored C-contiguous)."""
+        """A new tensor holding a copy of ``arr`` (any layout; stored C-contiguous).
+
+        Returns once ``arr`` has been copied: the caller may change it straight away.
+        """
         a = np.asarray(arr)
         dt = _normalize_dtype(a.dtype)
         t = cls(tuple(a.shape), dt, device or default_device(), _zero=False)
-        assert t._alloc is not None
-        t._alloc.write(np.ascontiguousarray(a, dtype=dt))
+        t._write(np.ascontiguousarray(a, dtype=dt))
         return t
 
     @classmethod
@@ -105,11 +134,43 @@ class Tensor:
 
     # -- data --------------------------------------------------------------------------------
 
-    def numpy(self) -> np.ndarray[Any, np.dtype[Any]]:
-        """A new NumPy array with a copy of the tensor's contents."""
-        out = np.empty(self._shape, self._dtype)
-        self._allocation().read_into(out)
+    def numpy(self, out: np.ndarray[Any, Any] | None = None) -> np.ndarray[Any, np.dtype[Any]]:
+        """A host copy of the tensor, once the kernels submitted on it have finished.
+
+        Returns a new array, or fills and returns ``out`` (a writeable C-contiguous array of the
+        tensor's shape and dtype) to save an allocation.
+        """
+        alloc = self._allocation()
+        if out is None:
+            out = np.empty(self._shape, self._dtype)
+        else:
+            if out.shape != self._shape or out.dtype != self._dtype:
+                raise ValueError(
+                    f"out has shape {out.shape} and dtype {out.dtype}; "
+                    f"the tensor has {self._shape}, {self._dtype}"
+                )
+            if not (out.flags.c_contiguous and out.flags.writeable):
+                raise ValueError("out must be a writeable C-contiguous array")
+        self._core.memory.read(alloc, _bytes_of(out))
+        if self._core.validation:
+            self._core.check_validation()
         return out
+
+    def copy_from(self, arr: npt.ArrayLike) -> None:
+        """Overwrite the tensor with ``arr`` (same shape; cast to the tensor's dtype).
+
+        Ordered after the kernels already submitted on the tensor; returns once ``arr`` has
+        been copied.
+        """
+        a = np.asarray(arr)
+        if a.shape != self._shape:
+            raise ValueError(f"copy_from: array has shape {a.shape}, the tensor {self._shape}")
+        self._write(np.ascontiguousarray(a, dtype=self._dtype))
+
+    def _write(self, arr: np.ndarray[Any, Any]) -> None:
+        self._core.memory.write(self._allocation(), _bytes_of(arr))
+        if self._core.validation:
+            self._core.check_validation()
 
     # -- properties --------------------------------------------------------------------------
 
@@ -139,15 +200,16 @@ class Tensor:
 
     @property
     def closed(self) -> bool:
-        return self._alloc is None
+        return self._alloc is None or not self._core.alive or self._core.closed
 
     # -- lifetime ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Free the device buffer now. Idempotent; the tensor cannot be used afterwards."""
+        """Free the tensor's memory (once pending kernels on it finish). Idempotent; the tensor
+        cannot be used afterwards."""
         alloc, self._alloc = self._alloc, None
         if alloc is not None:
-            alloc.free()
+            self._finalizer()
 
     def __enter__(self) -> Tensor:
         return self
@@ -161,12 +223,14 @@ class Tensor:
         return self._shape[0]
 
     def __repr__(self) -> str:
-        state = ", closed" if self._alloc is None else ""
+        state = ", closed" if self.closed else ""
         dev = self._device.info.index
         return f"<slangrt.Tensor shape={self._shape} dtype={self._dtype} device={dev}{state}>"
 
     def _allocation(self) -> Allocation:
-        """The live buffer, for Kernel binding; raises if the tensor was closed."""
-        if self._alloc is None:
-            raise SlangRTError("This tensor has been closed; its device buffer is gone.")
-        return self._alloc
+        """The live allocation, for Kernel binding; raises if the tensor or device was closed."""
+        alloc = self._alloc
+        if alloc is None:
+            raise SlangRTError("This tensor has been closed; its device memory is gone.")
+        self._core.check_usable()
+        return alloc

@@ -253,20 +253,21 @@ def test_dispatch_timeout_raises_instead_of_hanging() -> None:
         except slangrt.DispatchTimeoutError as exc:
             took = round(time.perf_counter() - start, 1)
             print("TIMEOUT", took, "SLANGRT_TIMEOUT_S" in str(exc), out.any())
-        try:
-            k.dispatch({{0: out, 1: np.array([1], np.uint32)}}, (1, 1, 1))
-        except slangrt.SlangRTError as exc:
-            print("DISABLED", "cannot be used" in str(exc))
+        # The work stays queued; a longer wait sees it through and the kernel works again.
+        slangrt.device().synchronize(timeout=600)
+        small = np.zeros(64, np.uint32)
+        k.dispatch({{0: small, 1: np.array([1], np.uint32)}}, (1, 1, 1))
+        print("AGAIN", bool(small.any()))
         """
     )
     # Seconds of lavapipe work (less on a GPU, where the test still passes if it finishes).
-    proc = run_python(code, env={"SLANGRT_TIMEOUT_S": "0.05"})
+    proc = run_python(code, env={"SLANGRT_TIMEOUT_S": "0.05"}, timeout=600)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     if not lines or not lines[0].startswith("TIMEOUT"):
         pytest.skip("the busy kernel finished within 50 ms on this device")
     assert lines[0].split()[2:] == ["True", "False"]  # the message says what to set; out untouched
-    assert lines[1] == "DISABLED True"
+    assert lines[1] == "AGAIN True"
 
 
 def test_new_tensor_in_a_freed_ones_place_is_bound_afresh(add: slangrt.Kernel) -> None:
@@ -279,20 +280,3 @@ def test_new_tensor_in_a_freed_ones_place_is_bound_afresh(add: slangrt.Kernel) -
         add.dispatch({0: a, 1: b, 2: n}, (1, 1, 1))
         np.testing.assert_array_equal(a.numpy(), np.full(64, i + 1.0))
         a.close()
-
-
-def test_writable_arrays_read_back_from_uncached_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    import slangrt._kernel as kernel_module
-
-    real_allocate = kernel_module.allocate
-
-    def uncached(*args: object, **kwargs: object) -> object:
-        alloc = real_allocate(*args, **kwargs)  # type: ignore[arg-type]
-        alloc.host_cached = False
-        return alloc
-
-    monkeypatch.setattr(kernel_module, "allocate", uncached)
-    k = slangrt.Kernel(spirv("add"), "add", ADD_BINDINGS, (64, 1, 1))
-    a = np.arange(300, dtype=np.float32)
-    k.dispatch({0: a, 1: np.ones(300, np.float32), 2: np.array([300], np.uint32)}, (5, 1, 1))
-    np.testing.assert_array_equal(a, np.arange(300) + 1.0)
