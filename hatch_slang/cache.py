@@ -1,9 +1,9 @@
 """The incremental build cache: one shader's compile result, valid while nothing it read changed.
 
-Compiling is the only slow step of a build (tens of milliseconds per entry point, plus the
-compiler's session start in each worker); checking the comments against reflection and
-generating the wrappers take well under a millisecond per shader, so only compile results are
-cached and everything after them runs on every build.
+Compiling is the slow step of a build (tens of milliseconds per entry point, plus the compiler's
+session start in each worker). An entry also keeps what the pipeline generated from the result,
+under a key of the pipeline's choosing, so that a build of unchanged shaders does not even parse
+their comments; changing the templates or hatch-slang regenerates without recompiling.
 
 An entry sits in a slot named by what the result cannot be checked against afterwards: the
 shader's path (relative to the project root), the compiler (:func:`compiler_fingerprint`), the
@@ -26,7 +26,7 @@ import os
 import pickle
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from hatch_slang import __version__
 from hatch_slang.compiler import CompiledEntry, CompileOptions, CompileResult
@@ -47,8 +47,24 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class _Stamped(Protocol):
+    """A shader as the cache knows it (a discovered :class:`Source` or a parsed :class:`Shader`)."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def rel(self) -> str: ...
+    @property
+    def sha256(self) -> str: ...
+
+
 class BuildCache:
-    """Compile results of one project's shaders, for one compiler and one set of options."""
+    """Compile results of one project's shaders, for one compiler and one set of options.
+
+    Beside a compile result an entry may hold what the rest of the pipeline made of it (the
+    generated files), under a key the pipeline chooses (its own code, the templates, strictness):
+    a build in which nothing changed then neither compiles nor parses nor generates anything.
+    """
 
     def __init__(self, directory: Path, root: Path, compiler: str, options: CompileOptions) -> None:
         self.directory = directory
@@ -58,8 +74,7 @@ class BuildCache:
         driver = Path(__file__).with_name("compiler.py").read_bytes()
         self._common = repr((FORMAT, __version__, _sha256(driver), compiler, self._portable_options(options)))
         self._hashes: dict[Path, str | None] = {}
-        self.hits = 0
-        self.misses = 0
+        self._entries: dict[str, dict[str, Any] | None] = {}
 
     def _portable_options(self, options: CompileOptions) -> tuple[object, ...]:
         dirs = tuple(self._portable(Path(d)) for d in options.include_dirs)
@@ -69,7 +84,7 @@ class BuildCache:
         """A path as the cache records it: relative to the root when inside it."""
         return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
 
-    def _slot(self, shader: Shader) -> Path:
+    def _slot(self, shader: _Stamped) -> Path:
         key = _sha256(repr((self._common, shader.rel)).encode())
         return self.directory / key[:2] / f"{key[2:]}.pickle"
 
@@ -82,40 +97,47 @@ class BuildCache:
                 self._hashes[path] = None
         return self._hashes[path]
 
-    def lookup(self, shader: Shader) -> CompileResult | None:
-        """The cached result for this shader, or None when there is none or anything it read changed."""
-        self._hashes.setdefault(shader.path, shader.sha256)
-        result = self._lookup(shader)
-        if result is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return result
+    def _entry(self, shader: _Stamped) -> dict[str, Any] | None:
+        """The shader's entry if it is still valid: same content, same content of all it read."""
+        if shader.rel not in self._entries:
+            self._hashes.setdefault(shader.path, shader.sha256)
+            self._entries[shader.rel] = self._read(shader)
+        return self._entries[shader.rel]
 
-    def _lookup(self, shader: Shader) -> CompileResult | None:
+    def _read(self, shader: _Stamped) -> dict[str, Any] | None:
         try:
             entry: dict[str, Any] = pickle.loads(self._slot(shader).read_bytes())
-            if (
-                entry["common"] != self._common
-                or entry["sha256"] != shader.sha256
-                or tuple(entry["entries"]) != shader.entries
-            ):
+            if entry["common"] != self._common or entry["sha256"] != shader.sha256:
                 return None
-            deps = [(self.root / rel, digest) for rel, digest in entry["dependencies"]]
-            if any(self._hash(path) != digest for path, digest in deps):
+            if any(self._hash(self.root / rel) != digest for rel, digest in entry["dependencies"]):
                 return None
-            return CompileResult(
-                path=shader.rel,
-                entries=tuple(CompiledEntry(n, spirv, refl) for n, spirv, refl in entry["compiled"]),
-                dependencies=tuple(str(path) for path, _ in deps),
-                warnings=entry["warnings"],
-                compiler=entry["compiler"],
-            )
+            return entry
         except Exception:  # missing, damaged, truncated or foreign: a miss, never a failed build
             return None
 
+    def lookup(self, shader: Shader) -> CompileResult | None:
+        """The cached compile result, or None when there is none or anything it read changed."""
+        entry = self._entry(shader)
+        if entry is None or tuple(entry["entries"]) != shader.entries:
+            return None
+        return CompileResult(
+            path=shader.rel,
+            entries=tuple(CompiledEntry(n, spirv, refl) for n, spirv, refl in entry["compiled"]),
+            dependencies=tuple(str(self.root / rel) for rel, _ in entry["dependencies"]),
+            warnings=entry["warnings"],
+            compiler=entry["compiler"],
+        )
+
+    def output(self, shader: _Stamped, key: str) -> Any:
+        """What :meth:`store_output` stored under ``key`` for a still valid entry, else None."""
+        entry = self._entry(shader)
+        if entry is None or entry.get("output") is None or entry["output"][0] != key:
+            return None
+        return entry["output"][1]
+
     def store(self, shader: Shader, result: CompileResult) -> None:
         """Remember a successful compile. Failures are not cached: the next build reports them afresh."""
+        self._entries.pop(shader.rel, None)
         if result.error is not None or not result.entries:
             return
         try:
@@ -140,10 +162,20 @@ class BuildCache:
             "compiled": [(e.name, e.spirv, e.reflection) for e in result.entries],
             "warnings": result.warnings,
             "compiler": result.compiler,
+            "output": None,
         }
-        self._write(self._slot(shader), pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+        self._entries[shader.rel] = entry
+        self._write(self._slot(shader), entry)
 
-    def _write(self, path: Path, data: bytes) -> None:
+    def store_output(self, shader: _Stamped, key: str, value: Any) -> None:
+        """Keep ``value`` (plain data: dicts, lists, str, bytes...) with the shader's entry."""
+        entry = self._entry(shader)
+        if entry is not None:
+            entry["output"] = (key, value)
+            self._write(self._slot(shader), entry)
+
+    def _write(self, path: Path, entry: dict[str, Any]) -> None:
+        data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             if not self.directory.is_dir():
                 self.directory.mkdir(parents=True, exist_ok=True)

@@ -184,7 +184,7 @@ def build(
             click.echo(f"  wrote {_shown(dest / name)}", err=True)
     if not quiet:
         click.echo(
-            f"{len(output.specs)} shader(s), {len(output.compiled)} compiled -> {_shown(dest)} "
+            f"{len(output.modules)} shader(s), {len(output.compiled)} compiled -> {_shown(dest)} "
             f"({len(changed)} file(s) written)"
         )
 
@@ -237,7 +237,7 @@ def check(root: str, no_cache: bool, quiet: bool, verbose: bool) -> None:
             "run `hatch-slang build`"
         )
     if not quiet:
-        click.echo(f"ok: {len(output.specs)} shader(s); {label} is current")
+        click.echo(f"ok: {len(output.modules)} shader(s); {label} is current")
 
 
 def _register(b: BufferSpec) -> str:

@@ -15,17 +15,18 @@ import ctypes
 import faulthandler
 import glob
 import importlib.util
-import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hatch_slang.errors import CompileError, HatchSlangError
+
+if TYPE_CHECKING:  # the pool's modules load only when something needs compiling
+    import multiprocessing.context
+    from concurrent.futures import ProcessPoolExecutor
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,8 @@ class CompilerPool:
         return self._executor(1).submit(_worker_version).result()
 
     def _executor(self, n_jobs: int) -> ProcessPoolExecutor:
+        from concurrent.futures import ProcessPoolExecutor
+
         if self._pool is None:
             ctx = _mp_context()
             self._pool = ProcessPoolExecutor(
@@ -252,6 +255,9 @@ class CompilerPool:
         one job is 15-100 ms of compiling against well under 1 ms of hand-over, so finer
         balancing beats batching. ``progress`` is called as each job finishes.
         """
+        from concurrent.futures import Future, as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
         if not jobs:
             return []
         pool = self._executor(len(jobs))
@@ -287,6 +293,8 @@ def _size(job: CompileJob) -> int:
 
 
 def _mp_context() -> multiprocessing.context.BaseContext:
+    import multiprocessing
+
     # fork on Linux: no re-import of the caller's __main__ (a build script without a main guard
     # works) and no interpreter start-up per worker; the parent never loads Slang, so a forked
     # worker starts clean. Elsewhere fork is unsafe and spawn is the default anyway.
@@ -294,6 +302,9 @@ def _mp_context() -> multiprocessing.context.BaseContext:
 
 
 def _isolated(job: CompileJob) -> CompileResult:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     ctx = _mp_context()
     with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_worker_init) as pool:
         try:

@@ -1,4 +1,9 @@
-"""Find the shaders a project builds and decide each one's module name and entry points."""
+"""Find the shaders a project builds and decide each one's module name and entry points.
+
+Two steps: :func:`sources` reads and hashes the files (all a build needs to find its cached
+results), :func:`parse` reads a source's comment contract and entry points (needed only for
+what is compiled or generated afresh). :func:`discover` does both.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,21 @@ import keyword
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from hatch_slang.contract import Contract, parse_contract
 from hatch_slang.errors import ConfigError, ShaderError
+
+
+@dataclass(frozen=True)
+class Source:
+    """A shader file as read, before its comments are parsed."""
+
+    path: Path  # absolute
+    rel: str  # relative to the project root, posix separators
+    module: str
+    source: str
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -54,52 +71,63 @@ def find_shaders(root: Path, patterns: list[str]) -> list[Path]:
     return sorted(found)
 
 
-def load_shader(root: Path, path: Path) -> Shader:
+def read_source(root: Path, path: Path) -> Source:
+    """Read one shader; ``root`` and ``path`` are resolved (absolute, no symlinks)."""
     data = path.read_bytes()
-    rel = path.relative_to(root.resolve()).as_posix() if path.is_relative_to(root.resolve()) else str(path)
+    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ShaderError(rel, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    contract = parse_contract(rel, source)
+    return Source(path, rel, module_name(path.stem), source, hashlib.sha256(data).hexdigest())
+
+
+def parse(src: Source) -> Shader:
+    """Read the comment contract and decide the entry points."""
+    contract = parse_contract(src.rel, src.source)
     if contract.entries:
         entries = contract.entries
     else:
-        entries = default_entries(path.stem, source)
+        entries = default_entries(src.path.stem, src.source)
         if entries[0].isidentifier() is False or keyword.iskeyword(entries[0]):
             raise ShaderError(
-                rel, 1, f"file name `{path.name}` is no entry-point name; add `// slang-entries: ...`"
+                src.rel, 1, f"file name `{src.path.name}` is no entry-point name; add `// slang-entries: ...`"
             )
-    return Shader(
-        path=path,
-        rel=rel,
-        module=module_name(path.stem),
-        source=source,
-        sha256=hashlib.sha256(data).hexdigest(),
-        contract=contract,
-        entries=entries,
-    )
+    return Shader(src.path, src.rel, src.module, src.source, src.sha256, contract, entries)
 
 
-def discover(root: Path, patterns: list[str]) -> list[Shader]:
-    shaders = [load_shader(root, p) for p in find_shaders(root, patterns)]
-    by_module: dict[str, Shader] = {}
-    for s in shaders:
+def load_shader(root: Path, path: Path) -> Shader:
+    return parse(read_source(root.resolve(), path.resolve()))
+
+
+def sources(root: Path, patterns: list[str]) -> list[Source]:
+    """Read every configured shader; module names must be unique."""
+    real = root.resolve()
+    found = [read_source(real, p) for p in find_shaders(root, patterns)]
+    by_module: dict[str, Source] = {}
+    for s in found:
         if s.module in by_module:
             raise ShaderError(
                 s.rel, None, f"module name `{s.module}` also used by {by_module[s.module].rel}; rename one"
             )
         by_module[s.module] = s
-    return shaders
+    return found
 
 
-def select(shaders: list[Shader], names: list[str], cwd: Path | None = None) -> list[Shader]:
+def discover(root: Path, patterns: list[str]) -> list[Shader]:
+    return [parse(s) for s in sources(root, patterns)]
+
+
+_S = TypeVar("_S", Source, Shader)
+
+
+def select(shaders: list[_S], names: list[str], cwd: Path | None = None) -> list[_S]:
     """The configured shaders that ``names`` pick, in discovery order.
 
     A name is a module name or file stem (``moe_combine``), a file name (``moe_combine.slang``),
     or a path relative to the project root or to ``cwd``.
     """
-    picked: dict[str, Shader] = {}
+    picked: dict[str, _S] = {}
     for name in names:
         as_path = Path(cwd or Path.cwd(), name).resolve()
         found = [

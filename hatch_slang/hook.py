@@ -103,8 +103,7 @@ class SlangBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         for name in sorted(output.files):
             build_data["force_include"][str(self._tmp / name)] = f"{config.package}/{name}"
         self.app.display_info(
-            f"hatch-slang: {len(output.specs)} shader(s), "
-            f"{sum(len(s.entries) for s in output.specs)} kernel(s) -> {config.package}"
+            f"hatch-slang: {len(output.modules)} shader(s), {output.kernels} kernel(s) -> {config.package}"
         )
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:

@@ -16,13 +16,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from hatch_slang import codegen
+from hatch_slang import __version__, codegen
 from hatch_slang.cache import BuildCache, default_cache_dir
 from hatch_slang.compiler import CompileJob, CompileResult, CompilerPool, compiler_fingerprint
 from hatch_slang.config import BuildConfig
-from hatch_slang.discover import Shader, discover, select
+from hatch_slang.discover import Shader, Source, parse, select, sources
 from hatch_slang.errors import BuildErrors, HatchSlangError
 from hatch_slang.spec import ShaderSpec, build_spec
 
@@ -40,9 +40,28 @@ class Progress(Protocol):
 
 
 @dataclass(frozen=True)
+class ShaderOutput:
+    """What one shader contributes to the package (cached with its compile result)."""
+
+    module: str
+    files: dict[str, bytes]  # the wrapper module and one .spv per entry
+    manifest: dict[str, object]  # its entry in manifest.json
+    warnings: tuple[str, ...]
+    compiler: str
+
+    def plain(self) -> dict[str, object]:
+        return {**vars(self), "warnings": list(self.warnings)}
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> ShaderOutput:
+        return cls(data["module"], data["files"], data["manifest"], tuple(data["warnings"]), data["compiler"])
+
+
+@dataclass(frozen=True)
 class BuildOutput:
     files: dict[str, bytes]  # path relative to the package directory -> content
-    specs: tuple[ShaderSpec, ...]
+    modules: tuple[str, ...]  # one per shader built (not those kept from the destination)
+    kernels: int  # entry points among them
     warnings: tuple[str, ...]
     compiler: str
     compiled: tuple[str, ...] = ()  # shaders (root-relative) compiled this time; the rest were cached
@@ -60,9 +79,11 @@ def compile_shaders(
     *,
     cache: BuildCache | None = None,
     progress: Progress | None = None,
+    cached: int = 0,
 ) -> tuple[list[CompileResult], list[Shader]]:
     """Compile results in ``shaders`` order, from the cache where valid, else from worker processes;
-    and the shaders that were compiled."""
+    and the shaders that were compiled. ``cached`` counts shaders the caller found cached already
+    (for the progress report)."""
     results: dict[str, CompileResult] = {}
     todo: list[Shader] = []
     for shader in shaders:
@@ -72,7 +93,7 @@ def compile_shaders(
         else:
             todo.append(shader)
     if progress is not None:
-        progress.start(len(todo), len(shaders) - len(todo))
+        progress.start(len(todo), cached + len(shaders) - len(todo))
     if todo:
         by_rel = {s.rel: s for s in todo}
         jobs = [CompileJob(s.rel, s.entries, config.compile, str(config.root)) for s in todo]
@@ -90,19 +111,56 @@ def compile_shaders(
     return [results[s.rel] for s in shaders], todo
 
 
+def _collect(errors: list[HatchSlangError], e: HatchSlangError) -> None:
+    errors.extend(e.errors if isinstance(e, BuildErrors) else [e])
+
+
+def _raise(errors: list[HatchSlangError]) -> None:
+    if errors:
+        raise errors[0] if len(errors) == 1 else BuildErrors(errors)
+
+
+def _parse(srcs: list[Source]) -> list[Shader]:
+    errors: list[HatchSlangError] = []
+    shaders: list[Shader] = []
+    for src in srcs:
+        try:
+            shaders.append(parse(src))
+        except HatchSlangError as e:
+            _collect(errors, e)
+    _raise(errors)
+    return shaders
+
+
 def _specs(shaders: list[Shader], results: list[CompileResult], *, strict: bool) -> list[ShaderSpec]:
     errors: list[HatchSlangError] = []
     specs: list[ShaderSpec] = []
     for shader, result in zip(shaders, results):
         try:
             specs.append(build_spec(shader, result, strict=strict))
-        except BuildErrors as e:
-            errors.extend(e.errors)
         except HatchSlangError as e:
-            errors.append(e)
-    if errors:
-        raise errors[0] if len(errors) == 1 else BuildErrors(errors)
+            _collect(errors, e)
+    _raise(errors)
     return specs
+
+
+# Modules whose code shapes the generated files: a change to any of them regenerates.
+_GENERATORS = ("contract", "expr", "discover", "reflection", "spec", "codegen", "pipeline")
+
+
+def _generator_key(templates: codegen.Templates, strict: bool) -> str:
+    h = hashlib.sha256(repr((__version__, templates.digest, strict)).encode())
+    for name in _GENERATORS:
+        h.update(Path(__file__).with_name(f"{name}.py").read_bytes())
+    return h.hexdigest()
+
+
+def _generate(spec: ShaderSpec, templates: codegen.Templates, compiler: str) -> ShaderOutput:
+    module = spec.shader.module
+    files = {f"{module}.py": codegen.render_module(spec, templates).encode()}
+    for entry in spec.entries:
+        files[codegen.spv_name(module, entry.name)] = entry.spirv
+    return ShaderOutput(module, files, codegen.manifest_entry(spec), spec.warnings, compiler)
 
 
 def build(
@@ -119,44 +177,59 @@ def build(
     others' modules, SPIR-V and manifest entries are then taken over from ``keep_from`` (the
     destination, when it holds a previous build) so that the package stays whole.
     """
-    shaders = discover(config.root, list(config.shaders))
-    chosen = select(shaders, only) if only else shaders
+    srcs = sources(config.root, list(config.shaders))
+    chosen = select(srcs, only) if only else srcs
     templates = codegen.Templates.load(config.templates)
-    results, compiled = compile_shaders(config, chosen, cache=cache, progress=progress)
-    specs = _specs(chosen, results, strict=config.strict)
+    key = _generator_key(templates, config.strict)
+
+    outputs: dict[str, ShaderOutput] = {}
+    for src in chosen:
+        hit = cache.output(src, key) if cache is not None else None
+        if hit is not None:
+            outputs[src.rel] = ShaderOutput.from_plain(hit)
+    shaders = _parse([s for s in chosen if s.rel not in outputs])
+    results, compiled = compile_shaders(config, shaders, cache=cache, progress=progress, cached=len(outputs))
+    for spec, result in zip(_specs(shaders, results, strict=config.strict), results):
+        out = outputs[spec.shader.rel] = _generate(spec, templates, result.compiler)
+        if cache is not None:
+            cache.store_output(spec.shader, key, out.plain())
+    built = [outputs[s.rel] for s in chosen]
 
     files: dict[str, bytes] = {}
     manifest: dict[str, dict[str, object]] = {}
-    for spec in specs:
-        files[f"{spec.shader.module}.py"] = codegen.render_module(spec, templates).encode()
-        for entry in spec.entries:
-            files[codegen.spv_name(spec.shader.module, entry.name)] = entry.spirv
-        manifest[spec.shader.module] = codegen.manifest_entry(spec)
+    for out in built:
+        files.update(out.files)
+        manifest[out.module] = out.manifest
     kept: list[str] = []
     if only and keep_from is not None:
-        others = {s.module for s in shaders} - {s.module for s in chosen}
+        others = {s.module for s in srcs} - {s.module for s in chosen}
         for module, old_entry, names in _manifest_modules(keep_from):
             if module in others and all((keep_from / n).is_file() for n in names):
                 manifest[module] = old_entry
                 files.update((n, (keep_from / n).read_bytes()) for n in names)
                 kept.append(module)
-    compiler = results[0].compiler if results else ""
+    compiler = built[0].compiler if built else ""
     files[codegen.MANIFEST] = codegen.render_manifest(manifest, compiler).encode()
     files["py.typed"] = b""
     if not (config.package_dir / "__init__.py").is_file() or _is_generated(
         config.package_dir / "__init__.py"
     ):
         files["__init__.py"] = _render_init(sorted(manifest)).encode()
-    warnings = tuple(w for s in specs for w in s.warnings)
     return BuildOutput(
-        files, tuple(specs), warnings, compiler, tuple(s.rel for s in compiled), tuple(sorted(kept))
+        files=files,
+        modules=tuple(o.module for o in built),
+        kernels=sum(name.endswith(".spv") for o in built for name in o.files),
+        warnings=tuple(w for o in built for w in o.warnings),
+        compiler=compiler,
+        compiled=tuple(s.rel for s in compiled),
+        kept=tuple(sorted(kept)),
     )
 
 
 def inspect(config: BuildConfig, name: str, *, cache: BuildCache | None = None) -> ShaderSpec:
     """One shader's merged contract and reflection, disagreements as warnings (``hatch-slang show``)."""
-    shaders = discover(config.root, list(config.shaders))
-    [shader] = select(shaders, [name])[:1]
+    [src] = select(sources(config.root, list(config.shaders)), [name])[:1]
+    shader = parse(src)
     [result], _ = compile_shaders(config, [shader], cache=cache)
     return build_spec(shader, result, strict=False)
 
