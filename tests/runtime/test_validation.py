@@ -50,6 +50,16 @@ def test_fixture_kernels_run_clean_under_validation(staging: str) -> None:
         empty = np.zeros(0, np.float32)
         add.dispatch({0: empty, 1: empty.copy(), 2: np.array([0], np.uint32)}, (1, 1, 1))
         assert (t.numpy() == 3).all()
+        ones, n100 = slangrt.Tensor.from_numpy(np.ones(100, np.float32)), slangrt.Tensor.from_numpy(np.array([100], np.uint32))
+        with slangrt.profile() as p:
+            with slangrt.batch():
+                for _ in range(5):
+                    add.dispatch({0: t, 1: ones, 2: n100}, (2, 1, 1))
+            add.dispatch({0: t, 1: ones, 2: n100}, (2, 1, 1))
+        assert len(p.records) == 6 and (t.numpy() == 9).all()
+        big = np.arange(5 << 20, dtype=np.float32)  # 20 MiB: staged in chunks on discrete GPUs
+        assert (slangrt.Tensor.from_numpy(big).numpy() == big).all()
+        assert not slangrt.Tensor.zeros(1000, np.float32).numpy().any()
         scale = slangrt.Kernel(spv("scale"), "scale", [B(0, "x", "storage", False),
                 B(1, "y", "storage", True), B(2, "p", "uniform", False)], (128, 1, 1))
         y = np.zeros(10, np.float32)
