@@ -400,7 +400,8 @@ def test_pipeline_cache_is_kept_on_disk_for_the_next_process(tmp_path: Path) -> 
         from slangrt import BindingSpec as B
         dev = slangrt.device()
         k = slangrt.Kernel(open({str(DATA / "add.spv")!r}, "rb").read(), "add",
-            [B(0, "a", "storage", True), B(1, "b", "storage", False), B(2, "p", "storage", False)], (64, 1, 1))
+            [B(0, "a", "storage", True), B(1, "b", "storage", False), B(2, "p", "storage", False)],
+            (64, 1, 1))
         a = np.zeros(4, np.float32)
         k.dispatch({{0: a, 1: np.ones(4, np.float32), 2: np.array([4], np.uint32)}}, (1, 1, 1))
         assert (a == 1).all()

@@ -50,7 +50,8 @@ def test_fixture_kernels_run_clean_under_validation(staging: str) -> None:
         empty = np.zeros(0, np.float32)
         add.dispatch({0: empty, 1: empty.copy(), 2: np.array([0], np.uint32)}, (1, 1, 1))
         assert (t.numpy() == 3).all()
-        ones, n100 = slangrt.Tensor.from_numpy(np.ones(100, np.float32)), slangrt.Tensor.from_numpy(np.array([100], np.uint32))
+        ones = slangrt.Tensor.from_numpy(np.ones(100, np.float32))
+        n100 = slangrt.Tensor.from_numpy(np.array([100], np.uint32))
         with slangrt.profile() as p:
             with slangrt.batch():
                 for _ in range(5):
