@@ -265,6 +265,44 @@ class RawVulkan:
             },
         )
         self.sets = ffi.new("VkDescriptorSet[1]", [self.set])
+        # The same submission signalling a timeline semaphore (what slangrt waits on) instead.
+        type_info = ffi.new(
+            "VkSemaphoreTypeCreateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                "semaphoreType": vk.VK_SEMAPHORE_TYPE_TIMELINE,
+            },
+        )
+        sem_info = ffi.new(
+            "VkSemaphoreCreateInfo*",
+            {"sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, "pNext": type_info},
+        )
+        out = ffi.new("VkSemaphore*")
+        vk.lib.vkCreateSemaphore(h, sem_info, ffi.NULL, out)
+        self.timeline = out[0]
+        self.timeline_value = 0
+        self.signal = ffi.new("uint64_t[1]")
+        self.counter = ffi.new("uint64_t*")
+        self.timeline_array = ffi.new("VkSemaphore[1]", [self.timeline])
+        self.timeline_info = ffi.new(
+            "VkTimelineSemaphoreSubmitInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                "signalSemaphoreValueCount": 1,
+                "pSignalSemaphoreValues": self.signal,
+            },
+        )
+        self.timeline_submit = ffi.new(
+            "VkSubmitInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                "pNext": self.timeline_info,
+                "commandBufferCount": 1,
+                "pCommandBuffers": self.cb_array,
+                "signalSemaphoreCount": 1,
+                "pSignalSemaphores": self.timeline_array,
+            },
+        )
         self.begin = ffi.new(
             "VkCommandBufferBeginInfo*",
             {
@@ -300,6 +338,16 @@ class RawVulkan:
         self.vk.lib.vkQueueSubmit(self.queue, 1, self.submit_info, self.fence)
         self._wait(spin)
 
+    def submit_wait_timeline(self) -> None:
+        lib = self.vk.lib
+        self.timeline_value += 1
+        self.signal[0] = self.timeline_value
+        lib.vkQueueSubmit(self.queue, 1, self.timeline_submit, self.vk.ffi.NULL)
+        while True:
+            lib.vkGetSemaphoreCounterValue(self.h, self.timeline, self.counter)
+            if self.counter[0] >= self.timeline_value:
+                return
+
     def batch(self, n: int) -> None:
         """Record n dependent dispatches with barriers (raw cffi calls), submit, wait (spin)."""
         vk = self.vk
@@ -323,6 +371,7 @@ class RawVulkan:
         h = self.h
         vk.vkDeviceWaitIdle(h)
         vk.vkDestroyFence(h, self.fence, None)
+        vk.lib.vkDestroySemaphore(h, self.timeline, vk.ffi.NULL)
         vk.vkDestroyCommandPool(h, self.cmd_pool, None)
         vk.vkDestroyDescriptorPool(h, self.pool, None)
         vk.vkDestroyPipeline(h, self.pipeline, None)
@@ -516,6 +565,7 @@ class Bench:
         r = Rounds(self.rounds)
         r.add("raw vulkan, fence spin", lambda: raw.submit_wait(True), inner)
         r.add("raw vulkan, fence sleep", lambda: raw.submit_wait(False), inner)
+        r.add("raw vulkan, timeline semaphore spin", raw.submit_wait_timeline, inner)
         r.add("slangrt Tensor args + synchronize()", ours_wait, inner)
         r.add("slangrt Tensor args, wait sleeps at once", ours_sleep, inner)
         r.add("slangrt NumPy args (waits, copies back)", lambda: k.dispatch(npbuf, grid), inner)
