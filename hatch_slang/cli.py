@@ -341,10 +341,7 @@ def show(name: str, root: str, as_json: bool) -> None:
         if b["params"]:
             click.echo()
             click.secho(f"params in {b['register']} {b['name']}", bold=True)
-            prow = [
-                [p["name"], p["type"] + (" (float)" if p["float"] else ""), str(p["offset"])]
-                for p in b["params"]
-            ]
+            prow = [[p["name"], p["type"], str(p["offset"])] for p in b["params"]]
             _table(["field", "type", "byte offset"], prow, lambda s: click.echo("  " + s))
     for entry in data["entries"]:
         click.echo()

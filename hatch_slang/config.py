@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hatch_slang.codegen import TEMPLATE_FILES
 from hatch_slang.compiler import CompileOptions
 from hatch_slang.errors import ConfigError
 
@@ -85,6 +86,18 @@ def parse_config(root: Path, raw: Mapping[str, Any]) -> BuildConfig:
     strict = raw.get("strict", True)
     if not isinstance(strict, bool):
         raise _bad("strict", "true or false")
+    for d in include_dirs:
+        if not (root / d).is_dir():
+            raise ConfigError(
+                f"Option `include-dirs` for build hook `{HOOK}`: `{d}` is not a directory under {root}"
+            )
+    if templates:
+        missing = [n for n in TEMPLATE_FILES if not (root / templates / n).is_file()]
+        if missing:
+            raise ConfigError(
+                f"Option `templates` for build hook `{HOOK}`: `{templates}` must be a directory holding "
+                f"{' and '.join(TEMPLATE_FILES)} (missing: {', '.join(missing)})"
+            )
     return BuildConfig(
         root=root,
         shaders=tuple(shaders),

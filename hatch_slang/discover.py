@@ -62,11 +62,15 @@ def find_shaders(root: Path, patterns: list[str]) -> list[Path]:
     """Expand the configured globs, relative to ``root``, into a sorted list of files."""
     found: set[Path] = set()
     for pattern in patterns:
+        where = "Option `shaders` for build hook `slang`:"
         if Path(pattern).is_absolute():
-            raise ConfigError(f"shader glob `{pattern}` must be relative to the project root")
-        matches = [p for p in root.glob(pattern) if p.is_file()]
+            raise ConfigError(f"{where} glob `{pattern}` must be relative to the project root")
+        try:
+            matches = [p for p in root.glob(pattern) if p.is_file()]
+        except ValueError as e:  # pathlib rejects some patterns ("**x", "")
+            raise ConfigError(f"{where} glob `{pattern}`: {e}") from None
         if not matches:
-            raise ConfigError(f"shader glob `{pattern}` matches no file under {root}")
+            raise ConfigError(f"{where} glob `{pattern}` matches no file under {root}")
         found.update(p.resolve() for p in matches)
     return sorted(found)
 
