@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO / "runtime"))
 
 import slangrt  # noqa: E402
 from slangrt import BindingSpec as B  # noqa: E402
-from slangrt import _batch  # noqa: E402
+from slangrt import _batch, _memory  # noqa: E402
 
 TINY = 256
 LARGE = 1 << 24
@@ -849,6 +849,30 @@ class Bench:
         r.add("slangrt upload: Tensor.copy_from (existing tensor)", up_existing, 1)
         r.add("slangrt download: Tensor.numpy() (new array)", lambda: t.numpy(), 1)
         r.add("slangrt download: Tensor.numpy(out=) (existing array)", lambda: t.numpy(out=dst), 1)
+        mem = dev._core.memory
+        if not mem.direct:
+            # The same through staging buffers instead of importing the array's pages, with the
+            # default and with twice the copy threads.
+            import_default = mem._import_ok
+            threads_default = _memory._n_threads
+
+            def staged(fn: Callable[[], Any], threads: int) -> Callable[[], None]:
+                def run() -> None:
+                    mem._import_ok = False
+                    _memory._n_threads = threads
+                    try:
+                        fn()
+                    finally:
+                        mem._import_ok = import_default
+                        _memory._n_threads = threads_default
+
+                return run
+
+            for threads in (threads_default, 2 * threads_default):
+                label = f"staged, {threads} copy threads"
+                r.add(f"slangrt upload: copy_from, {label}", staged(up_existing, threads), 1)
+                r.add(f"slangrt download: numpy(out=), {label}", staged(lambda: t.numpy(out=dst), threads), 1)
+            self.results["env"]["host import"] = import_default
         torch = self.torch
         if torch:
             xt = torch.empty(n, device="cuda")
@@ -891,24 +915,34 @@ class Bench:
     def rss_round_trip(self) -> float:
         code = textwrap.dedent(
             f"""
-            import resource, sys, numpy as np
+            import sys, numpy as np
             sys.path.insert(0, {str(REPO / "runtime")!r})
             import slangrt
             slangrt.device()
+            def status(key):
+                for line in open("/proc/self/status"):
+                    if line.startswith(key + ":"):
+                        return int(line.split()[1]) * 1024
             src = np.ones({ROUND_TRIP // 4}, np.float32)  # the caller's data: part of the baseline
-            base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            base = status("VmRSS")
+            try:
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")  # reset the peak (VmHWM) to the current RSS
+            except OSError:
+                base = status("VmHWM")  # cannot reset: measure from the peak so far
             t = slangrt.Tensor.from_numpy(src)
             out = t.numpy()
             assert out[0] == 1 and out[-1] == 1
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            print((peak - base) / 2**20)
+            print((status("VmHWM") - base) / 2**30, status("VmHWM") / 2**30, base / 2**30)
             """
         )
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
         if proc.returncode:
             self.notes.append(f"RSS round trip failed: {proc.stderr[-300:]}")
             return float("nan")
-        return float(proc.stdout.strip())
+        growth, peak, base = (float(x) for x in proc.stdout.split())
+        self.notes.append(f"1 GiB round trip: RSS {base:.2f} GiB with the source array, peak {peak:.2f} GiB")
+        return growth
 
     # -- start-up --------------------------------------------------------------------------------
 

@@ -640,6 +640,12 @@ class Device:
                 "update its driver (every desktop driver and lavapipe have it)."
             )
         extensions = [e for e in _DEVICE_EXTENSIONS_WANTED if e in dev_exts] + ["VK_KHR_push_descriptor"]
+        # Zero-copy transfers: the GPU copies straight from/to a NumPy array's pages.
+        host_import = "VK_EXT_external_memory_host" in dev_exts and os.environ.get(
+            "SLANGRT_HOST_IMPORT", ""
+        ).strip().lower() not in ("0", "false", "no", "off")
+        if host_import:
+            extensions.append("VK_EXT_external_memory_host")
 
         priorities = ffi.new("float[1]", [1.0])
         queue_info = ffi.new(
@@ -703,6 +709,23 @@ class Device:
         vk.lib.vkGetPhysicalDeviceMemoryProperties(pd, mem)
         memory_types = tuple(int(mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount))
         core.memory = Memory(core, self._buffer_type_bits(handle, core.buffer_usage), memory_types)
+        if host_import:
+            host_props = ffi.new(
+                "VkPhysicalDeviceExternalMemoryHostPropertiesEXT*",
+                {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT},
+            )
+            props2 = ffi.new(
+                "VkPhysicalDeviceProperties2*",
+                {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": host_props},
+            )
+            vk.lib.vkGetPhysicalDeviceProperties2(pd, props2)
+            get_props = vk.lib.vkGetDeviceProcAddr(handle, b"vkGetMemoryHostPointerPropertiesEXT")
+            if get_props != ffi.NULL:
+                core.memory.enable_import(
+                    ffi.cast("PFN_vkGetMemoryHostPointerPropertiesEXT", get_props),
+                    int(host_props.minImportedHostPointerAlignment),
+                    memory_types,
+                )
         core.pipeline_cache = PipelineCache(handle, pd)
         self._instance.check_validation()
 

@@ -43,6 +43,10 @@ SUBALLOC_MAX = 1 << 20
 # Staging chunks: transfers larger than this are pipelined through a few chunks of this size.
 CHUNK = 16 << 20
 MAX_CHUNKS = 4
+# Transfers of at least this many bytes copy straight from/to the NumPy array's pages where the
+# driver can import host memory (pinned in pieces of IMPORT_CHUNK), instead of through staging.
+IMPORT_MIN = 4 << 20
+IMPORT_CHUNK = 64 << 20
 
 _serials = itertools.count(1)
 
@@ -368,6 +372,10 @@ class Memory:
         self.host_cached = bool(memory_types[host_type] & cached)
         self.device = Heap(core, "device", device_type, mapped=self.direct)
         self.host = Heap(core, "host", host_type, mapped=True)
+        self._import_ok = False
+        self._import_align = 4096
+        self._import_types: tuple[int, ...] = ()
+        self._get_host_properties: Any = None
         self._chunks: list[Allocation] = []
         self._chunks_lock = threading.Lock()
         self._chunks_free = threading.Condition(self._chunks_lock)
@@ -410,25 +418,56 @@ class Memory:
     # -- transfers -------------------------------------------------------------------------------
 
     def write(self, alloc: Allocation, src: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
-        """Copy the bytes ``src`` to the start of ``alloc``; returns before the GPU copy ends."""
+        """Copy the bytes ``src`` to the start of ``alloc``.
+
+        Returns once ``src`` may be changed by the caller; the device-side copy is ordered
+        before any later work on the device.
+        """
         n = src.size
         if n > alloc.capacity:
             raise ValueError(f"{n} bytes do not fit in a buffer of {alloc.capacity} bytes")
         core = self.core
-        core.settle(alloc, "writing a tensor")  # no pending GPU work may still read it
+        if self.direct:
+            core.settle(alloc, "writing a tensor")  # no submitted work may still use it
+            if n:
+                parallel_copy(alloc.view(n), src)
+            return
+        # Staging: the copy is queued behind earlier work on the tensor, nothing to wait for
+        # except recorded-but-unsubmitted batch work.
+        core.flush_batch_using(alloc)
         if n == 0:
             return
-        if self.direct:
-            parallel_copy(alloc.view(n), src)
+        if n >= IMPORT_MIN and self._import_ok and self._transfer_imported(alloc, src, upload=True):
             return
+        self._write_staged(alloc, 0, src)
+
+    def read(self, alloc: Allocation, dst: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
+        """Copy the first ``dst.size`` bytes of ``alloc`` into ``dst``, after pending writes."""
+        n = dst.size
+        core = self.core
+        if self.direct:
+            core.settle(alloc, "reading a tensor")
+            if n:
+                parallel_copy(dst, alloc.view(n))
+            return
+        core.flush_batch_using(alloc)
+        if n == 0:
+            return
+        if n >= IMPORT_MIN and self._import_ok and self._transfer_imported(alloc, dst, upload=False):
+            return
+        self._read_staged(alloc, 0, dst)
+
+    def _write_staged(self, alloc: Allocation, at: int, src: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
+        n = src.size
         if n <= SUBALLOC_MAX:
             tmp = self.host.allocate(n, "an upload")
             tmp.view(n)[...] = src
-            serial = self._copy(tmp.buffer, tmp.offset, alloc.buffer, alloc.offset, n, "an upload")
+            serial = self._copy(tmp.buffer, tmp.offset, alloc.buffer, alloc.offset + at, n, "an upload")
             tmp.last_use = serial
             tmp.release()
             alloc.last_use = serial
             return
+        # Pipelined: the host fills one chunk while the GPU copies the one before.
         serial = 0
         for start in range(0, n, CHUNK):
             m = min(CHUNK, n - start)
@@ -437,27 +476,19 @@ class Memory:
             try:
                 parallel_copy(chunk.view(m), src[start : start + m])
                 used_by = self._copy(
-                    chunk.buffer, chunk.offset, alloc.buffer, alloc.offset + start, m, "an upload"
+                    chunk.buffer, chunk.offset, alloc.buffer, alloc.offset + at + start, m, "an upload"
                 )
             finally:
                 self._chunk_submitted(chunk, used_by)
             serial = used_by
         alloc.last_use = serial
 
-    def read(self, alloc: Allocation, dst: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
-        """Copy the first ``dst.size`` bytes of ``alloc`` into ``dst``, after pending writes."""
+    def _read_staged(self, alloc: Allocation, at: int, dst: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
         n = dst.size
         core = self.core
-        if n == 0:
-            return
-        if self.direct:
-            core.settle(alloc, "reading a tensor")
-            parallel_copy(dst, alloc.view(n))
-            return
-        core.flush_batch_using(alloc)
         if n <= SUBALLOC_MAX:
             tmp = self.host.allocate(n, "a download")
-            serial = self._copy(alloc.buffer, alloc.offset, tmp.buffer, tmp.offset, n, "a download")
+            serial = self._copy(alloc.buffer, alloc.offset + at, tmp.buffer, tmp.offset, n, "a download")
             tmp.last_use = serial
             try:
                 core.queue.wait(serial, "copying a tensor to the host")
@@ -465,6 +496,7 @@ class Memory:
             finally:
                 tmp.release()
             return
+        # Pipelined: the GPU fills the next chunks while the host empties this one.
         pending: list[tuple[Allocation, int, int, int]] = []
         start = 0
         try:
@@ -474,21 +506,163 @@ class Memory:
                     chunk = self._chunk()
                     try:
                         serial = self._copy(
-                            alloc.buffer, alloc.offset + start, chunk.buffer, chunk.offset, m, "a download"
+                            alloc.buffer,
+                            alloc.offset + at + start,
+                            chunk.buffer,
+                            chunk.offset,
+                            m,
+                            "a download",
                         )
                     except BaseException:
                         self._chunk_submitted(chunk, 0)
                         raise
-                    # Reserved until its bytes have been copied out.
-                    pending.append((chunk, start, m, serial))
+                    pending.append((chunk, start, m, serial))  # reserved until emptied
                     start += m
-                chunk, at, m, serial = pending.pop(0)
+                chunk, pos, m, serial = pending.pop(0)
                 core.queue.wait(serial, "copying a tensor to the host")
-                parallel_copy(dst[at : at + m], chunk.view(m))
+                parallel_copy(dst[pos : pos + m], chunk.view(m))
                 self._chunk_submitted(chunk, serial)
         finally:
             for chunk, _, _, serial in pending:
                 self._chunk_submitted(chunk, serial)
+
+    # -- zero-copy transfers (VK_EXT_external_memory_host) ------------------------------------------
+
+    def enable_import(self, get_properties: Any, alignment: int, memory_types: tuple[int, ...]) -> None:
+        self._get_host_properties = get_properties
+        self._import_align = max(1, alignment)
+        self._import_types = memory_types
+        self._import_ok = True
+
+    def _import(self, arr: np.ndarray[Any, np.dtype[np.uint8]]) -> tuple[Any, Any, int] | None:
+        """Wrap the pages under ``arr`` in a VkBuffer (None if the driver will not)."""
+        vk = _vk.vk()
+        ffi = vk.ffi
+        lib = vk.lib
+        h = self.core.handle
+        align = self._import_align
+        ptr = arr.ctypes.data
+        base = ptr - ptr % align
+        size = -(-(ptr + arr.size - base) // align) * align
+        host_ptr = ffi.cast("void *", base)
+        handle_type = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
+        props = ffi.new(
+            "VkMemoryHostPointerPropertiesEXT*",
+            {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT},
+        )
+        if self._get_host_properties(h, handle_type, host_ptr, props):
+            return None
+        external = ffi.new(
+            "VkExternalMemoryBufferCreateInfo*",
+            {"sType": vk.VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO, "handleTypes": handle_type},
+        )
+        info = ffi.new(
+            "VkBufferCreateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                "pNext": external,
+                "size": size,
+                "usage": vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                "sharingMode": vk.VK_SHARING_MODE_EXCLUSIVE,
+            },
+        )
+        out_buffer = ffi.new("VkBuffer*")
+        if lib.vkCreateBuffer(h, info, ffi.NULL, out_buffer):
+            return None
+        buffer = out_buffer[0]
+        req = ffi.new("VkMemoryRequirements*")
+        lib.vkGetBufferMemoryRequirements(h, buffer, req)
+        bits = int(req.memoryTypeBits) & int(props.memoryTypeBits)
+        visible = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+        types = [i for i, f in enumerate(self._import_types) if bits & (1 << i) and f & visible]
+        if not types or req.size > size:
+            lib.vkDestroyBuffer(h, buffer, ffi.NULL)
+            return None
+        imported = ffi.new(
+            "VkImportMemoryHostPointerInfoEXT*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT,
+                "handleType": handle_type,
+                "pHostPointer": host_ptr,
+            },
+        )
+        alloc_info = ffi.new(
+            "VkMemoryAllocateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                "pNext": imported,
+                "allocationSize": size,
+                "memoryTypeIndex": types[0],
+            },
+        )
+        out_memory = ffi.new("VkDeviceMemory*")
+        if lib.vkAllocateMemory(h, alloc_info, ffi.NULL, out_memory):
+            lib.vkDestroyBuffer(h, buffer, ffi.NULL)
+            return None
+        memory = out_memory[0]
+        if lib.vkBindBufferMemory(h, buffer, memory, 0):
+            lib.vkDestroyBuffer(h, buffer, ffi.NULL)
+            lib.vkFreeMemory(h, memory, ffi.NULL)
+            return None
+        return buffer, memory, ptr - base
+
+    def _transfer_imported(
+        self, alloc: Allocation, arr: np.ndarray[Any, np.dtype[np.uint8]], upload: bool
+    ) -> bool:
+        """Copy between ``alloc`` and the caller's own pages; False if the driver refused.
+
+        In pieces, so that the driver pins the next piece while the GPU copies this one.
+        Waits before returning: the caller's array is the source or the destination.
+        """
+        core = self.core
+        vk = _vk.vk()
+        lib, ffi = vk.lib, vk.ffi
+        n = arr.size
+        imports: list[tuple[Any, Any]] = []
+        serial = staged = 0
+        done = False
+        try:
+            for start in range(0, n, IMPORT_CHUNK):
+                part = arr[start : start + IMPORT_CHUNK]
+                got = self._import(part)
+                if got is None:
+                    if not imports:
+                        self._import_ok = False  # this driver (or this memory) will not: stage
+                        return False
+                    # Rare: a later piece refused. Stage it.
+                    if upload:
+                        self._write_staged(alloc, start, part)
+                        staged = max(staged, alloc.last_use)
+                    else:
+                        self._read_staged(alloc, start, part)
+                    continue
+                buffer, memory, offset = got
+                imports.append((buffer, memory))
+                if upload:
+                    serial = self._copy(
+                        buffer, offset, alloc.buffer, alloc.offset + start, part.size, "an upload"
+                    )
+                else:
+                    serial = self._copy(
+                        alloc.buffer, alloc.offset + start, buffer, offset, part.size, "a download"
+                    )
+            core.queue.wait(serial, "a zero-copy transfer")
+            done = True
+            if upload:
+                alloc.last_use = max(serial, staged)
+            return True
+        finally:
+            if imports and not done:
+                # Never unpin pages the GPU may still be copying: wait (or leak on timeout).
+                try:
+                    core.queue.wait_idle("a zero-copy transfer")
+                    done = True
+                except Exception:
+                    imports = []
+            if done or not imports:
+                for buffer, memory in imports:
+                    lib.vkDestroyBuffer(core.handle, buffer, ffi.NULL)
+                    lib.vkFreeMemory(core.handle, memory, ffi.NULL)
 
     def fill_zero(self, alloc: Allocation) -> None:
         core = self.core

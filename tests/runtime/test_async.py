@@ -255,9 +255,14 @@ def test_many_calls_that_make_and_drop_tensors_leave_rss_flat(dev: slangrt.Devic
     assert growth < 64 << 20, f"RSS grew by {growth >> 20} MiB"
 
 
+@pytest.mark.parametrize("host_import", [True, False])
 def test_large_round_trip_through_several_staging_chunks(
-    dev: slangrt.Device, rng: np.random.Generator
+    dev: slangrt.Device, rng: np.random.Generator, host_import: bool
 ) -> None:
+    # Staging: either the GPU copies straight from/to the array's pages (imported host memory,
+    # where the driver can) or through 16 MiB staging chunks.
+    mem = dev._core.memory
+    mem._import_ok = mem._import_ok and host_import
     arr = rng.integers(0, 1 << 30, size=(5, 3 << 20), dtype=np.int32)  # 60 MiB: four 16 MiB chunks
     t = slangrt.Tensor.from_numpy(arr, device=dev)
     np.testing.assert_array_equal(t.numpy(), arr)
@@ -268,6 +273,11 @@ def test_large_round_trip_through_several_staging_chunks(
     np.testing.assert_array_equal(out, arr2)
     z = slangrt.Tensor.zeros(arr.shape, np.int32, device=dev)
     assert not z.numpy().any()
+    read_only = np.frombuffer(arr2.tobytes(), np.int32).reshape(arr.shape)  # e.g. from a file
+    z.copy_from(read_only)
+    unaligned = np.zeros(arr.size * 4 + 3, np.uint8)[3:].view(np.int32).reshape(arr.shape)
+    assert z.numpy(out=unaligned) is unaligned
+    np.testing.assert_array_equal(unaligned, arr2)
 
 
 def test_numpy_out_and_copy_from_check_their_arguments(dev: slangrt.Device) -> None:
