@@ -872,6 +872,13 @@ class Bench:
                 label = f"staged, {threads} copy threads"
                 r.add(f"slangrt upload: copy_from, {label}", staged(up_existing, threads), 1)
                 r.add(f"slangrt download: numpy(out=), {label}", staged(lambda: t.numpy(out=dst), threads), 1)
+            label = f"staged, {threads_default} copy threads"
+            r.add(f"slangrt upload: from_numpy, {label}", staged(up_new, threads_default), 1)
+            r.add(
+                f"slangrt download: numpy() (new array), {label}",
+                staged(lambda: t.numpy(), threads_default),
+                1,
+            )
             self.results["env"]["host import"] = import_default
         torch = self.torch
         if torch:
