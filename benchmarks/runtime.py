@@ -851,14 +851,14 @@ class Bench:
         r.add("slangrt download: Tensor.numpy(out=) (existing array)", lambda: t.numpy(out=dst), 1)
         mem = dev._core.memory
         if not mem.direct:
-            # The same through staging buffers instead of importing the array's pages, with the
-            # default and with twice the copy threads.
+            # Variants: twice the copy threads; the GPU copying the array's own pages
+            # (SLANGRT_HOST_IMPORT=1) instead of staging.
             import_default = mem._import_ok
             threads_default = _memory._n_threads
 
-            def staged(fn: Callable[[], Any], threads: int) -> Callable[[], None]:
+            def variant(fn: Callable[[], Any], threads: int, host_import: bool) -> Callable[[], None]:
                 def run() -> None:
-                    mem._import_ok = False
+                    mem._import_ok = host_import
                     _memory._n_threads = threads
                     try:
                         fn()
@@ -868,18 +868,28 @@ class Bench:
 
                 return run
 
-            for threads in (threads_default, 2 * threads_default):
-                label = f"staged, {threads} copy threads"
-                r.add(f"slangrt upload: copy_from, {label}", staged(up_existing, threads), 1)
-                r.add(f"slangrt download: numpy(out=), {label}", staged(lambda: t.numpy(out=dst), threads), 1)
-            label = f"staged, {threads_default} copy threads"
-            r.add(f"slangrt upload: from_numpy, {label}", staged(up_new, threads_default), 1)
+            label = f"staged, {2 * threads_default} copy threads"
+            r.add(f"slangrt upload: copy_from, {label}", variant(up_existing, 2 * threads_default, False), 1)
             r.add(
-                f"slangrt download: numpy() (new array), {label}",
-                staged(lambda: t.numpy(), threads_default),
+                f"slangrt download: numpy(out=), {label}",
+                variant(lambda: t.numpy(out=dst), 2 * threads_default, False),
                 1,
             )
-            self.results["env"]["host import"] = import_default
+            if mem._get_host_properties is not None:
+                label = "imported host pages (SLANGRT_HOST_IMPORT=1)"
+                r.add(f"slangrt upload: from_numpy, {label}", variant(up_new, threads_default, True), 1)
+                r.add(f"slangrt upload: copy_from, {label}", variant(up_existing, threads_default, True), 1)
+                r.add(
+                    f"slangrt download: numpy(), {label}",
+                    variant(lambda: t.numpy(), threads_default, True),
+                    1,
+                )
+                r.add(
+                    f"slangrt download: numpy(out=), {label}",
+                    variant(lambda: t.numpy(out=dst), threads_default, True),
+                    1,
+                )
+            self.results["env"]["copy threads"] = threads_default
         torch = self.torch
         if torch:
             xt = torch.empty(n, device="cuda")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _vk
 from ._errors import SlangRTError
+from ._memory import bind_range
 from ._queue import PENDING, Context
 
 if TYPE_CHECKING:
@@ -163,31 +165,142 @@ class Profile:
             self._pending.clear()
 
 
-class Recorder:
-    """Dispatches of one thread on one device, recorded into one command buffer."""
+class Program:
+    """A command buffer holding a recorded batch, kept for replay (like a CUDA graph)."""
+
+    __slots__ = ("cb", "command_buffers", "pool", "serial")
 
     def __init__(self, core: Core) -> None:
-        self.core = core
-        self.ctx: Context | None = None
-        self.count = 0
-        self.allocs: list[Allocation] = []
-        self._written: set[int] = set()
-        self._read: set[int] = set()
-        self.pipeline: Any = None
-        self.queries = 0
-        self.entries: list[tuple[tuple[Profile, ...], str, tuple[int, int, int], int, int]] = []
+        vk = _vk.vk()
+        ffi = vk.ffi
+        info = ffi.new(
+            "VkCommandPoolCreateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                "flags": vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                "queueFamilyIndex": core.queue_family,
+            },
+        )
+        out = ffi.new("VkCommandPool*")
+        _vk.check(vk.lib.vkCreateCommandPool(core.handle, info, ffi.NULL, out), "creating a command pool")
+        self.pool: Any = out[0]
+        alloc = ffi.new(
+            "VkCommandBufferAllocateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                "commandPool": self.pool,
+                "level": vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                "commandBufferCount": 1,
+            },
+        )
+        self.command_buffers: Any = ffi.new("VkCommandBuffer[1]")
+        result = vk.lib.vkAllocateCommandBuffers(core.handle, alloc, self.command_buffers)
+        if result:
+            vk.lib.vkDestroyCommandPool(core.handle, self.pool, ffi.NULL)
+            _vk.check(result, "allocating a command buffer")
+        self.cb: Any = self.command_buffers[0]
+        self.serial = 0
 
-    def begin(self) -> Context:
-        """The open command buffer, begun on first use."""
-        ctx = self.ctx
-        if ctx is None:
-            ctx = self.ctx = self.core.contexts.begin()
-            self.pipeline = None
-        return ctx
 
-    def hazard(self, allocs: list[Allocation], writable: tuple[bool, ...]) -> None:
-        """Insert a barrier if this dispatch depends on (or overwrites) earlier ones' buffers."""
-        written, read = self._written, self._read
+class Programs:
+    """Recorded batches per device, keyed by what they dispatch on which buffers.
+
+    A batch that repeats an earlier one (same kernels, grids and buffers, in the same order) is
+    submitted again without being recorded again.
+    """
+
+    CAPACITY = 16
+
+    def __init__(self, core: Core) -> None:
+        vk = _vk.vk()
+        self._core = core
+        self._lock = threading.Lock()
+        self._items: OrderedDict[Any, Program] = OrderedDict()
+        self._begin = vk.ffi.new(
+            "VkCommandBufferBeginInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                "flags": vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT,
+            },
+        )
+
+    def submit(self, key: Any, ops: list[_Op], templates: dict[int, Any]) -> int:
+        core = self._core
+        lib = _vk.vk().lib
+        with self._lock:
+            program = self._items.get(key)
+            if program is not None:
+                self._items.move_to_end(key)
+            else:
+                if len(self._items) >= self.CAPACITY:
+                    _, program = self._items.popitem(last=False)
+                    # Re-recording needs it idle.
+                    core.queue.wait(program.serial, "a recorded batch")
+                    _vk.check(lib.vkResetCommandBuffer(program.cb, 0), "resetting a command buffer")
+                else:
+                    program = Program(core)
+                _vk.check(lib.vkBeginCommandBuffer(program.cb, self._begin), "recording a batch")
+                record_ops(core, program.cb, ops, templates, None)
+                core.barrier_after_compute(program.cb)
+                _vk.check(lib.vkEndCommandBuffer(program.cb), "recording a batch")
+                self._items[key] = program
+            serial = core.queue.submit(program.command_buffers, "a batch of dispatches")
+            program.serial = serial
+        return serial
+
+    def destroy(self) -> None:
+        vk = _vk.vk()
+        with self._lock:
+            programs = list(self._items.values())
+            self._items.clear()
+        for program in programs:
+            vk.lib.vkDestroyCommandPool(self._core.handle, program.pool, vk.ffi.NULL)
+
+
+# One recorded dispatch: kernel state, buffers, descriptor ranges (None: the tensors' sizes),
+# grid, and the profiles that time it (with the kernel's name).
+_Op = tuple[Any, list["Allocation"], "list[int] | None", tuple[int, int, int], tuple["Profile", ...]]
+
+
+def _template(state: Any, templates: dict[int, Any]) -> Any:
+    """Push-descriptor write structs for ``state``'s bindings, reused within one recorder."""
+    t = templates.get(id(state))
+    if t is None or t[0] is not state:
+        vk = _vk.vk()
+        ffi = vk.ffi
+        n = max(1, len(state.binding_indices))
+        infos = ffi.new("VkDescriptorBufferInfo[]", n)
+        writes = ffi.new("VkWriteDescriptorSet[]", n)
+        for i, (binding, kind) in enumerate(zip(state.binding_indices, state.descriptor_types)):
+            w = writes[i]
+            w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+            w.dstBinding = binding
+            w.descriptorCount = 1
+            w.descriptorType = kind
+            w.pBufferInfo = infos + i
+        t = templates[id(state)] = (state, infos, writes)
+    return t
+
+
+def record_ops(core: Core, cb: Any, ops: list[_Op], templates: dict[int, Any], timed: Any) -> list[Any]:
+    """Record ``ops`` into ``cb`` with the barriers their buffers need.
+
+    A barrier goes in only where a dispatch reads or writes a buffer that an earlier dispatch
+    since the last barrier wrote, or writes one that such a dispatch read. ``timed``: a
+    ``(query_pool, first_query)`` to bracket each dispatch with timestamps, else None.
+    Returns the profile entries ``(profiles, name, grid, bytes, query)``.
+    """
+    vk = _vk.vk()
+    lib = vk.lib
+    push = core.push_descriptor
+    written: set[int] = set()
+    read: set[int] = set()
+    pipeline = None
+    bound: Any = None
+    entries: list[Any] = []
+    q = timed[1] if timed is not None else 0
+    for state, allocs, ranges, dims, profiles in ops:
+        writable = state.writable
         need = False
         for a, w in zip(allocs, writable):
             i = id(a)
@@ -195,74 +308,89 @@ class Recorder:
                 need = True
                 break
         if need:
-            assert self.ctx is not None
-            self.core.barrier_between_dispatches(self.ctx.cb)
+            core.barrier_between_dispatches(cb)
             written.clear()
             read.clear()
         for a, w in zip(allocs, writable):
             (written if w else read).add(id(a))
+        if state.pipeline is not pipeline:
+            pipeline = state.pipeline
+            lib.vkCmdBindPipeline(cb, 1, pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
+            bound = None
+        rs = ranges if ranges is not None else [a.nbytes for a in allocs]
+        key = [(a.buffer, a.offset, r) for a, r in zip(allocs, rs)]
+        if key != bound and allocs:
+            _, infos, writes = _template(state, templates)
+            for i, a in enumerate(allocs):
+                info = infos[i]
+                info.buffer = a.buffer
+                info.offset = a.offset
+                info.range = bind_range(a, rs[i])
+            push(cb, 1, pipeline.layout, 0, len(allocs), writes)
+            bound = key
+        if timed is not None and profiles:
+            lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q)
+            lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
+            lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q + 1)
+            nbytes = sum(bind_range(a, r) * (2 if w else 1) for a, r, w in zip(allocs, rs, writable))
+            entries.append((profiles, state.name, dims, nbytes, q))
+            q += 2
+        else:
+            lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
+    return entries
+
+
+class Recorder:
+    """Dispatches of one thread on one device, kept until they are submitted together.
+
+    Recording into Vulkan happens at :meth:`flush`, all at once, and a batch identical to a
+    recent one reuses its command buffer (see :class:`Programs`).
+    """
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.ops: list[_Op] = []
+        self.keys: list[Any] = []
+        self.allocs: list[Allocation] = []
+        self.profiled = False
+        self.count = 0
+        self._templates: dict[int, Any] = {}
+
+    def add(
+        self,
+        state: Any,
+        allocs: list[Allocation],
+        ranges: list[int] | None,
+        dims: tuple[int, int, int],
+        profiles: tuple[Profile, ...] = (),
+    ) -> None:
+        if ranges is None:
+            keys = tuple([a.key for a in allocs])
+        else:
+            keys = tuple([(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
+        for a in allocs:
             a.last_use = PENDING
+        self.ops.append((state, allocs, ranges, dims, profiles))
+        self.keys.append((id(state.pipeline), state.writable, dims, keys))
         self.allocs.extend(allocs)
+        if profiles:
+            self.profiled = True
         self.count += 1
-
-    def timestamp_slot(self, profiles: tuple[Profile, ...]) -> int | None:
-        """Reserve two timestamp queries for the next dispatch (None: not profiling)."""
-        if not profiles:
-            return None
-        core = self.core
-        if core.timestamp_bits == 0:
-            raise SlangRTError(
-                f"{core.name} cannot write timestamps on its compute queue; profile() is unavailable"
-            )
-        if self.queries + 2 > _QUERY_CAPACITY:
-            self.flush()
-        ctx = self.begin()
-        vk = _vk.vk()
-        if ctx.queries is None:
-            ffi = vk.ffi
-            info = ffi.new(
-                "VkQueryPoolCreateInfo*",
-                {
-                    "sType": vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                    "queryType": vk.VK_QUERY_TYPE_TIMESTAMP,
-                    "queryCount": _QUERY_CAPACITY,
-                },
-            )
-            out = ffi.new("VkQueryPool*")
-            _vk.check(
-                vk.lib.vkCreateQueryPool(core.handle, info, ffi.NULL, out), "creating a timestamp query pool"
-            )
-            ctx.queries = out[0]
-            ctx.query_capacity = _QUERY_CAPACITY
-        if self.queries == 0:
-            vk.lib.vkCmdResetQueryPool(ctx.cb, ctx.queries, 0, _QUERY_CAPACITY)
-        q = self.queries
-        self.queries += 2
-        return q
-
-    def write_timestamp(self, q: int) -> None:
-        vk = _vk.vk()
-        assert self.ctx is not None
-        vk.lib.vkCmdWriteTimestamp(self.ctx.cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.ctx.queries, q)
 
     def flush(self) -> int | None:
         """Submit what was recorded; return its serial (None if nothing was)."""
-        ctx, self.ctx = self.ctx, None
-        if ctx is None:
+        ops = self.ops
+        if not ops:
             return None
         core = self.core
-        allocs, self.allocs = self.allocs, []
-        entries, self.entries = self.entries, []
-        self.count = self.queries = 0
-        self._written.clear()
-        self._read.clear()
-        vk = _vk.vk()
+        allocs, keys, profiled = self.allocs, self.keys, self.profiled
+        self.ops, self.keys, self.allocs, self.profiled, self.count = [], [], [], False, 0
         try:
-            core.barrier_after_compute(ctx.cb)
-            _vk.check(vk.lib.vkEndCommandBuffer(ctx.cb), "recording a batch")
-            serial = core.queue.submit(ctx.command_buffers, "a batch of dispatches")
+            if profiled:
+                serial = self._submit_timed(ops)
+            else:
+                serial = core.programs.submit(tuple(keys), ops, self._templates)
         except BaseException:
-            core.contexts.abandon(ctx)
             for a in allocs:
                 if a.last_use == PENDING:
                     a.last_use = core.queue.submitted
@@ -271,16 +399,54 @@ class Recorder:
             a.last_use = serial
         core.memory.device.batch_submitted()
         core.memory.host.batch_submitted()
-        if entries:
-            profiles: dict[int, tuple[Profile, list[tuple[str, tuple[int, int, int], int, int]]]] = {}
-            for owners, name, grid, nbytes, q in entries:
-                for p in owners:
-                    profiles.setdefault(id(p), (p, []))[1].append((name, grid, nbytes, q))
-            timed = _Timed(core, ctx, serial, len(profiles))
-            for p, mine in profiles.values():
-                p._add(timed, mine)
-        else:
+        return serial
+
+    def _submit_timed(self, ops: list[_Op]) -> int:
+        core = self.core
+        if core.timestamp_bits == 0:
+            raise SlangRTError(
+                f"{core.name} cannot write timestamps on its compute queue; profile() is unavailable"
+            )
+        vk = _vk.vk()
+        ffi = vk.ffi
+        ctx = core.contexts.begin()
+        try:
+            need = 2 * len(ops)
+            if ctx.queries is None or ctx.query_capacity < need:
+                if ctx.queries is not None:
+                    vk.lib.vkDestroyQueryPool(core.handle, ctx.queries, ffi.NULL)
+                    ctx.queries = None
+                capacity = max(_QUERY_CAPACITY, need)
+                info = ffi.new(
+                    "VkQueryPoolCreateInfo*",
+                    {
+                        "sType": vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                        "queryType": vk.VK_QUERY_TYPE_TIMESTAMP,
+                        "queryCount": capacity,
+                    },
+                )
+                out = ffi.new("VkQueryPool*")
+                _vk.check(vk.lib.vkCreateQueryPool(core.handle, info, ffi.NULL, out), "creating a query pool")
+                ctx.queries = out[0]
+                ctx.query_capacity = capacity
+            vk.lib.vkCmdResetQueryPool(ctx.cb, ctx.queries, 0, need)
+            entries = record_ops(core, ctx.cb, ops, self._templates, (ctx.queries, 0))
+            core.barrier_after_compute(ctx.cb)
+            _vk.check(vk.lib.vkEndCommandBuffer(ctx.cb), "recording a batch")
+            serial = core.queue.submit(ctx.command_buffers, "profiled dispatches")
+        except BaseException:
+            core.contexts.abandon(ctx)
+            raise
+        if not entries:
             core.contexts.retire(ctx, serial)
+            return serial
+        profiles: dict[int, tuple[Profile, list[tuple[str, tuple[int, int, int], int, int]]]] = {}
+        for owners, name, grid, nbytes, q in entries:
+            for p in owners:
+                profiles.setdefault(id(p), (p, []))[1].append((name, grid, nbytes, q))
+        timed = _Timed(core, ctx, serial, len(profiles))
+        for p, mine in profiles.values():
+            p._add(timed, mine)
         return serial
 
 
@@ -353,6 +519,6 @@ def profile() -> Iterator[Profile]:
         recorders = _local.recorders
         if recorders is not None:
             for rec in recorders.values():
-                if rec.entries and rec.core.alive:
+                if rec.profiled and rec.core.alive:
                     rec.flush()
         p._collect()

@@ -431,6 +431,7 @@ class Core:
         self.validation = False
         self.check_validation: Any = None
         self.pipelines: dict[Any, Any] = {}
+        self.programs: _batch.Programs
         self.pipelines_lock = threading.Lock()
         self.kernel_pools: set[Any] = set()
         self.kernel_pools_lock = threading.Lock()
@@ -549,6 +550,8 @@ def _destroy_core(core: Core) -> None:
         core.queue.drop_deferred()
     if hasattr(core, "contexts"):
         core.contexts.destroy()
+    if hasattr(core, "programs"):
+        core.programs.destroy()
     if hasattr(core, "memory"):
         core.memory.destroy()
     with core.kernel_pools_lock:
@@ -640,10 +643,8 @@ class Device:
                 "update its driver (every desktop driver and lavapipe have it)."
             )
         extensions = [e for e in _DEVICE_EXTENSIONS_WANTED if e in dev_exts] + ["VK_KHR_push_descriptor"]
-        # Zero-copy transfers: the GPU copies straight from/to a NumPy array's pages.
-        host_import = "VK_EXT_external_memory_host" in dev_exts and os.environ.get(
-            "SLANGRT_HOST_IMPORT", ""
-        ).strip().lower() not in ("0", "false", "no", "off")
+        # Zero-copy transfers (SLANGRT_HOST_IMPORT=1): the GPU copies from/to a NumPy array's pages.
+        host_import = "VK_EXT_external_memory_host" in dev_exts
         if host_import:
             extensions.append("VK_EXT_external_memory_host")
 
@@ -705,6 +706,7 @@ class Device:
 
         core.queue = Queue(core, handle, core._raw_queue, _timeout_ns(), _spin_s(self.info.type))
         core.contexts = Contexts(core)
+        core.programs = _batch.Programs(core)
         mem = ffi.new("VkPhysicalDeviceMemoryProperties*")
         vk.lib.vkGetPhysicalDeviceMemoryProperties(pd, mem)
         memory_types = tuple(int(mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount))

@@ -22,7 +22,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,9 +32,6 @@ from ._device import device as default_device
 from ._errors import DispatchTimeoutError, SlangRTError
 from ._memory import Allocation, bind_range
 from ._tensor import Tensor
-
-if TYPE_CHECKING:
-    from ._batch import Recorder
 
 __all__ = ["BindingSpec", "Kernel"]
 
@@ -146,12 +143,16 @@ class _State:
     """A kernel's objects on its device: the pipeline it uses, and what it owns."""
 
     def __init__(
-        self, core: Core, pipeline: _Pipeline, n_bindings: int, bindings: tuple[BindingSpec, ...]
+        self, core: Core, pipeline: _Pipeline, n_bindings: int, bindings: tuple[BindingSpec, ...], name: str
     ) -> None:
         vk = _vk.vk()
         ffi = vk.ffi
         self.core = core
         self.pipeline = pipeline
+        self.name = name
+        self.writable = tuple(b.writable for b in bindings)
+        self.binding_indices = tuple(b.binding for b in bindings)
+        self.descriptor_types = tuple(_descriptor_type(b) for b in bindings)
         self.variants: dict[Any, _Variant] = {}
         self.scratch: dict[int, Allocation] = {}
         info = ffi.new(
@@ -331,7 +332,17 @@ class Kernel:
         if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
             return
         state = self._state or self._ensure_state(dev)
-        if arrays is None and not _batch.active():
+        local = _batch._local
+        if arrays is None and local.recorders is not None and not local.profiles:
+            # Inside batch(): kept for recording when the batch is submitted.
+            rec = local.recorders.get(id(core))
+            if rec is None or rec.core is not core:
+                rec = _batch.recorder_for(core)[0]
+            rec.add(state, allocs, None, dims)
+            if _batch.FLUSH_EVERY and rec.count >= _batch.FLUSH_EVERY:
+                rec.flush()
+            return
+        if arrays is None and not local.profiles:
             # The fast path: a recorded command buffer, submitted; no wait.
             key = (dims, *[a.key for a in allocs])
             with self._lock:
@@ -451,7 +462,7 @@ class Kernel:
                         core, self._spirv, self.entry, self.bindings, f"kernel {self.name!r}"
                     )
                     core.pipelines[self._pipeline_key] = pipeline
-            state = _State(core, pipeline, len(self.bindings), self.bindings)
+            state = _State(core, pipeline, len(self.bindings), self.bindings, self.name)
             if core.validation:
                 core.check_validation()
             self._state = state
@@ -512,33 +523,6 @@ class Kernel:
         variants[key] = variant
         return variant
 
-    def _record_into(
-        self,
-        state: _State,
-        rec: Recorder,
-        allocs: list[Allocation],
-        ranges: list[int],
-        dims: tuple[int, int, int],
-    ) -> None:
-        """Record the dispatch into a batch/profile recorder's command buffer."""
-        lib = _vk.vk().lib
-        profiles = _batch.current_profiles() if _batch._local.profiles else ()
-        q = rec.timestamp_slot(profiles) if profiles else None
-        ctx = rec.begin()
-        rec.hazard(allocs, self._writable)
-        if rec.pipeline is not state.pipeline:
-            lib.vkCmdBindPipeline(ctx.cb, 1, state.pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
-            rec.pipeline = state.pipeline
-        if q is not None:
-            rec.write_timestamp(q)
-        self._emit(state, ctx.cb, allocs, ranges, dims)
-        if q is not None:
-            rec.write_timestamp(q + 1)
-            nbytes = sum(
-                bind_range(a, r) * (2 if w else 1) for a, r, w in zip(allocs, ranges, self._writable)
-            )
-            rec.entries.append((profiles, self.name, dims, nbytes, q))
-
     def _scratch(self, state: _State, i: int, nbytes: int) -> Allocation:
         binding = self._indices[i]
         alloc = state.scratch.get(binding)
@@ -574,7 +558,7 @@ class Kernel:
                     ranges[i] = arr.nbytes
             if _batch.active():
                 rec, in_batch = _batch.recorder_for(core)
-                self._record_into(state, rec, allocs, ranges, dims)
+                rec.add(state, allocs, ranges, dims, _batch.current_profiles())
                 flush_every = _batch.FLUSH_EVERY
                 if arrays or not in_batch:
                     serial = rec.flush()

@@ -41,10 +41,11 @@ Kind = Literal["device", "host"]
 SLOT_ALIGN = 256
 SUBALLOC_MAX = 1 << 20
 # Staging chunks: transfers larger than this are pipelined through a few chunks of this size.
-CHUNK = 16 << 20
+CHUNK = 32 << 20
 MAX_CHUNKS = 4
-# Transfers of at least this many bytes copy straight from/to the NumPy array's pages where the
-# driver can import host memory (pinned in pieces of IMPORT_CHUNK), instead of through staging.
+# With SLANGRT_HOST_IMPORT=1, transfers of at least this many bytes copy straight from/to the
+# NumPy array's pages (VK_EXT_external_memory_host, pinned in pieces of IMPORT_CHUNK) instead of
+# through staging. Off by default: on the H200 pinning cost more than the staging copy saved.
 IMPORT_MIN = 4 << 20
 IMPORT_CHUNK = 64 << 20
 
@@ -67,8 +68,10 @@ def _block_size(slot: int) -> int:
 # -- copies ------------------------------------------------------------------------------------
 
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
 _pool_lock = threading.Lock()
 _PARALLEL_MIN = 8 << 20
+_PART_MIN = 1 << 20
 
 
 def _threads() -> int:
@@ -89,22 +92,25 @@ def parallel_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     move more bytes per second than one (host memory copies are the transfer bottleneck).
     """
     n = dst.size
-    if n < _PARALLEL_MIN or _n_threads == 1:
+    threads = _n_threads
+    if n < _PARALLEL_MIN or threads == 1:
         dst[...] = src
         return
-    global _pool
-    if _pool is None:
+    global _pool, _pool_size
+    if _pool is None or _pool_size < threads:
         with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(_n_threads, thread_name_prefix="slangrt-copy")
-    parts = min(_n_threads, n // (_PARALLEL_MIN // 4))
+            if _pool is None or _pool_size < threads:
+                _pool = ThreadPoolExecutor(threads, thread_name_prefix="slangrt-copy")
+                _pool_size = threads
+    pool = _pool
+    parts = max(1, min(threads, n // _PART_MIN))
     step = -(-n // parts) + 63 & ~63
 
     def one(i: int) -> None:
         a, b = i * step, min(n, (i + 1) * step)
         dst[a:b] = src[a:b]
 
-    list(_pool.map(one, range(parts)))
+    list(pool.map(one, range(-(-n // step))))
 
 
 # -- blocks and allocations --------------------------------------------------------------------
@@ -532,7 +538,12 @@ class Memory:
         self._get_host_properties = get_properties
         self._import_align = max(1, alignment)
         self._import_types = memory_types
-        self._import_ok = True
+        self._import_ok = os.environ.get("SLANGRT_HOST_IMPORT", "").strip().lower() in (
+            "1",
+            "true",
+            "yes",
+            "on",
+        )
 
     def _import(self, arr: np.ndarray[Any, np.dtype[np.uint8]]) -> tuple[Any, Any, int] | None:
         """Wrap the pages under ``arr`` in a VkBuffer (None if the driver will not)."""

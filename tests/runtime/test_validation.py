@@ -30,8 +30,8 @@ PRELUDE = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("staging", ["0", "1"])
-def test_fixture_kernels_run_clean_under_validation(staging: str) -> None:
+@pytest.mark.parametrize("memory", ["native", "staging", "import"])
+def test_fixture_kernels_run_clean_under_validation(memory: str) -> None:
     code = PRELUDE + textwrap.dedent(
         """
         dev = slangrt.device()
@@ -78,7 +78,12 @@ def test_fixture_kernels_run_clean_under_validation(staging: str) -> None:
         print("DONE")
         """
     )
-    proc = run_python(code, env={"SLANGRT_VALIDATION": "1", "SLANGRT_STAGING": staging})
+    env = {
+        "SLANGRT_VALIDATION": "1",
+        "SLANGRT_STAGING": "0" if memory == "native" else "1",
+        "SLANGRT_HOST_IMPORT": "1" if memory == "import" else "0",
+    }
+    proc = run_python(code, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "DONE", proc.stdout
     assert proc.stderr == "", proc.stderr  # no warnings logged either
