@@ -402,6 +402,8 @@ def main() -> None:
     args = ap.parse_args()
     print(f"{platform.node()}: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}")  # fmt: skip
+    load = os.getloadavg()
+    print(f"load average at the start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     results = []
     with tempfile.TemporaryDirectory(prefix="hatch-slang-bench-") as tmp:
         env_cache = os.environ.pop("HATCH_SLANG_CACHE_DIR", None)
@@ -417,6 +419,8 @@ def main() -> None:
         finally:
             if env_cache is not None:
                 os.environ["HATCH_SLANG_CACHE_DIR"] = env_cache
+    load = os.getloadavg()
+    print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (other work on the machine)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 

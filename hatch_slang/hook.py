@@ -99,7 +99,11 @@ class SlangBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             return
         self._exclude_tree_outputs(config)
         self._tmp = Path(tempfile.mkdtemp(prefix="hatch-slang-wheel-"))
-        pipeline.write_output(output, self._tmp)
+        try:
+            pipeline.write_output(output, self._tmp)
+        except BaseException:
+            self.finalize(version, build_data, "")
+            raise
         for name in sorted(output.files):
             build_data["force_include"][str(self._tmp / name)] = f"{config.package}/{name}"
         self.app.display_info(
