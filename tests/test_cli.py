@@ -21,6 +21,12 @@ pytestmark = pytest.mark.compile
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+@pytest.fixture(autouse=True)
+def _project_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test project keeps its cache in its own build/ (not a shared $HATCH_SLANG_CACHE_DIR)."""
+    monkeypatch.delenv("HATCH_SLANG_CACHE_DIR", raising=False)
+
+
 def cli(*args: str | Path) -> Result:
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 

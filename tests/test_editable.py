@@ -19,6 +19,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 HATCH_SLANG = Path(sys.executable).parent / "hatch-slang"
 
+
+@pytest.fixture(autouse=True)
+def _project_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test project keeps its cache in its own build/ (not a shared $HATCH_SLANG_CACHE_DIR)."""
+    monkeypatch.delenv("HATCH_SLANG_CACHE_DIR", raising=False)
+
+
 USE = textwrap.dedent(
     """
     import sys

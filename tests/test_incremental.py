@@ -23,6 +23,12 @@ pytestmark = pytest.mark.compile
 HATCH_SLANG = Path(sys.executable).parent / "hatch-slang"
 
 
+@pytest.fixture(autouse=True)
+def _project_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test project keeps its cache in its own build/ (not a shared $HATCH_SLANG_CACHE_DIR)."""
+    monkeypatch.delenv("HATCH_SLANG_CACHE_DIR", raising=False)
+
+
 def build(root: Path, **kw: object) -> pipeline.BuildOutput:
     config = load_project_config(root)
     output = pipeline.build(config, cache=pipeline.open_cache(config), **kw)  # type: ignore[arg-type]

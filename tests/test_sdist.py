@@ -20,6 +20,12 @@ PY = sys.executable
 EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
 
 
+@pytest.fixture(autouse=True)
+def _project_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test project keeps its cache in its own build/ (not a shared $HATCH_SLANG_CACHE_DIR)."""
+    monkeypatch.delenv("HATCH_SLANG_CACHE_DIR", raising=False)
+
+
 def run(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
         [str(a) for a in args],
