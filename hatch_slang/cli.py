@@ -227,8 +227,11 @@ def check(root: str, no_cache: bool, quiet: bool, verbose: bool) -> None:
     for d in drift:
         if d.kind == "changed" and d.detail.startswith("---"):
             for line in d.detail.splitlines():
-                colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-                click.secho(line, fg=colour)
+                colour = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1])
+                if colour:
+                    click.secho(line, fg=colour)
+                else:
+                    click.echo(line)
         else:
             click.secho(d.detail, fg="red")
     if drift:
