@@ -38,6 +38,9 @@ __all__ = ["BindingSpec", "Kernel"]
 _SPIRV_MAGIC = 0x07230203
 # Recorded command buffers kept per kernel (one per distinct set of buffers and grid).
 _MAX_VARIANTS = 16
+# NumPy arguments up to this size live in host-visible scratch memory that the kernel reads
+# directly; larger ones are copied into device memory for the call where that is separate.
+_HOST_ARG_MAX = 256 << 10
 
 
 @dataclass(frozen=True)
@@ -547,9 +550,20 @@ class Kernel:
     ) -> None:
         """Dispatches with NumPy arguments, or inside batch()/profile()."""
         ranges = [a.nbytes if a is not None else 0 for a in allocs]
+        memory = core.memory
+        # Large arrays on a discrete GPU go to device memory for the call (through the staging
+        # copies, which are far faster than a kernel reading host memory across the bus).
+        temps: dict[int, Allocation] = {}
         with self._lock:
             if arrays:
                 for i, arr in arrays:
+                    if not memory.direct and arr.nbytes > _HOST_ARG_MAX:
+                        tmp = memory.device.allocate(arr.nbytes, f"argument {self.bindings[i].name}")
+                        temps[i] = tmp
+                        memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+                        allocs[i] = tmp
+                        ranges[i] = arr.nbytes
+                        continue
                     scratch = self._scratch(state, i, arr.nbytes)
                     # Its last user waited for it (below), so it is free to overwrite.
                     if arr.nbytes:
@@ -581,15 +595,22 @@ class Kernel:
                 return
             try:
                 core.queue.wait(serial, f"kernel {self.name!r}")
+                # Only now, after success, touch the caller's arrays.
+                for i, arr in arrays:
+                    if self._writable[i] and arr.nbytes:
+                        out = arr.reshape(-1).view(np.uint8)
+                        if i in temps:
+                            memory.read(temps[i], out)
+                        else:
+                            out[...] = allocs[i].view(arr.nbytes)
             except DispatchTimeoutError:
                 # The GPU may still write the scratch buffers: let them go with the work.
                 for i, _ in arrays:
-                    scratch = state.scratch.pop(self._indices[i])
-                    scratch.release()
+                    if i not in temps:
+                        state.scratch.pop(self._indices[i]).release()
                 raise
-            # Only now, after success, touch the caller's arrays.
-            for i, arr in arrays:
-                if self._writable[i] and arr.nbytes:
-                    arr.reshape(-1).view(np.uint8)[...] = allocs[i].view(arr.nbytes)
+            finally:
+                for tmp in temps.values():
+                    tmp.release()  # once the work that uses it is done
         if core.validation:
             core.check_validation()

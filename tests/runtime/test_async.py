@@ -458,3 +458,18 @@ def test_a_repeated_batch_is_replayed_and_stays_correct(dev: slangrt.Device) -> 
                 k.add.dispatch({0: a2, 1: b, 2: n}, (2, 1, 1))
         np.testing.assert_array_equal(a2.numpy(), np.full(128, i + 10.0))
         a2.close()
+
+
+def test_large_numpy_arguments(dev: slangrt.Device, rng: np.random.Generator) -> None:
+    # Over 256 KiB: on a discrete GPU (and with SLANGRT_STAGING=1) these go to device memory for
+    # the call and the written one comes back through a download.
+    k = Kernels(dev)
+    hidden, n_used, n_tokens = 1024, 4, 128
+    z = rng.standard_normal((n_tokens * n_used, hidden)).astype(np.float32)[:, ::1]
+    w = rng.random(n_tokens * n_used).astype(np.float32)
+    out = rng.standard_normal((n_tokens, hidden)).astype(np.float32)
+    zz = z.reshape(n_tokens, n_used, hidden).astype(np.float64)
+    expected = out + np.einsum("tu,tuh->th", w.reshape(n_tokens, n_used).astype(np.float64), zz)
+    params = np.array([hidden, n_used, n_tokens, 1], np.uint32)
+    k.moe.dispatch({0: np.asfortranarray(z), 1: w, 2: out, 3: params}, (hidden // 256, n_tokens, 1))
+    assert float(np.abs(out - expected).max()) < 1e-4
