@@ -65,9 +65,9 @@ _BINDING = re.compile(
 _PARAMS_GROUP = re.compile(
     r"\s*(?:(?P<var>\w+)\s*\[\s*(?P<elem>\d+)\s*\]\s*=\s*)?\((?P<fields>[^()]*)\)\s*[,;]?"
 )
-_DATA = re.compile(
-    r"^(?P<dtype>[A-Za-z]\w*)\s*,?\s*(?P<shape>`?\s*(?P<flat>flat\s*)?(?:\[[^\[\]]*\]\s*)+`?)?\s*(?P<doc>.*)$"
-)
+# A shape is `[d0][d1]...` or `flat[n]`, optionally in backticks (a closing one only if opened).
+_SHAPE = r"(?:flat\s*)?(?:\[[^\[\]]*\]\s*)*\[[^\[\]]*\]"
+_DATA = re.compile(rf"^(?P<dtype>[A-Za-z]\w*)\s*,?\s*(?P<shape>`\s*{_SHAPE}\s*`|{_SHAPE})?\s*(?P<doc>.*)$")
 _DIM = re.compile(r"\[([^\[\]]*)\]")
 # `Dispatch:`, or qualified with the entries it applies to: `Dispatch (a, b):`, `Dispatch [a]:`,
 # `Dispatch for a, b:`.
@@ -264,7 +264,7 @@ def _parse_binding(path: str, number: int, text: str) -> BindingDoc:
             f"`(a, b, ...)`, got `{got}`",
         )
     shape: tuple[Expr, ...] | None = None
-    flat = bool(dm.group("flat"))
+    flat = (dm.group("shape") or "").lstrip("` ").startswith("flat")
     if dm.group("shape"):
         dims = []
         for dim_text in _DIM.findall(dm.group("shape")):
@@ -305,6 +305,13 @@ def _parse_params(path: str, number: int, name: str, rest: str) -> tuple[tuple[P
             )
         groups.append((int(elem) if elem is not None else None, m.group("fields")))
         pos = m.end()
+    if not groups:
+        raise ShaderError(
+            path,
+            number,
+            f"binding `{name}`: expected a dtype ({' '.join(DTYPES)}) or a params tuple "
+            f"`(a, b, ...)`, got `{rest}`",
+        )
     doc = rest[pos:].strip()
     per_element = len(groups) > 1 or (groups[0][0] or 0) > 0
     seen_elements: set[int] = set()

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 MAX_EXPR_LEN = 200
 MAX_LITERAL = 2**32
@@ -133,3 +136,48 @@ def _render(node: ast.expr, names: list[str], depth: int) -> str:
         args = ", ".join(_render(a, names, depth + 1) for a in node.args)
         return f"_c.{func.id}({args})"
     raise ExprError(f"`{type(node).__name__}` is not allowed in an expression")
+
+
+def evaluate(text: str, values: Mapping[str, int]) -> int | Fraction:
+    """The value of a whitelisted expression for the given names, computed by walking its tree.
+
+    For tools that size arrays from a contract (``hatch-slang validate``); like the rendering,
+    it accepts only whitelisted nodes, and ``/`` is exact. A name without a value raises
+    :class:`ExprError` naming it.
+    """
+    tree = ast.parse(text.strip(), mode="eval")
+    _render(tree.body, [], depth=0)  # the whitelist check, with its messages
+    return _value(tree.body, values)
+
+
+def _value(node: ast.expr, values: Mapping[str, int]) -> int | Fraction:
+    if isinstance(node, ast.Constant):
+        assert type(node.value) is int
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in values:
+            raise ExprError(f"no value for `{node.id}`")
+        return values[node.id]
+    if isinstance(node, ast.UnaryOp):
+        return -_value(node.operand, values)
+    if isinstance(node, ast.BinOp):
+        a, b = _value(node.left, values), _value(node.right, values)
+        if isinstance(node.op, ast.Add):
+            return a + b
+        if isinstance(node.op, ast.Sub):
+            return a - b
+        if isinstance(node.op, ast.Mult):
+            return a * b
+        if b == 0:
+            raise ExprError(f"division by zero in `{ast.unparse(node)}`")
+        if isinstance(node.op, ast.Div):
+            q = Fraction(a) / Fraction(b)
+            return q.numerator if q.denominator == 1 else q
+        if isinstance(node.op, ast.FloorDiv):
+            return a // b
+        return a % b
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    args = [_value(a, values) for a in node.args]
+    if node.func.id == "ceil":
+        return math.ceil(args[0])
+    return min(args) if node.func.id == "min" else max(args)

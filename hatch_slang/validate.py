@@ -3,16 +3,25 @@
 References live beside the shaders: ``shaders/<name>.py`` next to ``shaders/<name>.slang``,
 defining ``cases(rng)`` that yields :class:`Case` objects. The kernels themselves are imported
 from the configured package (built by ``pip install`` or ``hatch-slang build``).
+
+A case names the entry, the sizes (``dims``) and whatever arguments it wants to choose itself
+(indices that must be in range, well-separated scores, params). Every buffer argument it leaves
+out is built from the entry's contract in the package manifest: the dtype of the binding and its
+shape evaluated over ``dims`` and the params given, filled with standard-normal floats or small
+random integers. ``expect`` is either the arrays the kernel must leave in its written arguments or
+a function of the complete arguments that computes them (the NumPy reference).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,16 +31,21 @@ import numpy as np
 from hatch_slang.config import BuildConfig
 from hatch_slang.discover import find_shaders, module_name
 from hatch_slang.errors import HatchSlangError
+from hatch_slang.expr import ExprError, evaluate
+
+Expected = Mapping[str, np.ndarray]
+Reference = Callable[[dict[str, Any]], Expected]
 
 
 @dataclass
 class Case:
     entry: str
-    label: str
-    args: dict[str, Any]
-    expect: dict[str, np.ndarray]  # argument name -> what the kernel must leave in it
+    label: str = ""  # what the table's shape column shows; default: the dims
+    args: dict[str, Any] = field(default_factory=dict)
+    expect: Expected | Reference = field(default_factory=dict)
     atol: float = 1e-5
     rtol: float = 1e-5
+    dims: dict[str, int] = field(default_factory=dict)  # sizes for arguments built from the contract
 
 
 @dataclass(frozen=True)
@@ -43,7 +57,7 @@ class Row:
     max_abs_err: float
     max_rel_err: float
     ok: bool
-    seconds: float = field(default=0.0, compare=False)
+    seconds: float = field(default=0.0, compare=False)  # the kernel call, transfers included
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -77,12 +91,135 @@ def import_kernels(config: BuildConfig, module: str) -> ModuleType:
         ) from None
 
 
+def load_manifest(kernels: ModuleType) -> dict[str, Any]:
+    """The manifest of the package a generated wrapper module belongs to."""
+    path = Path(kernels.__file__ or "").parent / "manifest.json"
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise HatchSlangError(f"cannot read {path}: {e}") from None
+    return data
+
+
+def contract_inputs(
+    entry: Mapping[str, Any],
+    dims: Mapping[str, int],
+    given: Mapping[str, Any],
+    rng: np.random.Generator,
+    *,
+    where: str = "",
+) -> dict[str, Any]:
+    """``given`` plus a random array for every buffer binding of ``entry`` it does not hold.
+
+    ``entry`` is the entry's manifest record. Shapes are evaluated over ``dims`` and the integer
+    params in ``given``; a dimension that neither provides raises :class:`HatchSlangError`
+    naming the binding and the dimension.
+    """
+    values = dict(dims)
+    values.update({k: v for k, v in given.items() if isinstance(v, int) and not isinstance(v, bool)})
+    # Sizes the given arrays already fix, as the wrapper will read them off.
+    for b in entry["bindings"]:
+        arr = given.get(b["name"])
+        if b["role"] != "data" or b["shape"] is None or not isinstance(arr, np.ndarray):
+            continue
+        sizes = (arr.size,) if b.get("flat") else arr.shape
+        for dim, size in zip(b["shape"], sizes):
+            if dim.isidentifier():
+                values.setdefault(dim, size)
+    args = dict(given)
+    for b in entry["bindings"]:
+        if b["role"] != "data" or b["name"] in args:
+            continue
+        if b["shape"] is None or b["dtype"] is None:
+            raise HatchSlangError(f"{where}: binding `{b['name']}` has no documented shape; pass it in args")
+        try:
+            shape = tuple(_size(evaluate(d, values)) for d in b["shape"])
+        except (ExprError, ValueError) as e:
+            raise HatchSlangError(f"{where}: cannot size binding `{b['name']}`: {e}") from None
+        dtype = np.dtype(_NUMPY[b["dtype"]])
+        if dtype.kind == "f":
+            args[b["name"]] = rng.standard_normal(shape).astype(dtype)
+        else:
+            args[b["name"]] = rng.integers(0, 16, size=shape).astype(dtype)
+    return args
+
+
+_NUMPY = {
+    "f32": "float32",
+    "f16": "float16",
+    "f64": "float64",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+}
+
+
+def _size(value: int | Fraction) -> int:
+    if isinstance(value, Fraction) or value < 0:
+        raise ValueError(f"size {value} is not a whole, non-negative number")
+    return value
+
+
 def _errors(got: np.ndarray, want: np.ndarray) -> tuple[float, float]:
-    if got.size == 0:
-        return 0.0, 0.0
-    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    rel = diff / np.maximum(np.abs(want.astype(np.float64)), 1e-30)
-    return float(diff.max()), float(rel.max())
+    if got.size == 0 or got.shape != want.shape:
+        return (0.0, 0.0) if got.shape == want.shape else (float("inf"), float("inf"))
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(g - w)
+        diff[(g == w) | (np.isnan(g) & np.isnan(w))] = 0.0  # equal infinities and NaN where NaN is due
+    rel = diff / np.maximum(np.abs(w), 1e-30)
+    return float(np.nanmax(diff)), float(np.nanmax(rel))
+
+
+def _label(case: Case, args: Mapping[str, Any]) -> str:
+    if case.label:
+        return case.label
+    if case.dims:
+        return " ".join(f"{k}={v}" for k, v in case.dims.items())
+    shapes = [f"{k}{list(v.shape)}" for k, v in args.items() if isinstance(v, np.ndarray)]
+    return " ".join(shapes)
+
+
+def run_case(
+    kernels: ModuleType, manifest: Mapping[str, Any], case: Case, rng: np.random.Generator, where: str
+) -> tuple[str, float, float, bool, float]:
+    """Build a case's inputs, run the kernel, compare.
+
+    Returns the label, the largest absolute and relative errors, whether all written arrays are
+    within tolerance, and the seconds the kernel call took.
+    """
+    module = Path(kernels.__file__ or "").stem
+    try:
+        entry = manifest["shaders"][module]["entries"][case.entry]
+    except KeyError:
+        raise HatchSlangError(f"{where}: the kernels have no entry `{case.entry}` in `{module}`") from None
+    args = contract_inputs(entry, case.dims, case.args, rng, where=where)
+    expect = case.expect(_copies(args)) if callable(case.expect) else case.expect
+    run_args = _copies(args)
+    start = time.perf_counter()
+    getattr(kernels, case.entry)(**run_args)
+    elapsed = time.perf_counter() - start
+    worst_abs = worst_rel = 0.0
+    ok = True
+    for name, want in expect.items():
+        got = np.asarray(run_args[name])
+        a, r = _errors(got, np.asarray(want))
+        worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
+        ok = (
+            ok
+            and got.shape == want.shape
+            and bool(np.allclose(got, want, atol=case.atol, rtol=case.rtol, equal_nan=True))
+        )
+    return _label(case, args), worst_abs, worst_rel, ok, elapsed
+
+
+def _copies(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
 
 
 def validate(
@@ -102,24 +239,12 @@ def validate(
             continue
         ref = load_reference(ref_path)
         kernels = import_kernels(config, module_name(path.stem))
+        manifest = load_manifest(kernels)
         rng = np.random.default_rng(seed)
-        for case in ref.cases(rng):
-            args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
-            start = time.perf_counter()
-            getattr(kernels, case.entry)(**args)
-            elapsed = time.perf_counter() - start
-            worst_abs = worst_rel = 0.0
-            ok = True
-            for name, want in case.expect.items():
-                got = np.asarray(args[name])
-                a, r = _errors(got, want)
-                worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
-                ok = (
-                    ok
-                    and got.shape == want.shape
-                    and bool(np.allclose(got, want, atol=case.atol, rtol=case.rtol))
-                )
-            row = Row(path.name, case.entry, device, case.label, worst_abs, worst_rel, ok, elapsed)
+        for number, case in enumerate(ref.cases(rng), start=1):
+            where = f"{ref_path.name} case {number} ({case.entry})"
+            label, worst_abs, worst_rel, ok, elapsed = run_case(kernels, manifest, case, rng, where)
+            row = Row(path.name, case.entry, device, label, worst_abs, worst_rel, ok, elapsed)
             if on_row is not None:
                 on_row(row)
             yield row

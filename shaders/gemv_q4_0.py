@@ -1,0 +1,89 @@
+"""NumPy reference and validation cases for gemv_q4_0.slang, and the Q4_0 packing helpers.
+
+Layout (see the shader): per block of 32 weights of a row, 16 bytes of quants in ggml's order
+(byte j: weight j in the low nibble, weight j + 16 in the high one) packed little-endian into
+4 u32 words, and one f16 scale in a separate plane. Weight = (q - 8) * scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from hatch_slang.validate import Case
+
+BLOCK = 32
+
+
+def pack_q4_0(q: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Quants ``q`` (``[..., cols]``, ints 0..15) and scales ``d`` (``[..., cols / 32]``) -> (wq, wd)."""
+    *lead, cols = q.shape
+    if cols % BLOCK:
+        raise ValueError(f"cols = {cols} is not a multiple of {BLOCK}")
+    blocks = q.astype(np.uint8).reshape(*lead, cols // BLOCK, BLOCK)
+    qs = blocks[..., :16] | (blocks[..., 16:] << 4)  # ggml's byte order
+    wq = np.ascontiguousarray(qs).view("<u4").reshape(*lead, cols // 8)
+    return wq.astype(np.uint32), np.asarray(d, dtype=np.float16)
+
+
+def unpack_q4_0(wq: np.ndarray) -> np.ndarray:
+    """The quants (0..15, ``[..., cols]``) of packed words ``wq`` (``[..., cols / 8]``)."""
+    *lead, words = wq.shape
+    qs = np.ascontiguousarray(wq.astype("<u4")).view(np.uint8).reshape(*lead, words // 4, 16)
+    return np.concatenate([qs & 0xF, qs >> 4], axis=-1).reshape(*lead, words * 8)
+
+
+def dequantize_q4_0(wq: np.ndarray, wd: np.ndarray) -> np.ndarray:
+    """The f32 weights a packed matrix stands for: (q - 8) * d, per block of 32."""
+    q = unpack_q4_0(wq).astype(np.float32) - 8.0
+    *lead, cols = q.shape
+    d = wd.astype(np.float32)[..., None]
+    return (q.reshape(*lead, cols // BLOCK, BLOCK) * d).reshape(*lead, cols)
+
+
+def quantize_q4_0(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Quantize f32 weights (``[..., cols]``) as ggml's quantize_row_q4_0 does -> (wq, wd)."""
+    *lead, cols = w.shape
+    blocks = w.astype(np.float32).reshape(*lead, cols // BLOCK, BLOCK)
+    at = np.argmax(np.abs(blocks), axis=-1)[..., None]
+    signed_max = np.take_along_axis(blocks, at, axis=-1)[..., 0]
+    d = signed_max / -8.0
+    inv = np.divide(1.0, d, out=np.zeros_like(d), where=d != 0)
+    q = np.minimum(15, (blocks * inv[..., None] + 8.5).astype(np.int8)).astype(np.uint8)
+    return pack_q4_0(q.reshape(*lead, cols), d.astype(np.float16))
+
+
+def random_q4_0(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Random packed weights of ``shape`` (``[..., cols]``), scales of either sign around 0.01."""
+    q = rng.integers(0, 16, size=shape)
+    d = rng.uniform(0.005, 0.02, size=(*shape[:-1], shape[-1] // BLOCK)) * rng.choice([-1, 1], size=1)
+    return pack_q4_0(q, d)
+
+
+def reference(args: dict[str, Any]) -> dict[str, np.ndarray]:
+    w = dequantize_q4_0(args["wq"], args["wd"]).astype(np.float64)
+    y = args["x"].astype(np.float64) @ w.T
+    if args["accumulate"]:
+        y += args["y"]
+    return {"y": y.astype(np.float32)}
+
+
+# (rows, cols, n_tokens): one block, rows not a multiple of 8, a decode-step projection.
+SHAPES = [(1, 32, 1), (3, 64, 2), (257, 4096, 1), (1000, 1024, 3), (4096, 1024, 1)]
+
+
+def cases(rng: np.random.Generator) -> Iterator[Case]:
+    for rows, cols, n_tokens in SHAPES:
+        wq, wd = random_q4_0(rng, (rows, cols))
+        for accumulate in (0, 1):
+            yield Case(
+                "gemv_q4_0",
+                label=f"rows={rows} cols={cols} tokens={n_tokens} acc={accumulate}",
+                dims={"rows": rows, "cols": cols, "n_tokens": n_tokens},
+                args={"wq": wq, "wd": wd, "accumulate": accumulate},
+                expect=reference,
+                atol=2e-6 * cols**0.5 * 8,
+                rtol=1e-5,
+            )
