@@ -78,8 +78,10 @@ def _threads() -> int:
     raw = os.environ.get("SLANGRT_COPY_THREADS", "").strip()
     if raw.isdigit():
         return max(1, int(raw))
+    # On the H200's 16 cores, 16 threads copied 256 MiB at 18-21 GB/s, 8 at 18-20, one at 10.
     # Two cores are busy enough with one copy (and, on lavapipe, with the driver's threads).
-    return max(1, min(8, (os.cpu_count() or 1) // 2))
+    cpus = os.cpu_count() or 1
+    return 1 if cpus < 4 else min(16, cpus)
 
 
 _n_threads = _threads()
