@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import operator
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
@@ -108,6 +109,36 @@ def grid_arg(grid: object) -> tuple[int, int, int]:
     return (dims + [1, 1])[:3]  # type: ignore[return-value]
 
 
+class Packed(np.ndarray):
+    """The bytes :func:`pack` made for a params binding (a marker type for :meth:`Dims.run`)."""
+
+
+# Params that a call packs are uploaded once and kept on the device, keyed by their bytes, so
+# that a call whose other arguments are all Tensors stays asynchronous (no NumPy argument to
+# wait for) and chains with the next one. Least recently used entries beyond the limit are
+# dropped (the runtime frees them once the work using them is done).
+_PARAMS_LIMIT = 4096
+_PARAMS: OrderedDict[tuple[int, bytes], Tensor] = OrderedDict()
+_PARAMS_LOCK = threading.Lock()
+
+
+def device_params(kernel: Kernel, data: npt.NDArray[np.uint8]) -> Tensor:
+    """A device tensor holding ``data`` for ``kernel``'s device, shared by calls that pack the same."""
+    dev = kernel.device
+    key = (id(dev), data.tobytes())
+    with _PARAMS_LOCK:
+        found = _PARAMS.get(key)
+        if found is not None and not found.closed and found.device is dev:
+            _PARAMS.move_to_end(key)
+            return found
+    tensor = Tensor.from_numpy(np.asarray(data, dtype=np.uint8), device=dev)
+    with _PARAMS_LOCK:
+        _PARAMS[key] = tensor
+        while len(_PARAMS) > _PARAMS_LIMIT:
+            _PARAMS.popitem(last=False)
+    return tensor
+
+
 def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> npt.NDArray[np.uint8]:
     """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero)."""
     out = np.zeros(size, dtype=np.uint8)
@@ -128,7 +159,7 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
             packed = np.array([n], dtype=code)
         raw = packed.view(np.uint8)
         out[offset : offset + raw.size] = raw
-    return out
+    return out.view(Packed)
 
 
 class Dims:
@@ -246,6 +277,12 @@ class Dims:
         return copy
 
     def run(self, kernel: Kernel, buffers: Mapping[int, Bound], grid: tuple[int, int, int]) -> None:
+        if any(type(v) is Packed for v in buffers.values()):
+            written = {b.binding for b in kernel.bindings if b.writable}
+            buffers = {
+                k: device_params(kernel, v) if type(v) is Packed and k not in written else v
+                for k, v in buffers.items()
+            }
         kernel.dispatch(buffers, grid)
         for original, copy in self.writebacks:
             original[...] = copy
