@@ -30,7 +30,7 @@ from . import _batch, _vk
 from ._device import Core, Device
 from ._device import device as default_device
 from ._errors import DispatchTimeoutError, SlangRTError
-from ._memory import Allocation, bind_range
+from ._memory import CONSTANT_MAX, Allocation, bind_range
 from ._tensor import Tensor
 
 __all__ = ["BindingSpec", "Kernel"]
@@ -304,6 +304,7 @@ class Kernel:
             self._check_keys(buffers)
         allocs: list[Allocation] = []
         arrays: list[tuple[int, np.ndarray[Any, Any]]] | None = None
+        inputs: list[tuple[int, np.ndarray[Any, Any]]] | None = None
         max_storage = dev._max_storage_range
         for i, binding in enumerate(self._indices):
             try:
@@ -320,10 +321,16 @@ class Kernel:
                     self._check_range(dev, i, alloc.nbytes)
                 allocs.append(alloc)
             else:
-                if arrays is None:
-                    arrays = []
-                arrays.append((i, self._check_array(dev, i, arg)))
-                allocs.append(None)  # type: ignore[arg-type]  # filled with scratch below
+                arr = self._check_array(dev, i, arg)
+                if self._writable[i]:
+                    if arrays is None:
+                        arrays = []
+                    arrays.append((i, arr))  # copied back: the call waits
+                else:
+                    if inputs is None:
+                        inputs = []
+                    inputs.append((i, arr))  # copied at the call: nothing to wait for
+                allocs.append(None)  # type: ignore[arg-type]  # filled below
         if self.bindings and any(b.kind == "uniform" for b in self.bindings):
             for i, b in enumerate(self.bindings):
                 if (
@@ -335,31 +342,64 @@ class Kernel:
         if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
             return
         state = self._state or self._ensure_state(dev)
-        local = _batch._local
-        if arrays is None and local.recorders is not None and not local.profiles:
-            # Inside batch(): kept for recording when the batch is submitted.
-            rec = local.recorders.get(id(core))
-            if rec is None or rec.core is not core:
-                rec = _batch.recorder_for(core)[0]
-            rec.add(state, allocs, None, dims)
-            if _batch.FLUSH_EVERY and rec.count >= _batch.FLUSH_EVERY:
-                rec.flush()
-            return
-        if arrays is None and not local.profiles:
-            # The fast path: a recorded command buffer, submitted; no wait.
-            key = (dims, *[a.key for a in allocs])
-            with self._lock:
-                variant = state.variants.get(key)
-                if variant is None:
-                    variant = self._record_variant(state, key, allocs, [a.nbytes for a in allocs], dims)
-                serial = core.queue.submit(variant.command_buffers, f"kernel {self.name!r}")
-                variant.serial = serial
-            for a in allocs:
-                a.last_use = serial
-            if core.validation:
-                core.check_validation()
-            return
-        self._dispatch_slow(state, core, allocs, arrays, dims)
+        owned = self._bind_inputs(core, inputs, allocs) if inputs is not None else None
+        try:
+            local = _batch._local
+            if arrays is None and local.recorders is not None and not local.profiles:
+                # Inside batch(): kept for recording when the batch is submitted.
+                rec = local.recorders.get(id(core))
+                if rec is None or rec.core is not core:
+                    rec = _batch.recorder_for(core)[0]
+                rec.add(state, allocs, None, dims)
+                if _batch.FLUSH_EVERY and rec.count >= _batch.FLUSH_EVERY:
+                    rec.flush()
+                return
+            if arrays is None and not local.profiles:
+                # The fast path: a recorded command buffer, submitted; no wait.
+                key = (dims, *[a.key for a in allocs])
+                with self._lock:
+                    variant = state.variants.get(key)
+                    if variant is None:
+                        variant = self._record_variant(state, key, allocs, [a.nbytes for a in allocs], dims)
+                    serial = core.queue.submit(variant.command_buffers, f"kernel {self.name!r}")
+                    variant.serial = serial
+                for a in allocs:
+                    a.last_use = serial
+                if core.validation:
+                    core.check_validation()
+                return
+            self._dispatch_slow(state, core, allocs, arrays, dims)
+        finally:
+            if owned:
+                for a in owned:
+                    a.release()  # once the work that reads it is done
+
+    def _bind_inputs(
+        self, core: Core, inputs: list[tuple[int, np.ndarray[Any, Any]]], allocs: list[Allocation]
+    ) -> list[Allocation]:
+        """Copy read-only NumPy arguments into memory of their own for this call.
+
+        Small ones (kernel parameters, mostly) come from the device's constant cache, so that
+        repeated calls bind the same memory and reuse their recorded command buffers. Returns
+        the per-call allocations, to be released once submitted.
+        """
+        memory = core.memory
+        owned: list[Allocation] = []
+        for i, arr in inputs:
+            n = arr.nbytes
+            if n <= CONSTANT_MAX:
+                allocs[i] = memory.constants.get(arr.tobytes())
+            elif not memory.direct and n > _HOST_ARG_MAX:
+                tmp = memory.device.allocate(n, f"argument {self.bindings[i].name} of kernel {self.name!r}")
+                owned.append(tmp)
+                memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+                allocs[i] = tmp
+            else:
+                tmp = memory.host.allocate(n, f"argument {self.bindings[i].name} of kernel {self.name!r}")
+                owned.append(tmp)
+                np.copyto(tmp.view(n).view(arr.dtype).reshape(arr.shape), arr)
+                allocs[i] = tmp
+        return owned
 
     def close(self) -> None:
         """Free the kernel's own Vulkan objects (once its submitted work is done). Idempotent."""

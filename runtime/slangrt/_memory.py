@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,10 +34,12 @@ from ._queue import PENDING
 if TYPE_CHECKING:
     from ._device import Core
 
-__all__ = ["SUBALLOC_MAX", "Allocation", "Heap", "Memory", "parallel_copy"]
+__all__ = ["CONSTANT_MAX", "SUBALLOC_MAX", "Allocation", "Constants", "Heap", "Memory", "parallel_copy"]
 
 Kind = Literal["device", "host"]
 
+# Read-only NumPy arguments up to this size are kept, by content, in the constant cache.
+CONSTANT_MAX = 4096
 # Vulkan's largest minStorageBufferOffsetAlignment / minUniformBufferOffsetAlignment is 256.
 SLOT_ALIGN = 256
 SUBALLOC_MAX = 1 << 20
@@ -341,6 +344,46 @@ class Heap:
             block.destroy(self._core)
 
 
+class Constants:
+    """Small read-only arguments by content: the same bytes are bound from the same memory.
+
+    Kernel parameters repeat from call to call; binding them from one place keeps the recorded
+    command buffers (and replayed batches) valid. Entries are never written after creation;
+    the least recently used are released (after the work that reads them) past CAPACITY.
+    """
+
+    CAPACITY = 4096
+
+    def __init__(self, heap: Heap) -> None:
+        self._heap = heap
+        self._lock = threading.Lock()
+        self._items: OrderedDict[bytes, Allocation] = OrderedDict()
+
+    def get(self, data: bytes) -> Allocation:
+        with self._lock:
+            alloc = self._items.get(data)
+            if alloc is not None:
+                self._items.move_to_end(data)
+                return alloc
+        alloc = self._heap.allocate(len(data), "a constant argument")
+        if data:
+            alloc.view()[...] = np.frombuffer(data, np.uint8)
+        with self._lock:
+            other = self._items.get(data)
+            if other is not None:  # another thread made it meanwhile
+                alloc.release()
+                return other
+            self._items[data] = alloc
+            evicted = self._items.popitem(last=False)[1] if len(self._items) > self.CAPACITY else None
+        if evicted is not None:
+            evicted.release()
+        return alloc
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
 class Memory:
     """The device's heaps and how transfers work on it."""
 
@@ -380,6 +423,7 @@ class Memory:
         self.host_cached = bool(memory_types[host_type] & cached)
         self.device = Heap(core, "device", device_type, mapped=self.direct)
         self.host = Heap(core, "host", host_type, mapped=True)
+        self.constants = Constants(self.host)
         self._import_ok = False
         self._import_align = 4096
         self._import_types: tuple[int, ...] = ()
@@ -389,6 +433,7 @@ class Memory:
         self._chunks_free = threading.Condition(self._chunks_lock)
 
     def destroy(self) -> None:
+        self.constants.clear()
         self._chunks.clear()
         self.device.destroy()
         self.host.destroy()

@@ -473,3 +473,44 @@ def test_large_numpy_arguments(dev: slangrt.Device, rng: np.random.Generator) ->
     params = np.array([hidden, n_used, n_tokens, 1], np.uint32)
     k.moe.dispatch({0: np.asfortranarray(z), 1: w, 2: out, 3: params}, (hidden // 256, n_tokens, 1))
     assert float(np.abs(out - expected).max()) < 1e-4
+
+
+def _lcg(n_threads: int, iters: int) -> np.ndarray:
+    x = np.arange(n_threads, dtype=np.uint64)
+    for _ in range(iters):
+        x = (x * np.uint64(1664525) + np.uint64(1013904223)) & np.uint64(0xFFFFFFFF)
+    return x.astype(np.uint32)
+
+
+def test_read_only_numpy_arguments_are_copied_at_the_call_which_does_not_wait(dev: slangrt.Device) -> None:
+    busy = slangrt.Kernel(
+        spirv("busy"),
+        "busy",
+        [BindingSpec(0, "out", "storage", True), BindingSpec(1, "params", "storage", False)],
+        (64, 1, 1),
+        device=dev,
+    )
+    out = slangrt.Tensor.zeros(64 * 64, np.uint32, device=dev)
+    params = np.array([3000], np.uint32)
+    busy.dispatch({0: out, 1: params}, (64, 1, 1))
+    params[0] = 7  # the call copied it: the kernel still runs 3000 iterations
+    np.testing.assert_array_equal(out.numpy(), _lcg(64 * 64, 3000))
+    bigger = np.full(5000, 3, np.uint32)  # over the constant cache's size: a copy of its own
+    busy.dispatch({0: out, 1: bigger}, (64, 1, 1))
+    bigger[:] = 0
+    np.testing.assert_array_equal(out.numpy(), _lcg(64 * 64, 3))
+
+
+def test_batches_with_parameter_arrays_are_replayed(dev: slangrt.Device) -> None:
+    # Wrappers pass packed parameters as small NumPy arrays; equal bytes bind the same memory,
+    # so a repeated batch still replays.
+    k = Kernels(dev)
+    a = k.tensor(np.zeros(128, np.float32))
+    b = k.tensor(np.ones(128, np.float32))
+    before = len(dev._core.programs._items)
+    for _ in range(3):
+        with slangrt.batch():
+            for _ in range(10):
+                k.add.dispatch({0: a, 1: b, 2: np.array([128], np.uint32)}, (2, 1, 1))
+    assert len(dev._core.programs._items) == before + 1
+    np.testing.assert_array_equal(a.numpy(), np.full(128, 30.0))
