@@ -423,10 +423,15 @@ def _bytes(n: int) -> str:
 @_root_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per line instead of a table.")
 @click.option("--seed", default=0, show_default=True, help="Seed for the random inputs.")
-def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int) -> None:
+@click.option(
+    "--device", "device", default=None, help="Device index or name substring (sets SLANGRT_DEVICE)."
+)
+def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, device: str | None) -> None:
     """Run kernels on the default device and compare with their NumPy references."""
     from hatch_slang.validate import validate as validate_kernels  # imports NumPy: only here
 
+    if device is not None:
+        os.environ["SLANGRT_DEVICE"] = device  # read when slangrt opens its default device
     config = _config(root)
     rows = []
     try:
@@ -453,6 +458,9 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int) -> N
             ],
             _echo_row,
         )
+        for r in rows:
+            if r.error:
+                click.secho(f"{r.shader} {r.entry} [{r.shape}]: {r.error}", fg="red", err=True)
     bad = [r for r in rows if not r.ok]
     if not rows:
         raise click.ClickException("no kernel has a reference (shaders/<name>.py) to validate against")

@@ -355,7 +355,8 @@ def _parse_dispatch(path: str, lines: list[tuple[int, str]], i: int) -> tuple[Di
             group = int(m.group("n"))
             if group < 1:
                 raise ShaderError(path, number, "Dispatch group size must be at least 1")
-            entries = _qualifier(path, number, m.group("q1") or m.group("q2") or m.group("q3"))
+            qualifier = next((q for q in m.group("q1", "q2", "q3") if q is not None), None)
+            entries = _qualifier(path, number, qualifier)
             return DispatchDoc(number, joined, grid, group, entries), i + 1 + extra
         nxt = i + 1 + extra
         if nxt >= len(lines) or not lines[nxt][1].strip() or lines[nxt][0] != number + 1 + extra:

@@ -58,9 +58,10 @@ class Row:
     max_rel_err: float
     ok: bool
     seconds: float = field(default=0.0, compare=False)  # the kernel call, transfers included
+    error: str = field(default="", compare=False)  # why the kernel call itself failed
 
     def as_json(self) -> dict[str, object]:
-        return {
+        row: dict[str, object] = {
             "shader": self.shader,
             "entry": self.entry,
             "device": self.device,
@@ -69,6 +70,9 @@ class Row:
             "max_rel_err": self.max_rel_err,
             "ok": self.ok,
         }
+        if self.error:
+            row["error"] = self.error
+        return row
 
 
 def load_reference(path: Path) -> ModuleType:
@@ -187,11 +191,13 @@ def _label(case: Case, args: Mapping[str, Any]) -> str:
 
 def run_case(
     kernels: ModuleType, manifest: Mapping[str, Any], case: Case, rng: np.random.Generator, where: str
-) -> tuple[str, float, float, bool, float]:
+) -> tuple[str, float, float, bool, float, str]:
     """Build a case's inputs, run the kernel, compare.
 
     Returns the label, the largest absolute and relative errors, whether all written arrays are
-    within tolerance, and the seconds the kernel call took.
+    within tolerance, the seconds the kernel call took, and the error the call raised (a failed
+    row, not an exception: one broken kernel does not hide the others). A reference or input
+    problem raises :class:`HatchSlangError`.
     """
     module = Path(kernels.__file__ or "").stem
     try:
@@ -202,7 +208,11 @@ def run_case(
     expect = case.expect(_copies(args)) if callable(case.expect) else case.expect
     run_args = _copies(args)
     start = time.perf_counter()
-    getattr(kernels, case.entry)(**run_args)
+    try:
+        getattr(kernels, case.entry)(**run_args)
+    except Exception as e:
+        inf = float("inf")
+        return _label(case, args), inf, inf, False, time.perf_counter() - start, f"{type(e).__name__}: {e}"
     elapsed = time.perf_counter() - start
     worst_abs = worst_rel = 0.0
     ok = True
@@ -215,7 +225,7 @@ def run_case(
             and got.shape == want.shape
             and bool(np.allclose(got, want, atol=case.atol, rtol=case.rtol, equal_nan=True))
         )
-    return _label(case, args), worst_abs, worst_rel, ok, elapsed
+    return _label(case, args), worst_abs, worst_rel, ok, elapsed, ""
 
 
 def _copies(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -230,7 +240,10 @@ def validate(
 ) -> Iterator[Row]:
     import slangrt
 
-    device = slangrt.device().info.name
+    try:
+        device = slangrt.device().info.name
+    except slangrt.SlangRTError as e:
+        raise HatchSlangError(str(e)) from None
     for path in find_shaders(config.root, list(config.shaders)):
         ref_path = path.with_suffix(".py")
         if names and path.stem not in names:
@@ -243,8 +256,8 @@ def validate(
         rng = np.random.default_rng(seed)
         for number, case in enumerate(ref.cases(rng), start=1):
             where = f"{ref_path.name} case {number} ({case.entry})"
-            label, worst_abs, worst_rel, ok, elapsed = run_case(kernels, manifest, case, rng, where)
-            row = Row(path.name, case.entry, device, label, worst_abs, worst_rel, ok, elapsed)
+            label, worst_abs, worst_rel, ok, elapsed, error = run_case(kernels, manifest, case, rng, where)
+            row = Row(path.name, case.entry, device, label, worst_abs, worst_rel, ok, elapsed, error)
             if on_row is not None:
                 on_row(row)
             yield row

@@ -86,10 +86,14 @@ def test_kernel_matches_numpy_reference(library: Path, name: str) -> None:
     failures = []
     labels: dict[str, list[str]] = {}
     for number, case in enumerate(reference_cases(name), start=1):
-        label, abs_err, rel_err, ok, _ = run_case(module, manifest, case, rng, f"{name}.py case {number}")
+        label, abs_err, rel_err, ok, _, error = run_case(
+            module, manifest, case, rng, f"{name}.py case {number}"
+        )
         labels.setdefault(case.entry, []).append(label)
         if not ok:
-            failures.append(f"{case.entry} [{label}]: max abs err {abs_err:.3g}, max rel err {rel_err:.3g}")
+            failures.append(
+                f"{case.entry} [{label}]: max abs err {abs_err:.3g}, max rel err {rel_err:.3g} {error}"
+            )
     assert not failures, "\n".join(failures)
     assert set(labels) == set(module.__all__), "every entry has cases"
 
@@ -99,8 +103,19 @@ def test_harness_catches_a_wrong_result(library: Path) -> None:
     module = kernels("elementwise")
     manifest = load_manifest(module)
     case = Case("add_inplace", dims={"n": 1000}, expect=lambda a: {"a": a["a"] + a["b"] + np.float32(1e-3)})
-    _, abs_err, _, ok, _ = run_case(module, manifest, case, np.random.default_rng(0), "test")
-    assert not ok and abs_err == pytest.approx(1e-3, rel=1e-2)
+    _, abs_err, _, ok, _, error = run_case(module, manifest, case, np.random.default_rng(0), "test")
+    assert not ok and abs_err == pytest.approx(1e-3, rel=1e-2) and not error
+
+
+def test_a_kernel_that_raises_is_a_failed_row(library: Path) -> None:
+    module = kernels("elementwise")
+    manifest = load_manifest(module)
+    # `b` has fewer elements than `a`: the wrapper refuses the call; the row says why.
+    args = {"a": np.zeros(10, np.float32), "b": np.zeros(9, np.float32)}
+    case = Case("add_inplace", args=args, expect={"a": np.zeros(10, np.float32)})
+    _, abs_err, _, ok, _, error = run_case(module, manifest, case, np.random.default_rng(0), "test")
+    assert not ok and abs_err == float("inf")
+    assert error.startswith("ValueError: elementwise.add_inplace(): argument `b` has 9 elements")
 
 
 def test_inputs_are_built_from_the_contract(library: Path) -> None:
