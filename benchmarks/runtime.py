@@ -561,6 +561,12 @@ class Bench:
             dev.synchronize()
             core.queue.spin_s = default_spin
 
+        def ours_spin() -> None:
+            core.queue.spin_s = 200e-6
+            k.dispatch(buf, grid)
+            dev.synchronize()
+            core.queue.spin_s = default_spin
+
         inner = 200 if self.quick else 1000
         r = Rounds(self.rounds)
         r.add("raw vulkan, fence spin", lambda: raw.submit_wait(True), inner)
@@ -568,6 +574,7 @@ class Bench:
         r.add("raw vulkan, timeline semaphore spin", raw.submit_wait_timeline, inner)
         r.add("slangrt Tensor args + synchronize()", ours_wait, inner)
         r.add("slangrt Tensor args, wait sleeps at once", ours_sleep, inner)
+        r.add("slangrt Tensor args, wait polls 200 µs first", ours_spin, inner)
         r.add("slangrt NumPy args (waits, copies back)", lambda: k.dispatch(npbuf, grid), inner)
         r.add("slangrt Tensor args, no wait", lambda: k.dispatch(buf, grid), inner, dev.synchronize)
         wg = self.wg
