@@ -80,7 +80,7 @@ LARGE = {
     "n": 1 << 25,  # elementwise, gelu: 32 Mi floats, 128 MiB per operand
     "rows": (4096, 8192),  # rmsnorm, softmax: n_rows x n
     "rope": (4096, 32, 128),  # tokens, heads, head_dim
-    "argmax": (256, 151_936),  # rows x vocabulary
+    "argmax": (512, 151_936),  # rows x vocabulary (one workgroup per row: many rows to fill the GPU)
     "gemv": [(14336, 4096), (4096, 14336)],  # rows x cols: an 8B model's FFN up and down
     "moe_q4": (8, 14336, 4096, 2),  # experts, rows, cols, used: Mixtral's gate projection
     "moe_f32": (8, 4096, 4096, 2),

@@ -136,3 +136,18 @@ def test_inputs_are_built_from_the_contract(library: Path) -> None:
 
     with pytest.raises(HatchSlangError, match=r"cannot size binding `wq`: no value for `n_experts`"):
         contract_inputs(entry, {"n_entries": 6}, {"x_div": 3}, np.random.default_rng(0), where="here")
+
+
+def test_calls_on_tensors_batch_with_their_own_params(library: Path) -> None:
+    """Packed params live on the device, one per distinct value: batched calls each see theirs."""
+    import slangrt
+
+    ew = kernels("elementwise")
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal(1001, dtype=np.float32), rng.standard_normal(1001, dtype=np.float32)
+    ta, tb = slangrt.Tensor.from_numpy(a), slangrt.Tensor.from_numpy(b)
+    with slangrt.batch():
+        for alpha in (0.5, 2.0, 0.5, -1.0):
+            ew.scaled_add_inplace(ta, tb, alpha=alpha)
+    want = a.astype(np.float64) + 2.0 * b
+    np.testing.assert_allclose(ta.numpy(), want, rtol=1e-5, atol=1e-5)
