@@ -357,6 +357,9 @@ def _parse_dispatch(path: str, lines: list[tuple[int, str]], i: int) -> tuple[Di
                 raise ShaderError(path, number, "Dispatch group size must be at least 1")
             qualifier = next((q for q in m.group("q1", "q2", "q3") if q is not None), None)
             entries = _qualifier(path, number, qualifier)
+            if entries:
+                # Read the same as an unqualified line in the entry's docstring.
+                joined = "Dispatch:" + joined.split(":", 1)[1]
             return DispatchDoc(number, joined, grid, group, entries), i + 1 + extra
         nxt = i + 1 + extra
         if nxt >= len(lines) or not lines[nxt][1].strip() or lines[nxt][0] != number + 1 + extra:
