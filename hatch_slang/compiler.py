@@ -228,8 +228,10 @@ class CompilerPool:
         self.close()
 
     def close(self) -> None:
+        # Not waiting: the workers exit on their own while the caller generates and writes (tens
+        # of milliseconds each, unloading Slang); the interpreter joins them at exit.
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
     def version(self) -> str:
