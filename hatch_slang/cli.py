@@ -80,7 +80,7 @@ def _fail(e: HatchSlangError) -> click.ClickException:
 
 
 class _Bar:
-    """A click progress bar over the shaders that need compiling (hidden for 0 or 1, or with -q)."""
+    """A progress bar over the shaders that need compiling (for 2 or more; -v lists them instead)."""
 
     def __init__(self, quiet: bool, verbose: bool) -> None:
         self.quiet, self.verbose = quiet, verbose
@@ -89,7 +89,7 @@ class _Bar:
     def start(self, total: int, cached: int) -> None:
         if self.verbose and cached:
             click.echo(f"{cached} shader(s) unchanged since the last build (cached)", err=True)
-        if total > 1 and not self.quiet:
+        if total > 1 and not self.quiet and not self.verbose:
             self.bar = click.progressbar(length=total, label=f"compiling {total} shaders", file=sys.stderr)
             self.bar.__enter__()
         elif total and self.verbose:
