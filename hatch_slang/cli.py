@@ -469,5 +469,54 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
     sys.exit(1 if bad else 0)
 
 
+@main.command(epilog=EXIT_CODES)
+@click.argument("shaders", nargs=-1)
+@_root_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per line instead of a table.")
+@click.option("--repeat", default=20, show_default=True, help="Timed calls per case (after one warm-up).")
+@click.option("--all-cases", is_flag=True, help="Time every reference case, not only each entry's largest.")
+@click.option(
+    "--device", "device", default=None, help="Device index or name substring (sets SLANGRT_DEVICE)."
+)
+def bench(
+    shaders: tuple[str, ...], root: str, as_json: bool, repeat: int, all_cases: bool, device: str | None
+) -> None:
+    """Time kernels on a device with GPU timestamps (inputs as for `validate`, kept on the device)."""
+    from hatch_slang.bench import bench as bench_kernels  # imports NumPy and slangrt: only here
+
+    if device is not None:
+        os.environ["SLANGRT_DEVICE"] = device
+    config = _config(root)
+    rows = []
+    try:
+        for row in bench_kernels(config, list(shaders) or None, repeat=repeat, all_cases=all_cases):
+            rows.append(row)
+            if as_json:
+                click.echo(json.dumps(row.as_json()))
+            else:
+                click.echo(f"  timed {row.shader} {row.entry}", err=True)
+    except HatchSlangError as e:
+        raise click.ClickException(str(e)) from None
+    if not rows:
+        raise click.ClickException("no kernel has a reference (shaders/<name>.py) to take inputs from")
+    if not as_json:
+        _table(
+            ["shader", "entry", "shape", "GPU us", "MB", "GB/s", "wall us"],
+            [
+                [
+                    r.shader,
+                    r.entry,
+                    r.shape,
+                    f"{r.gpu_us:.2f}",
+                    f"{r.bytes / 1e6:.2f}",
+                    f"{r.gb_per_s:.1f}",
+                    f"{r.wall_us:.1f}",
+                ]
+                for r in rows
+            ],
+        )
+        click.echo(f"\nmedians of {repeat} calls each on {rows[0].device}")
+
+
 def _echo_row(line: str) -> None:
     click.secho(line, fg="red" if line.endswith("FAIL") else None)
