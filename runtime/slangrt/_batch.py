@@ -394,6 +394,9 @@ class Recorder:
             for a in allocs:
                 if a.last_use == PENDING:
                     a.last_use = core.queue.submitted
+            # Memory freed while the batch was open goes back now, not at some later batch.
+            core.memory.device.batch_submitted()
+            core.memory.host.batch_submitted()
             raise
         for a in allocs:
             a.last_use = serial

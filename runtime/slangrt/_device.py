@@ -680,56 +680,62 @@ class Device:
         queue_out = ffi.new("VkQueue*")
         vk.lib.vkGetDeviceQueue(handle, family, 0, queue_out)
         core = self._core = Core(self.info.name, handle, queue_out[0], family)
-        # From here on the finalizer frees whatever was made, also if the rest fails.
+        # From here on the finalizer frees whatever was made; if the rest fails, at once.
         self._finalizer = weakref.finalize(self, _destroy_core, core)
-        core.check_validation = self._instance.check_validation
-        core.validation = self._instance.validation
-        core.buffer_usage = (
-            vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
-            | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
-            | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-        )
-        push = vk.lib.vkGetDeviceProcAddr(handle, b"vkCmdPushDescriptorSetKHR")
-        if push == ffi.NULL:
-            raise VulkanUnavailableError(f"{self.info.name}: vkCmdPushDescriptorSetKHR is missing")
-        core.push_descriptor = ffi.cast("PFN_vkCmdPushDescriptorSetKHR", push)
-
-        props = ffi.new("VkPhysicalDeviceProperties*")
-        vk.lib.vkGetPhysicalDeviceProperties(pd, props)
-        limits = props.limits
-        self._max_uniform_range = int(limits.maxUniformBufferRange)
-        self._max_storage_range = int(limits.maxStorageBufferRange)
-        core.timestamp_period_ns = float(limits.timestampPeriod)
-        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
-        core.timestamp_bits = int(families[family].timestampValidBits)
-
-        core.queue = Queue(core, handle, core._raw_queue, _timeout_ns(), _spin_s())
-        core.contexts = Contexts(core)
-        core.programs = _batch.Programs(core)
-        mem = ffi.new("VkPhysicalDeviceMemoryProperties*")
-        vk.lib.vkGetPhysicalDeviceMemoryProperties(pd, mem)
-        memory_types = tuple(int(mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount))
-        core.memory = Memory(core, self._buffer_type_bits(handle, core.buffer_usage), memory_types)
-        if host_import:
-            host_props = ffi.new(
-                "VkPhysicalDeviceExternalMemoryHostPropertiesEXT*",
-                {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT},
+        try:
+            core.check_validation = self._instance.check_validation
+            core.validation = self._instance.validation
+            core.buffer_usage = (
+                vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+                | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
+                | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
             )
-            props2 = ffi.new(
-                "VkPhysicalDeviceProperties2*",
-                {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": host_props},
-            )
-            vk.lib.vkGetPhysicalDeviceProperties2(pd, props2)
-            get_props = vk.lib.vkGetDeviceProcAddr(handle, b"vkGetMemoryHostPointerPropertiesEXT")
-            if get_props != ffi.NULL:
-                core.memory.enable_import(
-                    ffi.cast("PFN_vkGetMemoryHostPointerPropertiesEXT", get_props),
-                    int(host_props.minImportedHostPointerAlignment),
-                    memory_types,
+            push = vk.lib.vkGetDeviceProcAddr(handle, b"vkCmdPushDescriptorSetKHR")
+            if push == ffi.NULL:
+                raise VulkanUnavailableError(f"{self.info.name}: vkCmdPushDescriptorSetKHR is missing")
+            core.push_descriptor = ffi.cast("PFN_vkCmdPushDescriptorSetKHR", push)
+
+            props = ffi.new("VkPhysicalDeviceProperties*")
+            vk.lib.vkGetPhysicalDeviceProperties(pd, props)
+            limits = props.limits
+            self._max_uniform_range = int(limits.maxUniformBufferRange)
+            self._max_storage_range = int(limits.maxStorageBufferRange)
+            core.timestamp_period_ns = float(limits.timestampPeriod)
+            families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
+            core.timestamp_bits = int(families[family].timestampValidBits)
+
+            core.queue = Queue(core, handle, core._raw_queue, _timeout_ns(), _spin_s())
+            core.contexts = Contexts(core)
+            core.programs = _batch.Programs(core)
+            mem = ffi.new("VkPhysicalDeviceMemoryProperties*")
+            vk.lib.vkGetPhysicalDeviceMemoryProperties(pd, mem)
+            memory_types = tuple(int(mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount))
+            core.memory = Memory(core, self._buffer_type_bits(handle, core.buffer_usage), memory_types)
+            if host_import:
+                host_props = ffi.new(
+                    "VkPhysicalDeviceExternalMemoryHostPropertiesEXT*",
+                    {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT},
                 )
-        core.pipeline_cache = PipelineCache(handle, pd)
-        self._instance.check_validation()
+                props2 = ffi.new(
+                    "VkPhysicalDeviceProperties2*",
+                    {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": host_props},
+                )
+                vk.lib.vkGetPhysicalDeviceProperties2(pd, props2)
+                get_props = vk.lib.vkGetDeviceProcAddr(handle, b"vkGetMemoryHostPointerPropertiesEXT")
+                if get_props != ffi.NULL:
+                    core.memory.enable_import(
+                        ffi.cast("PFN_vkGetMemoryHostPointerPropertiesEXT", get_props),
+                        int(host_props.minImportedHostPointerAlignment),
+                        memory_types,
+                    )
+            core.pipeline_cache = PipelineCache(handle, pd)
+            self._instance.check_validation()
+        except BaseException:
+            # A device that failed to open is destroyed now, with whatever it made so far,
+            # not whenever the traceback that holds it is collected.
+            self._finalizer()
+            raise
 
     @staticmethod
     def _buffer_type_bits(handle: Any, usage: int) -> int:

@@ -385,20 +385,27 @@ class Kernel:
         """
         memory = core.memory
         owned: list[Allocation] = []
-        for i, arr in inputs:
-            n = arr.nbytes
-            if n <= CONSTANT_MAX:
-                allocs[i] = memory.constants.get(arr.tobytes())
-            elif not memory.direct and n > _HOST_ARG_MAX:
-                tmp = memory.device.allocate(n, f"argument {self.bindings[i].name} of kernel {self.name!r}")
-                owned.append(tmp)
-                memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
-                allocs[i] = tmp
-            else:
-                tmp = memory.host.allocate(n, f"argument {self.bindings[i].name} of kernel {self.name!r}")
-                owned.append(tmp)
-                np.copyto(tmp.view(n).view(arr.dtype).reshape(arr.shape), arr)
-                allocs[i] = tmp
+        try:
+            for i, arr in inputs:
+                n = arr.nbytes
+                if n <= CONSTANT_MAX:
+                    allocs[i] = memory.constants.get(arr.tobytes())
+                elif not memory.direct and n > _HOST_ARG_MAX:
+                    tmp = memory.device.allocate(
+                        n, f"argument {self.bindings[i].name} of kernel {self.name!r}"
+                    )
+                    owned.append(tmp)
+                    memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+                    allocs[i] = tmp
+                else:
+                    tmp = memory.host.allocate(n, f"argument {self.bindings[i].name} of kernel {self.name!r}")
+                    owned.append(tmp)
+                    np.copyto(tmp.view(n).view(arr.dtype).reshape(arr.shape), arr)
+                    allocs[i] = tmp
+        except BaseException:
+            for a in owned:
+                a.release()  # a later argument failed: the earlier ones' memory goes back
+            raise
         return owned
 
     def close(self) -> None:
@@ -595,62 +602,66 @@ class Kernel:
         # copies, which are far faster than a kernel reading host memory across the bus).
         temps: dict[int, Allocation] = {}
         with self._lock:
-            if arrays:
-                for i, arr in arrays:
-                    if not memory.direct and arr.nbytes > _HOST_ARG_MAX:
-                        tmp = memory.device.allocate(arr.nbytes, f"argument {self.bindings[i].name}")
-                        temps[i] = tmp
-                        memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
-                        allocs[i] = tmp
-                        ranges[i] = arr.nbytes
-                        continue
-                    scratch = self._scratch(state, i, arr.nbytes)
-                    # Its last user waited for it (below), so it is free to overwrite.
-                    if arr.nbytes:
-                        np.copyto(scratch.view(arr.nbytes).view(arr.dtype).reshape(arr.shape), arr)
-                    allocs[i] = scratch
-                    ranges[i] = arr.nbytes
-            if _batch.active():
-                rec, in_batch = _batch.recorder_for(core)
-                rec.add(state, allocs, ranges, dims, _batch.current_profiles())
-                flush_every = _batch.FLUSH_EVERY
-                if arrays or not in_batch:
-                    serial = rec.flush()
-                else:
-                    serial = None
-                    if flush_every and rec.count >= flush_every:
-                        rec.flush()
-            else:
-                key = (dims, *[(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
-                variant = state.variants.get(key)
-                if variant is None:
-                    variant = self._record_variant(state, key, allocs, ranges, dims)
-                serial = core.queue.submit(variant.command_buffers, f"kernel {self.name!r}")
-                variant.serial = serial
-                for a in allocs:
-                    a.last_use = serial
-            if core.validation:
-                core.check_validation()
-            if not arrays or serial is None:
-                return
             try:
-                core.queue.wait(serial, f"kernel {self.name!r}")
-                # Only now, after success, touch the caller's arrays.
-                for i, arr in arrays:
-                    if self._writable[i] and arr.nbytes:
-                        out = arr.reshape(-1).view(np.uint8)
-                        if i in temps:
-                            memory.read(temps[i], out)
-                        else:
-                            out[...] = allocs[i].view(arr.nbytes)
-            except DispatchTimeoutError:
-                # The GPU may still write the scratch buffers: let them go with the work.
-                for i, _ in arrays:
-                    if i not in temps:
-                        state.scratch.pop(self._indices[i]).release()
-                raise
+                if arrays:
+                    for i, arr in arrays:
+                        if not memory.direct and arr.nbytes > _HOST_ARG_MAX:
+                            tmp = memory.device.allocate(arr.nbytes, f"argument {self.bindings[i].name}")
+                            temps[i] = tmp
+                            memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+                            allocs[i] = tmp
+                            ranges[i] = arr.nbytes
+                            continue
+                        scratch = self._scratch(state, i, arr.nbytes)
+                        # Its last user waited for it (below), so it is free to overwrite.
+                        if arr.nbytes:
+                            np.copyto(scratch.view(arr.nbytes).view(arr.dtype).reshape(arr.shape), arr)
+                        allocs[i] = scratch
+                        ranges[i] = arr.nbytes
+                if _batch.active():
+                    rec, in_batch = _batch.recorder_for(core)
+                    rec.add(state, allocs, ranges, dims, _batch.current_profiles())
+                    flush_every = _batch.FLUSH_EVERY
+                    if arrays or not in_batch:
+                        serial = rec.flush()
+                    else:
+                        serial = None
+                        if flush_every and rec.count >= flush_every:
+                            rec.flush()
+                else:
+                    key = (
+                        dims,
+                        *[(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)],
+                    )
+                    variant = state.variants.get(key)
+                    if variant is None:
+                        variant = self._record_variant(state, key, allocs, ranges, dims)
+                    serial = core.queue.submit(variant.command_buffers, f"kernel {self.name!r}")
+                    variant.serial = serial
+                    for a in allocs:
+                        a.last_use = serial
+                if core.validation:
+                    core.check_validation()
+                if not arrays or serial is None:
+                    return
+                try:
+                    core.queue.wait(serial, f"kernel {self.name!r}")
+                    # Only now, after success, touch the caller's arrays.
+                    for i, arr in arrays:
+                        if self._writable[i] and arr.nbytes:
+                            out = arr.reshape(-1).view(np.uint8)
+                            if i in temps:
+                                memory.read(temps[i], out)
+                            else:
+                                out[...] = allocs[i].view(arr.nbytes)
+                except DispatchTimeoutError:
+                    # The GPU may still write the scratch buffers: let them go with the work.
+                    for i, _ in arrays:
+                        if i not in temps:
+                            state.scratch.pop(self._indices[i]).release()
+                    raise
             finally:
                 for tmp in temps.values():
-                    tmp.release()  # once the work that uses it is done
+                    tmp.release()  # once the work that uses it is done (at once if never submitted)
         if core.validation:
             core.check_validation()

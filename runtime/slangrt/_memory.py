@@ -514,10 +514,12 @@ class Memory:
         n = src.size
         if n <= SUBALLOC_MAX:
             tmp = self.host.allocate(n, "an upload")
-            tmp.view(n)[...] = src
-            serial = self._copy(tmp.buffer, tmp.offset, alloc.buffer, alloc.offset + at, n, "an upload")
-            tmp.last_use = serial
-            tmp.release()
+            try:
+                tmp.view(n)[...] = src
+                serial = self._copy(tmp.buffer, tmp.offset, alloc.buffer, alloc.offset + at, n, "an upload")
+                tmp.last_use = serial
+            finally:
+                tmp.release()  # once the copy is done (at once if it was never submitted)
             alloc.last_use = serial
             return
         # Pipelined: the host fills one chunk while the GPU copies the one before.
@@ -541,9 +543,9 @@ class Memory:
         core = self.core
         if n <= SUBALLOC_MAX:
             tmp = self.host.allocate(n, "a download")
-            serial = self._copy(alloc.buffer, alloc.offset + at, tmp.buffer, tmp.offset, n, "a download")
-            tmp.last_use = serial
             try:
+                serial = self._copy(alloc.buffer, alloc.offset + at, tmp.buffer, tmp.offset, n, "a download")
+                tmp.last_use = serial
                 core.queue.wait(serial, "copying a tensor to the host")
                 dst[...] = tmp.view(n)
             finally:
