@@ -22,7 +22,7 @@ def reference(
     return (combined + out if accumulate else combined).astype(np.float32)
 
 
-SHAPES = [(1, 1, 1), (256, 1, 2), (300, 3, 4), (1000, 2, 8), (4096, 16, 8)]
+SHAPES = [(1, 1, 1), (256, 1, 2), (300, 3, 4), (1000, 2, 8), (130, 3, 11), (4096, 16, 8)]
 
 
 def cases(rng: np.random.Generator) -> Iterator[Case]:

@@ -9,8 +9,9 @@ import numpy as np
 
 from hatch_slang.validate import Case
 
-# (n_rows, n): one element, rows shorter than the group, float4 and scalar paths, long rows.
-SHAPES = [(1, 1), (1, 7), (3, 256), (5, 1000), (2, 4097), (16, 8192), (512, 4096)]
+# (n_rows, n): one element, rows shorter than the group, float4 and scalar paths, long rows (one
+# held in registers, and longer than that: 8192 floats).
+SHAPES = [(1, 1), (1, 7), (3, 256), (5, 1000), (2, 4097), (16, 8192), (512, 4096), (3, 20_000)]
 EPS = 1e-5
 
 

@@ -10,8 +10,17 @@ import numpy as np
 from hatch_slang.validate import Case
 
 # (n_tokens, n_heads, head_dim, rot_dim): one pair, full rotary, partial rotary, a decode batch
-# of several heads, and a long prefill.
-SHAPES = [(1, 1, 2, 2), (3, 4, 64, 64), (5, 2, 80, 32), (7, 8, 128, 128), (256, 32, 128, 128)]
+# of several heads, a long prefill, and the scalar path (rot_dim / 2 or head_dim not a multiple
+# of 4, so no float4 access).
+SHAPES = [
+    (1, 1, 2, 2),
+    (3, 4, 64, 64),
+    (5, 2, 80, 32),
+    (7, 8, 128, 128),
+    (256, 32, 128, 128),
+    (3, 3, 12, 12),
+    (2, 3, 10, 6),
+]
 FREQ_BASE = 10000.0
 MAX_POSITION = 4096
 

@@ -30,10 +30,26 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
         yield Case(
             "softmax", dims={"n_rows": n_rows, "n": n}, args={"x": x}, expect=reference, atol=1e-7, rtol=1e-4
         )
-    # Causal attention: row r sees positions 0..r, the rest are -inf.
-    n = 300
-    scores = rng.standard_normal((n, n)).astype(np.float32)
-    scores[np.triu_indices(n, k=1)] = -np.inf
-    yield Case(
-        "softmax", label=f"causal mask n={n}", args={"x": scores}, expect=reference, atol=1e-7, rtol=1e-4
-    )
+    # Causal attention: row r sees positions 0..r, the rest are -inf (float4 and scalar paths).
+    for n in (300, 301):
+        scores = rng.standard_normal((n, n)).astype(np.float32)
+        scores[np.triu_indices(n, k=1)] = -np.inf
+        yield Case(
+            "softmax", label=f"causal mask n={n}", args={"x": scores}, expect=reference, atol=1e-7, rtol=1e-4
+        )
+    # Rows longer than one chunk (8192 floats) with masked stretches, and rows with no score
+    # above -inf, which give zeros (on each path: in registers, chunked, scalar).
+    x = (rng.standard_normal((3, 20_000)) * 4).astype(np.float32)
+    x[0, :9000] = -np.inf
+    x[1, 12_000:] = -np.inf
+    yield Case("softmax", label="masked long rows", args={"x": x}, expect=reference, atol=1e-7, rtol=1e-4)
+    for n in (4096, 20_000, 1001):
+        x = np.full((2, n), -np.inf, np.float32)
+        yield Case(
+            "softmax",
+            label=f"all masked n={n}",
+            args={"x": x},
+            expect={"x": np.zeros_like(x)},
+            atol=0,
+            rtol=0,
+        )
