@@ -170,7 +170,9 @@ def test_colour_only_when_asked_or_on_a_terminal(package: Callable[[str], Path])
     assert ANSI.search(coloured.output)
 
 
-@pytest.mark.parametrize("command", [[], ["build"], ["check"], ["show"], ["devices"], ["validate"], ["bench"]])
+@pytest.mark.parametrize(
+    "command", [[], ["build"], ["check"], ["show"], ["devices"], ["validate"], ["bench"]]
+)
 def test_help_everywhere(command: list[str]) -> None:
     result = cli(*command, "--help")
     assert result.exit_code == 0
