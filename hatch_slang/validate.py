@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from hatch_slang.config import BuildConfig
+from hatch_slang.contract import DTYPES
 from hatch_slang.discover import find_shaders, module_name
 from hatch_slang.errors import HatchSlangError
 from hatch_slang.expr import ExprError, evaluate
@@ -140,27 +141,12 @@ def contract_inputs(
             shape = tuple(_size(evaluate(d, values)) for d in b["shape"])
         except (ExprError, ValueError) as e:
             raise HatchSlangError(f"{where}: cannot size binding `{b['name']}`: {e}") from None
-        dtype = np.dtype(_NUMPY[b["dtype"]])
+        dtype = np.dtype(DTYPES[b["dtype"]])
         if dtype.kind == "f":
             args[b["name"]] = rng.standard_normal(shape).astype(dtype)
         else:
             args[b["name"]] = rng.integers(0, 16, size=shape).astype(dtype)
     return args
-
-
-_NUMPY = {
-    "f32": "float32",
-    "f16": "float16",
-    "f64": "float64",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u8": "uint8",
-    "u16": "uint16",
-    "u32": "uint32",
-    "u64": "uint64",
-}
 
 
 def _size(value: int | Fraction) -> int:
