@@ -109,6 +109,16 @@ def grid_arg(grid: object) -> tuple[int, int, int]:
     return (dims + [1, 1])[:3]  # type: ignore[return-value]
 
 
+def _overlap(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+    """Whether two arrays have an element in common (a bounds check first, exact only if needed)."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=100_000))  # type: ignore[arg-type]  # stubs: -1 or 0
+    except Exception:  # numpy's TooHardError: too costly to decide, so take it that they do
+        return True
+
+
 class Packed(np.ndarray):
     """The bytes :func:`pack` made for a params binding (a marker type for :meth:`Dims.run`)."""
 
@@ -147,7 +157,10 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
         if scalar.startswith("f"):
             if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
                 raise TypeError(f"argument `{field}` must be a float, got {type(value).__name__}")
-            packed = np.array([value], dtype=code)
+            with np.errstate(over="ignore"):
+                packed = np.array([value], dtype=code)
+            if not np.isfinite(packed[0]) and math.isfinite(value):
+                raise ValueError(f"argument `{field}` = {value!r} is outside the {scalar} range")
         else:
             try:
                 n = operator.index(value)  # type: ignore[arg-type]
@@ -169,6 +182,7 @@ class Dims:
         self.kernel = kernel
         self.values: dict[str, tuple[int, str]] = {}  # name -> (value, where it came from)
         self.writebacks: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]] = []
+        self.written: list[tuple[str, Bound]] = []  # the arguments for written bindings
 
     def _err(self, msg: str) -> str:
         return f"{self.kernel}(): {msg}"
@@ -259,6 +273,8 @@ class Dims:
                     raise ValueError(
                         self._err(f"argument `{name}` axis {axis} has size {size}, expected {dim}")
                     )
+        if writable:
+            self._not_aliased(name, value)
         if isinstance(value, Tensor):
             return value
         assert isinstance(value, np.ndarray)
@@ -275,6 +291,24 @@ class Dims:
         if writable:
             self.writebacks.append((value, copy))
         return copy
+
+    def _not_aliased(self, name: str, value: Bound) -> None:
+        """Two written bindings may not share memory: which write would win is undefined.
+
+        (A written binding may share memory with a read-only one: NumPy arguments are copied
+        at the call, so the kernel reads the values they had when it was called.)
+        """
+        for other_name, other in self.written:
+            if other is value or (
+                isinstance(value, np.ndarray) and isinstance(other, np.ndarray) and _overlap(value, other)
+            ):
+                raise ValueError(
+                    self._err(
+                        f"arguments `{other_name}` and `{name}` share memory and the kernel writes "
+                        "both; pass separate arrays"
+                    )
+                )
+        self.written.append((name, value))
 
     def run(self, kernel: Kernel, buffers: Mapping[int, Bound], grid: tuple[int, int, int]) -> None:
         if any(type(v) is Packed for v in buffers.values()):
