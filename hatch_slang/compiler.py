@@ -17,6 +17,8 @@ import glob
 import importlib.util
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,12 +204,29 @@ def compile_job(job: CompileJob) -> CompileResult:
     )
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int) -> None:
     # A compiler crash is reported as a build error naming the shader; a Python traceback dump
     # from the dying worker (faulthandler, on under pytest) would only be noise on top of it.
     faulthandler.disable()
+    _exit_with(parent)
     with contextlib.suppress(HatchSlangError):
         _load()  # if it fails, the first job fails the same way and carries the error back
+
+
+def _exit_with(parent: int) -> None:
+    """Exit when the build process does, however it ends.
+
+    A forked worker holds both ends of the pool's pipes, so a build killed with SIGKILL (a CI
+    timeout, the OOM killer) would otherwise leave it waiting for work forever, with its Slang
+    session (some 200 MB) resident.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="hatch-slang-watch-parent", daemon=True).start()
 
 
 def _worker_version() -> str:
@@ -244,7 +263,10 @@ class CompilerPool:
         if self._pool is None:
             ctx = _mp_context()
             self._pool = ProcessPoolExecutor(
-                max_workers=max(1, min(self.workers, n_jobs)), mp_context=ctx, initializer=_worker_init
+                max_workers=max(1, min(self.workers, n_jobs)),
+                mp_context=ctx,
+                initializer=_worker_init,
+                initargs=(os.getpid(),),
             )
         return self._pool
 
@@ -308,7 +330,9 @@ def _isolated(job: CompileJob) -> CompileResult:
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = _mp_context()
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_worker_init) as pool:
+    with ProcessPoolExecutor(
+        max_workers=1, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
+    ) as pool:
         try:
             return pool.submit(compile_job, job).result()
         except BrokenProcessPool:
