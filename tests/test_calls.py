@@ -11,6 +11,8 @@ independent oracle: either the result NumPy computes, or an error with every arr
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -592,3 +594,83 @@ def test_random_calls_either_compute_or_fail_cleanly(kernels: ModuleType, call: 
         unchanged = ("x", "y", "scale")
     for name in unchanged:
         assert np.array_equal(arrays[name], before[name]), f"`{name}` changed"
+
+
+# -- under the Khronos validation layer --------------------------------------------------------
+
+VALIDATED_CALLS = """
+import logging, threading
+import numpy as np, slangrt
+from callspkg.kernels import axpy, fill
+logging.basicConfig(level=logging.WARNING)  # the layer's warnings go to the `slangrt` logger
+assert slangrt.device()._core.validation
+rng = np.random.default_rng(0)
+
+def call(rows, cols, tensors=False):
+    x, y = rng.standard_normal((2, rows, cols), dtype=np.float32)
+    s = rng.standard_normal(rows, dtype=np.float32)
+    want = np.float32(0.5) * s[:, None] * x + y + 1
+    if tensors:
+        ty = slangrt.Tensor.from_numpy(y)
+        axpy.axpy(slangrt.Tensor.from_numpy(x), ty, slangrt.Tensor.from_numpy(s), alpha=0.5, offset=1)
+        y = ty.numpy()
+    else:
+        axpy.axpy(x, y, s, alpha=0.5, offset=1)
+    assert np.allclose(y, want, rtol=1e-5, atol=1e-5)
+
+for rows, cols in [(1, 1), (3, 100), (5, 1000), (0, 10), (2, 0), (700, 300)]:
+    call(rows, cols)
+    call(rows, cols, tensors=True)
+x, y, s = np.ones((3, 8), np.float32), np.ones((3, 8), np.float32), np.ones(3, np.float32)
+for bad in ({"x": x.astype(np.float64)}, {"y": y[:, :4]}, {"offset": -1}, {"alpha": 1e39}):
+    try:
+        axpy.axpy(**{"x": x, "y": y, "scale": s, "alpha": 1.0, "offset": 0, **bad})
+    except (TypeError, ValueError):
+        pass
+    else:
+        raise AssertionError(bad)
+axpy.axpy(np.asfortranarray(x), y[:, ::-1], s[::-1], alpha=1.0, offset=0)  # copies
+axpy.axpy(y, y, s, alpha=1.0, offset=0)  # one array read and written
+a = np.zeros(20, np.uint32)
+fill.fill(a[::2], a[1::2], value=3, depth=2)
+assert a.tolist() == [3, 6] * 10
+with slangrt.batch():
+    t, u = slangrt.Tensor.zeros(64, np.uint32), slangrt.Tensor.zeros(64, np.uint32)
+    for v in range(5):
+        fill.fill(t, u, value=v, depth=1)
+assert t.numpy().tolist() == [4] * 64
+errors = []
+def work(seed):
+    try:
+        for i in range(25):
+            call(1 + (seed + i) % 5, 1 + 37 * i, tensors=i % 5 == 4)
+    except BaseException as exc:
+        errors.append(exc)
+threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+for th in threads: th.start()
+for th in threads: th.join()
+assert not errors, errors
+slangrt.device().close()
+print("OK")
+"""
+
+
+@pytest.mark.skipif(
+    not Path("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json").is_file(),
+    reason="the Khronos validation layer is not installed",
+)
+def test_calls_run_clean_under_the_validation_layer(kernels: ModuleType) -> None:
+    """Good, bad, copied, aliased, batched and threaded wrapper calls: not one message."""
+    root = Path(kernels.__file__).resolve().parents[2]
+    env = {**os.environ, "SLANGRT_VALIDATION": "1", "PYTHONPATH": str(root)}
+    proc = subprocess.run(
+        [sys.executable, "-c", VALIDATED_CALLS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "OK"
+    assert proc.stderr == "", proc.stderr  # no validation error, no warning
