@@ -218,6 +218,8 @@ def test_good_call(kernels: ModuleType) -> None:
         ({"alpha": True}, TypeError, "argument `alpha` must be a float, got bool"),
         ({"alpha": 1e39}, ValueError, r"argument `alpha` = 1e\+39 is outside the f32 range"),
         ({"alpha": -(2**200)}, ValueError, "argument `alpha` = -1606938044.* is outside the f32 range"),
+        ({"alpha": 2**2000}, ValueError, r"argument `alpha` = \d+ is outside the f32 range"),
+        ({"alpha": np.float64(-1e300)}, ValueError, "is outside the f32 range"),
         ({"alpha": 1j}, TypeError, "argument `alpha` must be a float, got complex"),
     ],
 )

@@ -158,8 +158,11 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
             if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
                 raise TypeError(f"argument `{field}` must be a float, got {type(value).__name__}")
             with np.errstate(over="ignore"):
-                packed = np.array([value], dtype=code)
-            if not np.isfinite(packed[0]) and math.isfinite(value):
+                try:
+                    packed = np.array([value], dtype=code)
+                except OverflowError:  # an int too large even for a double
+                    packed = np.array([np.inf], dtype=code)
+            if np.isinf(packed[0]) and not (isinstance(value, float | np.floating) and math.isinf(value)):
                 raise ValueError(f"argument `{field}` = {value!r} is outside the {scalar} range")
         else:
             try:
