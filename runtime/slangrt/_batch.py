@@ -172,32 +172,9 @@ class Program:
 
     def __init__(self, core: Core) -> None:
         vk = _vk.vk()
-        ffi = vk.ffi
-        info = ffi.new(
-            "VkCommandPoolCreateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                "flags": vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-                "queueFamilyIndex": core.queue_family,
-            },
+        self.pool, self.command_buffers = _vk.pool_with_buffer(
+            core.handle, core.queue_family, vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT
         )
-        out = ffi.new("VkCommandPool*")
-        _vk.check(vk.lib.vkCreateCommandPool(core.handle, info, ffi.NULL, out), "creating a command pool")
-        self.pool: Any = out[0]
-        alloc = ffi.new(
-            "VkCommandBufferAllocateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                "commandPool": self.pool,
-                "level": vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                "commandBufferCount": 1,
-            },
-        )
-        self.command_buffers: Any = ffi.new("VkCommandBuffer[1]")
-        result = vk.lib.vkAllocateCommandBuffers(core.handle, alloc, self.command_buffers)
-        if result:
-            vk.lib.vkDestroyCommandPool(core.handle, self.pool, ffi.NULL)
-            _vk.check(result, "allocating a command buffer")
         self.cb: Any = self.command_buffers[0]
         self.serial = 0
 

@@ -158,17 +158,9 @@ class _State:
         self.descriptor_types = tuple(_descriptor_type(b) for b in bindings)
         self.variants: dict[Any, _Variant] = {}
         self.scratch: dict[int, Allocation] = {}
-        info = ffi.new(
-            "VkCommandPoolCreateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                "flags": vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-                "queueFamilyIndex": core.queue_family,
-            },
+        self.pool: Any = _vk.create_command_pool(
+            core.handle, core.queue_family, vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT
         )
-        out = ffi.new("VkCommandPool*")
-        _vk.check(vk.lib.vkCreateCommandPool(core.handle, info, ffi.NULL, out), "creating a command pool")
-        self.pool: Any = out[0]
         with core.kernel_pools_lock:
             core.kernel_pools.add(self.pool)
         # The push-descriptor writes, filled in per recording (the driver copies them).

@@ -221,33 +221,9 @@ class Context:
 
     def __init__(self, core: Core) -> None:
         vk = _vk.vk()
-        ffi = vk.ffi
-        lib = vk.lib
-        info = ffi.new(
-            "VkCommandPoolCreateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                "flags": vk.VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
-                "queueFamilyIndex": core.queue_family,
-            },
+        self.pool, self.command_buffers = _vk.pool_with_buffer(
+            core.handle, core.queue_family, vk.VK_COMMAND_POOL_CREATE_TRANSIENT_BIT
         )
-        out = ffi.new("VkCommandPool*")
-        _vk.check(lib.vkCreateCommandPool(core.handle, info, ffi.NULL, out), "creating a command pool")
-        self.pool: Any = out[0]
-        alloc = ffi.new(
-            "VkCommandBufferAllocateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                "commandPool": self.pool,
-                "level": vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                "commandBufferCount": 1,
-            },
-        )
-        self.command_buffers: Any = ffi.new("VkCommandBuffer[1]")
-        result = lib.vkAllocateCommandBuffers(core.handle, alloc, self.command_buffers)
-        if result:
-            lib.vkDestroyCommandPool(core.handle, self.pool, ffi.NULL)
-            _vk.check(result, "allocating a command buffer")
         self.cb: Any = self.command_buffers[0]
         self.serial = 0
         self.queries: Any = None

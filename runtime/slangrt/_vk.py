@@ -97,3 +97,44 @@ def call(what: str, *, nbytes: int | None = None) -> Iterator[None]:
     except (mod.VkError, mod.VkException) as exc:
         name = _exception_result(exc) or type(exc).__name__
         raise error_for(name, what, nbytes) from None
+
+
+def create_command_pool(device: Any, queue_family: int, flags: int) -> Any:
+    """A command pool on ``queue_family`` of ``device`` (raises through :func:`check`)."""
+    v = vk()
+    info = v.ffi.new(
+        "VkCommandPoolCreateInfo*",
+        {
+            "sType": v.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+            "flags": flags,
+            "queueFamilyIndex": queue_family,
+        },
+    )
+    out = v.ffi.new("VkCommandPool*")
+    check(v.lib.vkCreateCommandPool(device, info, v.ffi.NULL, out), "creating a command pool")
+    return out[0]
+
+
+def pool_with_buffer(device: Any, queue_family: int, flags: int) -> tuple[Any, Any]:
+    """A command pool and one primary command buffer from it, as ``(pool, VkCommandBuffer[1])``.
+
+    The array is returned (not its element) because submissions point at it. If the buffer
+    cannot be allocated, the pool is destroyed before the error is raised.
+    """
+    v = vk()
+    pool = create_command_pool(device, queue_family, flags)
+    alloc = v.ffi.new(
+        "VkCommandBufferAllocateInfo*",
+        {
+            "sType": v.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            "commandPool": pool,
+            "level": v.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            "commandBufferCount": 1,
+        },
+    )
+    buffers = v.ffi.new("VkCommandBuffer[1]")
+    result = v.lib.vkAllocateCommandBuffers(device, alloc, buffers)
+    if result:
+        v.lib.vkDestroyCommandPool(device, pool, v.ffi.NULL)
+        check(result, "allocating a command buffer")
+    return pool, buffers
