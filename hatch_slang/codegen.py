@@ -129,9 +129,9 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
         if b.role == "params":
             fields = [f"({_lit(p.name)}, {p.offset}, {_lit(p.scalar)}, {p.name})" for p in b.params]
             packed = _tuple(fields)
-            if 4 + len(f"_{b.name} = _c.pack({_lit(b.name)}, {b.params_size}, {packed})") > LINE:
+            if 4 + len(f"_{b.name} = _d.pack({_lit(b.name)}, {b.params_size}, {packed})") > LINE:
                 packed = "(\n" + "".join(f"    {f},\n" for f in fields) + ")"
-            body += _call(f"_{b.name} = _c.pack(", [_lit(b.name), str(b.params_size), packed])
+            body += _call(f"_{b.name} = _d.pack(", [_lit(b.name), str(b.params_size), packed])
     if e.grid is not None:
         axes = [f"_c.grid_dim({_lit('xyz'[i])}, {g.python})" for i, g in enumerate(e.grid)]
         axes += ["1"] * (3 - len(axes))

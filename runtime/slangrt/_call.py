@@ -190,6 +190,17 @@ class Dims:
     def _err(self, msg: str) -> str:
         return f"{self.kernel}(): {msg}"
 
+    def pack(
+        self, name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]
+    ) -> npt.NDArray[np.uint8]:
+        """:func:`pack`, with the kernel named in its errors like every other argument error."""
+        try:
+            return pack(name, size, fields)
+        except TypeError as e:
+            raise TypeError(self._err(str(e))) from None
+        except ValueError as e:
+            raise ValueError(self._err(str(e))) from None
+
     def given(self, name: str, value: object) -> None:
         if value is None:
             return
