@@ -7,7 +7,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+from slangrt import BindingSpec
+
 DATA = Path(__file__).resolve().parent / "data"
+
+# The binding layouts of the fixture kernels in data/ (what a manifest would say for each).
+ADD_BINDINGS = [
+    BindingSpec(0, "a", "storage", True),
+    BindingSpec(1, "b", "storage", False),
+    BindingSpec(2, "params", "storage", False),
+]
+SCALE_BINDINGS = [
+    BindingSpec(0, "x", "storage", False),
+    BindingSpec(1, "y", "storage", True),
+    BindingSpec(2, "params", "uniform", False),
+]
+MOE_BINDINGS = [
+    BindingSpec(0, "z", "storage", False),
+    BindingSpec(1, "sel_weight", "storage", False),
+    BindingSpec(2, "out", "storage", True),
+    BindingSpec(3, "params", "storage", False),
+]
 
 
 def spirv(name: str) -> bytes:

@@ -18,29 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import DATA, has_vulkan_device, run_python, spirv
+from rt_helpers import ADD_BINDINGS, DATA, MOE_BINDINGS, SCALE_BINDINGS, has_vulkan_device, run_python, spirv
 from slangrt import BindingSpec
 
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not has_vulkan_device(), reason="no Vulkan device on this machine"),
-]
-
-ADD = [
-    BindingSpec(0, "a", "storage", True),
-    BindingSpec(1, "b", "storage", False),
-    BindingSpec(2, "params", "storage", False),
-]
-SCALE = [
-    BindingSpec(0, "x", "storage", False),
-    BindingSpec(1, "y", "storage", True),
-    BindingSpec(2, "params", "uniform", False),
-]
-MOE = [
-    BindingSpec(0, "z", "storage", False),
-    BindingSpec(1, "sel_weight", "storage", False),
-    BindingSpec(2, "out", "storage", True),
-    BindingSpec(3, "params", "storage", False),
 ]
 
 
@@ -60,9 +43,9 @@ def dev(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iter
 class Kernels:
     def __init__(self, dev: slangrt.Device) -> None:
         self.dev = dev
-        self.add = slangrt.Kernel(spirv("add"), "add", ADD, (64, 1, 1), device=dev)
-        self.scale = slangrt.Kernel(spirv("scale"), "scale", SCALE, (128, 1, 1), device=dev)
-        self.moe = slangrt.Kernel(spirv("moe_combine"), "moe_combine", MOE, (256, 1, 1), device=dev)
+        self.add = slangrt.Kernel(spirv("add"), "add", ADD_BINDINGS, (64, 1, 1), device=dev)
+        self.scale = slangrt.Kernel(spirv("scale"), "scale", SCALE_BINDINGS, (128, 1, 1), device=dev)
+        self.moe = slangrt.Kernel(spirv("moe_combine"), "moe_combine", MOE_BINDINGS, (256, 1, 1), device=dev)
 
     def tensor(self, arr: np.ndarray) -> slangrt.Tensor:
         return slangrt.Tensor.from_numpy(arr, device=self.dev)

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import has_vulkan_device, spirv
-from slangrt import BindingSpec, _device, _vk
+from rt_helpers import ADD_BINDINGS, has_vulkan_device, spirv
+from slangrt import _device, _vk
 
 pytestmark = [
     pytest.mark.gpu,
@@ -38,12 +38,6 @@ OUT_OF_DEVICE_MEMORY = -2
 OUT_OF_HOST_MEMORY = -1
 INITIALIZATION_FAILED = -3
 UNKNOWN = -13
-
-ADD = [
-    BindingSpec(0, "a", "storage", True),
-    BindingSpec(1, "b", "storage", False),
-    BindingSpec(2, "params", "storage", False),
-]
 
 # Object kinds by the functions that create and destroy them (command buffers go with their pool).
 _CREATES = {
@@ -232,7 +226,7 @@ def snapshot(vk: VkProxy, dev: slangrt.Device) -> Snapshot:
 
 
 def add_kernel(dev: slangrt.Device) -> slangrt.Kernel:
-    return slangrt.Kernel(spirv("add"), "add", ADD, (64, 1, 1), device=dev, name="add")
+    return slangrt.Kernel(spirv("add"), "add", ADD_BINDINGS, (64, 1, 1), device=dev, name="add")
 
 
 def run_add(k: slangrt.Kernel, a: Any, b: Any, n: int, params: Any = None) -> None:

@@ -8,29 +8,12 @@ import threading
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import DATA, has_vulkan_device, run_python, spirv
+from rt_helpers import ADD_BINDINGS, DATA, MOE_BINDINGS, SCALE_BINDINGS, has_vulkan_device, run_python, spirv
 from slangrt import BindingSpec
 
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not has_vulkan_device(), reason="no Vulkan device on this machine"),
-]
-
-MOE_BINDINGS = [
-    BindingSpec(0, "z", "storage", False),
-    BindingSpec(1, "sel_weight", "storage", False),
-    BindingSpec(2, "out", "storage", True),
-    BindingSpec(3, "params", "storage", False),
-]
-ADD_BINDINGS = [
-    BindingSpec(0, "a", "storage", True),
-    BindingSpec(1, "b", "storage", False),
-    BindingSpec(2, "params", "storage", False),
-]
-SCALE_BINDINGS = [
-    BindingSpec(0, "x", "storage", False),
-    BindingSpec(1, "y", "storage", True),
-    BindingSpec(2, "params", "uniform", False),
 ]
 
 
