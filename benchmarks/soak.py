@@ -36,6 +36,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from tests.test_load import one_call  # noqa: E402 - the same checked call the load tests make
+
 
 def rss() -> int:
     """Resident set size in bytes (Linux /proc; elsewhere peak RSS, which only grows)."""
@@ -46,27 +48,6 @@ def rss() -> int:
         import resource
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def one_call(kernels: Any, rng: np.random.Generator, as_tensors: bool) -> None:
-    import slangrt
-
-    rows, cols = int(rng.integers(1, 6)), int(rng.integers(1, 300))
-    x = rng.standard_normal((rows, cols), dtype=np.float32)
-    y = rng.standard_normal((rows, cols), dtype=np.float32)
-    scale = rng.standard_normal(rows, dtype=np.float32)
-    alpha, offset = float(rng.integers(-4, 4)) / 2, int(rng.integers(0, 4))
-    want = np.float32(alpha) * scale[:, None] * x + y + np.float32(offset)
-    if as_tensors:
-        ty = slangrt.Tensor.from_numpy(y)
-        kernels.axpy.axpy(
-            slangrt.Tensor.from_numpy(x), ty, slangrt.Tensor.from_numpy(scale), alpha=alpha, offset=offset
-        )
-        y = ty.numpy()
-    else:
-        kernels.axpy.axpy(x, y, scale, alpha=alpha, offset=offset)
-    if not np.allclose(y, want, rtol=1e-5, atol=1e-5):
-        raise AssertionError(f"wrong result for a ({rows}, {cols}) call")
 
 
 def threads_phase(kernels: Any, threads: int, per_thread: int) -> dict[str, Any]:
