@@ -25,6 +25,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -182,6 +183,7 @@ class BuildCache:
                 (self.directory / ".gitignore").write_text(_IGNORE)
                 (self.directory / "CACHEDIR.TAG").write_text(_TAG)
             path.parent.mkdir(exist_ok=True)
+            _sweep(path.parent)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -192,3 +194,20 @@ class BuildCache:
                 raise
         except OSError:
             pass  # a cache that cannot be written (read-only tree, full disk) only costs speed
+
+
+STALE_TMP_SECONDS = 3600.0
+
+
+def _sweep(directory: Path) -> None:
+    """Remove temporary files of writes that never finished (a build killed mid-write).
+
+    Only files older than an hour: a younger one may belong to a build running right now.
+    """
+    cutoff = time.time() - STALE_TMP_SECONDS
+    for tmp in directory.glob(".tmp-*"):
+        try:
+            if tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
+        except OSError:
+            pass  # gone already, or not ours to remove

@@ -224,3 +224,19 @@ def test_noop_cli_build_of_25_shaders_takes_under_a_second(tmp_path: Path) -> No
         assert run.returncode == 0, run.stderr
         assert "0 compiled" in run.stdout and "(0 file(s) written)" in run.stdout
     assert best < 1.0, f"no-op build of 25 shaders took {best:.2f} s"
+
+
+def test_temporary_files_of_killed_cache_writes_are_swept(package: Callable[[str], Path]) -> None:
+    root = package("multipkg")
+    build(root)
+    slots = sorted(p.parent for p in (root / "build" / "hatch-slang").glob("*/*.pickle"))
+    old, fresh = slots[0] / ".tmp-killed", slots[0] / ".tmp-running"
+    old.write_bytes(b"half an entry")
+    fresh.write_bytes(b"a write in progress")
+    an_hour_ago = time.time() - 3700
+    os.utime(old, (an_hour_ago, an_hour_ago))
+    for entry in (root / "build" / "hatch-slang").glob("*/*.pickle"):
+        entry.write_bytes(b"damaged")  # every shader is compiled and stored again
+    build(root)
+    assert not old.exists()  # an hour old: a build that died mid-write left it
+    assert fresh.exists()  # young: it may belong to a build running right now
