@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,7 @@ from hatch_slang.validate import Case
 SHAPES = [(1, 1), (3, 7), (5, 255), (4, 1001), (2, 151_936)]
 
 
-def make_reference(rows: int, n_vocab: int):
+def make_reference(rows: int, n_vocab: int) -> Callable[[dict[str, Any]], dict[str, np.ndarray]]:
     def argmax(args: dict[str, Any]) -> dict[str, np.ndarray]:
         x = args["logits"][: rows * n_vocab].reshape(rows, n_vocab)
         x = np.where(np.isnan(x), -np.inf, x)

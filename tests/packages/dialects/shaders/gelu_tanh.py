@@ -24,4 +24,6 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
         yield Case("gelu_tanh", label=f"n={n}", args={"x": x, "n": n}, expect=gelu_tanh, atol=1e-6, rtol=1e-5)
     # Large magnitudes: the clamp keeps the tanh finite, GELU -> x or -> 0.
     x = np.array([-1e4, -50.0, -10.0, 0.0, 10.0, 50.0, 1e4], np.float32)
-    yield Case("gelu_tanh", label="large |x|", args={"x": x, "n": x.size}, expect=gelu_tanh, atol=1e-6, rtol=1e-5)
+    yield Case(
+        "gelu_tanh", label="large |x|", args={"x": x, "n": x.size}, expect=gelu_tanh, atol=1e-6, rtol=1e-5
+    )

@@ -57,7 +57,13 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
         yield Case(
             "gemv_q8_0",
             label=f"rows={rows} cols={cols}",
-            args={"wq": quantize_q8_0(w), "x": x, "y": np.zeros(rows, np.float32), "rows": rows, "cols": cols},
+            args={
+                "wq": quantize_q8_0(w),
+                "x": x,
+                "y": np.zeros(rows, np.float32),
+                "rows": rows,
+                "cols": cols,
+            },
             expect=reference,
             atol=1e-5 * cols**0.5,
             rtol=1e-4,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,7 @@ from hatch_slang.validate import Case
 SHAPES = [(1, 1), (3, 5), (8, 255), (5, 257), (2, 32_000)]
 
 
-def make_reference(nrows: int, ncols: int):
+def make_reference(nrows: int, ncols: int) -> Callable[[dict[str, Any]], dict[str, np.ndarray]]:
     def soft_max(args: dict[str, Any]) -> dict[str, np.ndarray]:
         x = args["x"].astype(np.float64).copy()
         rows = x[: nrows * ncols].reshape(nrows, ncols) * np.float32(args["scale"])
