@@ -85,8 +85,12 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
     kw: list[str] = []
     for name in e.params_required:
         kw.append(f"    {name}: {'float' if slots[name].as_float else 'int'},")
+    for name in e.grid_only:
+        kw.append(f"    {name}: int,")
     for name in e.params_optional:
         kw.append(f"    {name}: {'float' if slots[name].as_float else 'int'} | None = None,")
+    for name in e.params_unread:
+        kw.append(f"    {name}: {'float' if slots[name].as_float else 'int'} = 0,")
     if e.grid is None:
         kw.append("    grid: tuple[int, int, int],")
     if kw:
@@ -94,7 +98,7 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
     parameters = "\n" + "\n".join(params) + "\n" if params else ""
 
     body: list[str] = [f"_d = _c.Dims({_lit(spec.shader.module + '.' + e.name)})"]
-    for name in e.params_optional:
+    for name in (*e.params_optional, *e.grid_only):
         body.append(f"_d.given({_lit(name)}, {name})")
     for b in data:
         if b.shape_checked and b.shape is not None:
@@ -126,8 +130,15 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
             if not d.is_name and d.constant is None:
                 body += _call("_d.expect(", [_lit(b.name), str(axis), _lit(d.text), d.python])
     for b in e.buffers:
+        for p in b.params:
+            if p.derived is not None:
+                body.append(f"{p.name} = _d.derived({_lit(p.name)}, {p.derived.python})")
+    for b in e.buffers:
         if b.role == "params":
-            fields = [f"({_lit(p.name)}, {p.offset}, {_lit(p.scalar)}, {p.name})" for p in b.params]
+            fields = [
+                f"({_lit(p.name or 'literal')}, {p.offset}, {_lit(p.scalar)}, {p.name or p.literal})"
+                for p in b.params
+            ]
             packed = _tuple(fields)
             if 4 + len(f"_{b.name} = _d.pack({_lit(b.name)}, {b.params_size}, {packed})") > LINE:
                 packed = "(\n" + "".join(f"    {f},\n" for f in fields) + ")"
@@ -138,7 +149,8 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
         body += _call("_grid = (", axes, close=")")
     else:
         body.append("_grid = _c.grid_arg(grid)")
-    buffers = ["{", *[f"    {b.index}: _{b.name}," for b in e.buffers], "}"] if e.buffers else ["{}"]
+    keys = {b.name: str(b.index) if not b.set else f"({b.set}, {b.index})" for b in e.buffers}
+    buffers = ["{", *[f"    {keys[b.name]}: _{b.name}," for b in e.buffers], "}"] if e.buffers else ["{}"]
     body += ["_d.run(", f"    _LIB.kernel({_lit(spec.shader.module)}, {_lit(e.name)}),"]
     body += ["    " + line for line in buffers[:-1]] + ["    " + buffers[-1] + ","]
     body += ["    _grid,", ")"]
@@ -156,7 +168,9 @@ def _names_needed(e: EntrySpec) -> set[str]:
     for g in e.grid or ():
         names.update(g.names)
     for b in e.buffers:
-        names.update(p.name for p in b.params)
+        names.update(p.name for p in b.params if p.name)
+        for p in b.params:
+            names.update(p.derived.names if p.derived else ())
         for d in b.shape or ():
             if not d.is_name:
                 names.update(d.names)
@@ -221,8 +235,13 @@ def _docstring(spec: ShaderSpec, e: EntrySpec) -> str:
             lines.append(f"    {b.name}: {dtype}{shape}, {access}. {b.doc}".rstrip())
     for b in e.buffers:
         for p in b.params:
+            if not p.name or p.derived is not None:
+                continue
             inferred = "; inferred from the arrays when omitted" if p.name in e.params_optional else ""
-            lines.append(f"    {p.name}: `{b.name}` field ({p.scalar}){inferred}.")
+            unread = "; this entry does not read it" if p.name in e.params_unread else ""
+            lines.append(f"    {p.name}: `{b.name}` field ({p.scalar}){inferred}{unread}.")
+    for name in e.grid_only:
+        lines.append(f"    {name}: a size the Dispatch line uses (not a params field or array dimension).")
     if e.grid is None:
         lines.append("    grid: thread groups to dispatch, (x, y, z).")
     lines.append("")
@@ -245,6 +264,7 @@ def manifest_entry(spec: ShaderSpec) -> dict[str, object]:
             "bindings": [
                 {
                     "binding": b.index,
+                    **({"set": b.set} if b.set else {}),
                     "name": b.name,
                     "role": b.role,
                     "kind": b.kind,

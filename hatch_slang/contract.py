@@ -1,107 +1,122 @@
-"""Parse the comment contract at the top of a Slang kernel.
+"""Read the comment contract at the top of a Slang kernel, as a careful human reader would.
 
-The grammar (also in README.md), read from the leading ``//`` comment block of a shader:
+The block read is the file's leading comments (``//``, ``///`` and ``/* ... */``, with
+``#include``/``#pragma``/``import`` lines between them). In it:
 
-``// slang-entries: a b c``
+``slang-entries: a b c``
     Entry points, whitespace separated; several such lines union.
-``// Bindings:``
-    Opens a block of binding lines ``<reg><N>: <name> <rest>`` where ``<reg>`` is ``t``
-    (read-only storage buffer), ``u`` (read-write storage buffer) or ``b`` (uniform buffer);
-    ``binding N:`` / ``buffer N:`` are accepted in place of ``<reg><N>:`` (access then comes from
-    reflection). For data, ``<rest>`` is ``<dtype>, <shape> <doc>`` with the shape written
-    ``[d0][d1]...`` (optionally in backticks; absent means 1-D of any length). For packed params,
-    ``<rest>`` is ``(f0, f1, ...)`` optionally written ``p[0] = (...)``; ``_`` is an unused slot
-    and ``x_bits`` is the raw bits of an f32 exposed to Python as ``x: float``. Params spread over
-    several elements of a vector or struct buffer may be written per element,
-    ``p[0] = (a, b, c, d), p[1] = (e, _)``. A data shape written ``flat[n]`` accepts an array of
-    any shape and binds ``n`` to its total number of elements (elementwise kernels). An indented
-    line that is not a binding line continues the previous binding; a blank comment line ends the
-    block.
-``// Dispatch: (X, Y, Z) threadgroups of N``
-    One to three grid expressions (see :mod:`hatch_slang.expr`), then ``threadgroups``,
-    ``workgroups`` or ``groups`` ``of N``; it may wrap onto following comment lines. In a file with
-    several entries that need different grids, ``// Dispatch (a, b): ...`` applies to entries
-    ``a`` and ``b`` only (``Dispatch [a]:`` and ``Dispatch for a:`` read the same); an unqualified
-    ``Dispatch:`` line is the default for every entry that has no line of its own. An entry with
-    no Dispatch line at all gets a wrapper taking ``grid=(x, y, z)``.
+Binding lines, with or without a header (``Bindings:``, ``Buffers (same on every backend):``)
+    ``<ref>: <name> <rest>`` where ``<ref>`` is ``t0``/``u2``/``b1`` (HLSL registers: read-only,
+    read-write, uniform), ``binding 3``, ``buffer 3``, ``binding/buffer 3``, ``[3]``,
+    ``set 0, binding 3`` or ``@group(0) @binding(3)``. ``<rest>`` holds, in any order, access
+    words (``read``, ``ro``, ``write``, ``out``, ``rw``, ``inout``, ``in place`` ...), a dtype
+    (``f32``/``float``/``fp32``, ``f16``/``half``, ``u32``/``uint``, ``u8``/``byte``, ``q4_0
+    blocks`` ...), a shape (``[a][b]``, ```[a][b]```, ``[a, b]``, ``(a x b)``, ``a×b``, ``n
+    floats``), and prose; or a params tuple: ``(a, b, _pad, 0)``, ``p[0] = (...), p[1] = (...)``,
+    ``(a, b), (c, d)``, ``uint4 x 2: a, b, ...``, with ``x_bits``/``bitcast(x)``/``x (f32
+    bits)`` for float bits and ``total = rows * dim`` for a field the wrapper computes. An
+    indented line continues the binding above it. A block may list the bindings of several
+    backends; the set that matches the compiled code is used (:mod:`hatch_slang.spec`).
+``Dispatch: ...``
+    A grid of one to three expressions and, where given, the group size, in any of the usual
+    phrasings (``(X, Y) threadgroups of 256``, ``ceil(n / 64) workgroups x 64 threads``,
+    ``(X, Y) x 256``, ``one thread per element, ceil(n / 256) groups of 256.``);
+    ``Dispatch (a, b):`` / ``Dispatch [a]:`` / ``Dispatch for a:`` apply to those entries only.
 
-Everything else in the block is prose that becomes the wrappers' docstring. Names are validated
-identifiers and expressions are whitelisted ASTs; nothing here is ever executed.
+Everything else is prose, the wrappers' docstring. A line that looks like one of the forms but
+cannot be read becomes a :class:`Note` (a warning naming the line, with what the wrapper does
+instead); it never fails the build. Names are validated identifiers and expressions whitelisted
+ASTs; nothing here is ever executed.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from hatch_slang.errors import ShaderError
-from hatch_slang.expr import Expr, ExprError, check_identifier, parse_expr, parse_grid
+from hatch_slang import dialect
+from hatch_slang.dialect import DTYPES, Access, Unreadable
+from hatch_slang.expr import Expr, check_identifier
 
-DTYPES: dict[str, str] = {
-    "f32": "float32",
-    "f16": "float16",
-    "f64": "float64",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u8": "uint8",
-    "u16": "uint16",
-    "u32": "uint32",
-    "u64": "uint64",
-}
+__all__ = [
+    "DTYPES",
+    "BindingDoc",
+    "BindingSet",
+    "Contract",
+    "DispatchDoc",
+    "Note",
+    "ParamsField",
+    "parse_contract",
+]
 
-_COMMENT = re.compile(r"^\s*//(?P<text>.*)$")
-_ENTRIES = re.compile(r"^\s*slang-entries\s*:(?P<names>.*)$", re.IGNORECASE)
-_BINDINGS_HEAD = re.compile(r"^\s*(?:bindings|buffers)\s*:\s*$", re.IGNORECASE)
-_BINDING = re.compile(
-    r"^\s*(?:(?P<reg>[tub])(?P<idx>\d+)|(?:binding|buffer)\s*(?P<idx2>\d+))\s*:\s*"
-    r"(?P<name>[^\s,:(]+)\s*,?\s*(?P<rest>.*)$",
+_LINE_COMMENT = re.compile(r"^\s*//+!?(?P<text>.*)$")
+_SKIPPABLE = re.compile(r"^\s*(?:#\s*\w+|import\s+[\w.]+\s*;|module\s+\w+\s*;|implementing\s+\w+\s*;)")
+_ENTRIES = re.compile(r"^\s*(?:slang-entries|entry[- ]points?|entries)\s*:(?P<names>.*)$", re.IGNORECASE)
+_HEADER = re.compile(
+    r"^\s*(?:[-*•]\s*)?(?:the\s+)?(?:bindings?|buffers?|resources?|descriptors?|inputs?(?:\s*/\s*outputs?)?|"
+    r"outputs?|arguments|args|layout|parameters|storage\s+buffers?|descriptor\s+set\s*\d*)\b"
+    r"(?P<note>[^:]{0,80}):\s*$",
     re.IGNORECASE,
 )
-# One tuple of params fields, optionally introduced by `p[k] =`; several may follow each other.
-_PARAMS_GROUP = re.compile(
-    r"\s*(?:(?P<var>\w+)\s*\[\s*(?P<elem>\d+)\s*\]\s*=\s*)?\((?P<fields>[^()]*)\)\s*[,;]?"
+_SUBHEADER = re.compile(r"^\s*(?:[-*•]\s*)?(?P<label>[A-Za-z][\w ./()+-]{0,40}):\s*$")
+_BACKEND = re.compile(
+    r"\b(metal|msl|vulkan|spir-?v|glsl|hlsl|d3d\d*|dx\d+|directx|cuda|wgsl|webgpu|opengl|cpu|slang)\b",
+    re.IGNORECASE,
 )
-# A shape is `[d0][d1]...` or `flat[n]`, optionally in backticks (a closing one only if opened).
-_SHAPE = r"(?:flat\s*)?(?:\[[^\[\]]*\]\s*)*\[[^\[\]]*\]"
-_DATA = re.compile(rf"^(?P<dtype>[A-Za-z]\w*)\s*,?\s*(?P<shape>`\s*{_SHAPE}\s*`|{_SHAPE})?\s*(?P<doc>.*)$")
-_DIM = re.compile(r"\[([^\[\]]*)\]")
-# `Dispatch:`, or qualified with the entries it applies to: `Dispatch (a, b):`, `Dispatch [a]:`,
-# `Dispatch for a, b:`.
 _QUALIFIER = r"(?:\((?P<q1>[^()]*)\)|\[(?P<q2>[^\[\]]*)\]|for\s+(?P<q3>[^:]*?))"
-_DISPATCH_HEAD = re.compile(rf"^\s*dispatch\s*{_QUALIFIER}?\s*:", re.IGNORECASE)
-_DISPATCH = re.compile(
-    rf"^\s*dispatch\s*{_QUALIFIER}?\s*:\s*(?P<grid>.+?)\s+"
-    r"(?:thread\s*groups?|work\s*groups?|groups?)\s+of\s+(?P<n>\d+)\b",
-    re.IGNORECASE,
+_DISPATCH_HEAD = re.compile(
+    rf"^\s*(?:[-*•]\s*)?dispatch(?:ed)?\s*{_QUALIFIER}?\s*:(?P<rest>.*)$", re.IGNORECASE
 )
 
 
 @dataclass(frozen=True)
+class Note:
+    """Something in the comment that was not understood, and what the wrapper does instead."""
+
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
 class ParamsField:
-    """One slot of a packed params binding; ``name`` is None for an unused ``_`` slot."""
+    """One slot of a packed params binding; ``name`` is None for padding and literal slots."""
 
     slot: int  # position in the flat tuple, or within element `element` when that is given
     name: str | None
-    is_bits: bool  # written `<name>_bits`: the raw bits of an f32
-    element: int | None = None  # written `p[element] = (...)` with more than one element
+    is_bits: bool  # the raw bits of an f32 in an integer slot
+    element: int | None = None  # written per element (`p[element] = (...)`)
+    literal: int | None = None  # a constant slot: the wrapper writes this value
+    derived: Expr | None = None  # `total = rows * dim`: the wrapper computes it
+    declared: str | None = None  # a dtype written beside the name
 
 
 @dataclass(frozen=True)
 class BindingDoc:
     line: int
-    register: Literal["t", "u", "b"] | None  # None for the `binding N:` form
+    register: Literal["t", "u", "b"] | None  # None when the line gives no register class
     index: int
     name: str
     role: Literal["data", "params"]
-    dtype: str | None  # data only: one of DTYPES
+    dtype: str | None  # data: one of DTYPES, or None when the line names none (reflection's then)
     shape: tuple[Expr, ...] | None  # data only; None means 1-D, any length
     fields: tuple[ParamsField, ...]  # params only
     doc: str
     flat: bool = False  # shape written `flat[n]`: any shape, `n` elements in all
+    set: int | None = None  # `set S, binding N`
+    access: Access | None = None  # what the line's access words say
+    quantised: bool = False  # quantised blocks: the buffer holds their bytes
+
+
+@dataclass(frozen=True)
+class BindingSet:
+    """The bindings one block (or one backend's part of it) documents."""
+
+    label: str  # the backend it is for (`Metal`, `Vulkan`), or "" when it does not say
+    line: int
+    bindings: tuple[BindingDoc, ...]
+    unread: tuple[int, ...] = ()  # indices of binding lines that could not be read
 
 
 @dataclass(frozen=True)
@@ -109,7 +124,7 @@ class DispatchDoc:
     line: int
     text: str
     grid: tuple[Expr, ...]
-    group_size: int
+    group_size: int | None  # None: the line does not say (no check against [numthreads])
     entries: tuple[str, ...] = ()  # the entries it applies to; empty: the default for all others
 
 
@@ -119,10 +134,13 @@ class Contract:
     entries: tuple[str, ...]  # empty: not declared, the default rule applies
     entries_line: int | None
     prose: str
-    bindings: tuple[BindingDoc, ...] | None  # None: the file has no Bindings block
+    bindings: tuple[BindingDoc, ...] | None  # the first documented set; None: no binding lines
     bindings_line: int | None
     dispatch: DispatchDoc | None  # the unqualified `Dispatch:` line
     entry_dispatch: tuple[DispatchDoc, ...] = ()  # `Dispatch (entry, ...):` lines
+    notes: tuple[Note, ...] = ()
+    binding_sets: tuple[BindingSet, ...] = ()  # every documented set (several backends: several)
+    dispatch_notes: tuple[Note, ...] = field(default=(), compare=False)  # unreadable Dispatch lines
 
     def dispatch_for(self, entry: str) -> DispatchDoc | None:
         """The Dispatch line that applies to ``entry``: its own, else the default, else None."""
@@ -133,271 +151,412 @@ class Contract:
 
 
 def leading_comment(source: str) -> list[tuple[int, str]]:
-    """The leading comment block as ``(line number, text after //)`` pairs."""
+    """The leading comment block as ``(line number, text after the comment marker)`` pairs."""
     out: list[tuple[int, str]] = []
+    in_block = False
     for number, line in enumerate(source.splitlines(), start=1):
-        m = _COMMENT.match(line)
-        if m:
+        if in_block:
+            body, closed, _ = line.partition("*/")
+            out.append((number, re.sub(r"^\s*\*(?!/)\s?", " ", body).rstrip()))
+            in_block = not closed
+            continue
+        if m := _LINE_COMMENT.match(line):
             out.append((number, m.group("text")))
-        elif line.strip():
+        elif line.strip().startswith("/*"):
+            body, closed, _ = line.strip()[2:].lstrip("*!").partition("*/")
+            out.append((number, " " + body.strip()))
+            in_block = not closed
+        elif line.strip() and not _SKIPPABLE.match(line):
             break
     return out
 
 
+@dataclass
+class _Group:
+    label: str
+    line: int
+    raw: list[tuple[int, str]]
+
+
 def parse_contract(path: Path | str, source: str) -> Contract:
-    """Parse the comment contract of one shader; raise :class:`ShaderError` at the bad line."""
+    """Read the comment contract of one shader. Unreadable lines become notes, never errors."""
     path = str(path)
     lines = leading_comment(source)
+    notes: list[Note] = []
     entries: list[str] = []
     entries_line: int | None = None
     prose: list[str] = []
-    raw_bindings: list[tuple[int, str]] = []
-    bindings_line: int | None = None
+    groups: list[_Group] = []
+    open_group: _Group | None = None
     dispatch: DispatchDoc | None = None
     entry_dispatch: list[DispatchDoc] = []
 
     i = 0
     while i < len(lines):
         number, text = lines[i]
-        if m := _ENTRIES.match(text):
-            entries_line = entries_line or number
-            for name in m.group("names").split():
-                if why := check_identifier(name):
-                    raise ShaderError(path, number, f"entry point {why}")
-                if name not in entries:
-                    entries.append(name)
+        if not text.strip():
+            open_group = None
+            prose.append("")
             i += 1
-        elif _BINDINGS_HEAD.match(text):
-            if bindings_line is not None:
-                raise ShaderError(path, number, f"second Bindings block (first at line {bindings_line})")
-            bindings_line = number
-            i = _collect_bindings(lines, i + 1, raw_bindings)
-        elif _DISPATCH_HEAD.match(text):
-            d, i = _parse_dispatch(path, lines, i)
+            continue
+        if (m := _ENTRIES.match(text)) and _entry_names(m.group("names"), number, notes, entries):
+            entries_line = entries_line or number
+            i += 1
+            continue
+        if _DISPATCH_HEAD.match(text):
+            d, i = _read_dispatch(lines, i, notes)
+            if d is None:
+                continue
             if not d.entries:
                 if dispatch is not None:
-                    raise ShaderError(path, number, f"second Dispatch line (first at line {dispatch.line})")
-                dispatch = d
-            for name in d.entries:
-                earlier = next((e for e in entry_dispatch if name in e.entries), None)
-                if earlier is not None:
-                    raise ShaderError(
-                        path,
-                        number,
-                        f"second Dispatch line for entry `{name}` (first at line {earlier.line})",
+                    notes.append(
+                        Note(number, f"a second Dispatch line (the first, line {dispatch.line}, is used)")
                     )
-            if d.entries:
+                else:
+                    dispatch = d
+                continue
+            taken = [n for n in d.entries if any(n in e.entries for e in entry_dispatch)]
+            if taken:
+                notes.append(Note(number, f"a second Dispatch line for `{taken[0]}` (the first is used)"))
+            else:
                 entry_dispatch.append(d)
-        else:
-            prose.append(text[1:] if text.startswith(" ") else text)
+            continue
+        if (h := _HEADER.match(text)) and not dialect.binding_ref(text):
+            label = _backend(h.group("note"))
+            open_group = _Group(label, number, [])
+            groups.append(open_group)
             i += 1
+            continue
+        sub = _SUBHEADER.match(text)
+        if sub and i + 1 < len(lines) and dialect.binding_ref(lines[i + 1][1]) is not None:
+            label = _backend(sub.group("label")) or sub.group("label").strip()
+            open_group = _Group(label, number, [])
+            groups.append(open_group)
+            i += 1
+            continue
+        ref = dialect.binding_ref(text)
+        if ref is not None and (open_group is not None or _evidence(ref)):
+            if open_group is None:
+                open_group = _Group("", number, [])
+                groups.append(open_group)
+            joined, i = _continued(lines, i)
+            open_group.raw.append((number, joined))
+            continue
+        if (
+            open_group is not None
+            and open_group.raw
+            and text[:1].isspace()
+            and len(text) - len(text.lstrip()) > 1
+        ):
+            # An indented line under a binding that is no binding: it continues the one above.
+            prev_number, prev = open_group.raw[-1]
+            open_group.raw[-1] = (prev_number, f"{prev} {text.strip()}")
+            i += 1
+            continue
+        open_group = None
+        prose.append(text[1:] if text.startswith(" ") else text)
+        i += 1
 
-    bindings = None
-    if bindings_line is not None:
-        bindings = tuple(_parse_binding(path, number, text) for number, text in raw_bindings)
-        if not bindings:
-            raise ShaderError(path, bindings_line, "Bindings block lists no bindings")
-        _check_unique(path, bindings)
+    sets = _binding_sets(path, groups, notes)
     if entries:
         for d in entry_dispatch:
             for name in d.entries:
                 if name not in entries:
-                    raise ShaderError(
-                        path, d.line, f"Dispatch names entry `{name}`, which `slang-entries` does not list"
+                    notes.append(
+                        Note(d.line, f"Dispatch names entry `{name}`, which `slang-entries` does not list")
                     )
+    first = sets[0] if sets else None
     return Contract(
         path=path,
         entries=tuple(entries),
         entries_line=entries_line,
         prose=_tidy_prose(prose),
-        bindings=bindings,
-        bindings_line=bindings_line,
+        bindings=first.bindings if first else None,
+        bindings_line=first.line if first else None,
         dispatch=dispatch,
         entry_dispatch=tuple(entry_dispatch),
+        notes=tuple(notes),
+        binding_sets=tuple(sets),
     )
 
 
-def _collect_bindings(lines: list[tuple[int, str]], i: int, out: list[tuple[int, str]]) -> int:
-    """Gather binding lines (joining indented continuations) until the block ends."""
+def _entry_names(text: str, number: int, notes: list[Note], entries: list[str]) -> bool:
+    """Add the names of an entries line; False if the line is prose that only starts like one."""
+    names = [n for n in re.split(r"[\s,]+", text.strip().strip(".")) if n and n.lower() != "and"]
+    names = [n.strip("`") for n in names]
+    if not names or (len(names) > 6 and not all(n.isidentifier() for n in names)):
+        return False
+    for name in names:
+        if why := check_identifier(name):
+            notes.append(Note(number, f"entry point {why}; it is left out"))
+        elif name not in entries:
+            entries.append(name)
+    return True
+
+
+def _backend(text: str) -> str:
+    m = _BACKEND.search(text or "")
+    return m.group(1) if m else ""
+
+
+def _evidence(ref: dialect.BindingRef) -> bool:
+    """Whether a binding line outside any header reads as one rather than as prose."""
+    rest = ref.rest
+    typed = any(dialect.dtype_word(w) for w in rest.split()[:4])
+    try:
+        shaped = dialect.looks_like_params(rest) or dialect.find_shape(rest) is not None
+    except Unreadable:
+        shaped = True
+    accessed = dialect.find_access(rest) is not None
+    return (ref.strong and (typed or shaped or accessed)) or (typed and (shaped or accessed))
+
+
+def _continued(lines: list[tuple[int, str]], i: int) -> tuple[str, int]:
+    """A binding line joined with the lines that continue it (more indented, no new binding)."""
+    number, text = lines[i]
+    indent = len(text) - len(text.lstrip())
+    joined = text.strip()
+    i += 1
     while i < len(lines):
-        number, text = lines[i]
-        if not text.strip():
-            if out:
-                return i
-        elif _BINDING.match(text):
-            out.append((number, text.strip()))
-        elif out and text[:1].isspace() and not _DISPATCH_HEAD.match(text):
-            prev_number, prev = out[-1]
-            out[-1] = (prev_number, f"{prev} {text.strip()}")
-        else:
-            return i
+        n2, t2 = lines[i]
+        deeper = len(t2) - len(t2.lstrip()) > indent
+        if n2 != number + 1 or not t2.strip() or not deeper:
+            break
+        if _DISPATCH_HEAD.match(t2) or _HEADER.match(t2):
+            break
+        ref = dialect.binding_ref(t2)
+        if ref is not None and not re.match(r"^\s*\[\s*\d+\s*\]\s*[=:]\s*\(", t2):
+            break
+        joined = f"{joined} {t2.strip()}"
+        number = n2
         i += 1
-    return i
+    return joined, i
 
 
-def _parse_binding(path: str, number: int, text: str) -> BindingDoc:
-    m = _BINDING.match(text)
-    assert m is not None
-    reg_text = m.group("reg")
-    register: Literal["t", "u", "b"] | None = None
-    if reg_text:
-        lowered = reg_text.lower()
-        assert lowered in ("t", "u", "b")
-        register = lowered  # type: ignore[assignment]
-    index = int(m.group("idx") or m.group("idx2"))
-    name = m.group("name")
-    if why := check_identifier(name):
-        raise ShaderError(path, number, f"binding name {why}")
-    rest = m.group("rest").strip()
-
-    if rest.startswith("(") or re.match(r"\w+\s*\[\s*\d+\s*\]\s*=\s*\(", rest):
-        fields, doc = _parse_params(path, number, name, rest)
-        return BindingDoc(number, register, index, name, "params", None, None, fields, doc)
-
-    dm = _DATA.match(rest)
-    if not dm or dm.group("dtype").lower() not in DTYPES:
-        got = dm.group("dtype") if dm else rest
-        raise ShaderError(
-            path,
-            number,
-            f"binding `{name}`: expected a dtype ({' '.join(DTYPES)}) or a params tuple "
-            f"`(a, b, ...)`, got `{got}`",
-        )
-    shape: tuple[Expr, ...] | None = None
-    flat = (dm.group("shape") or "").lstrip("` ").startswith("flat")
-    if dm.group("shape"):
-        dims = []
-        for dim_text in _DIM.findall(dm.group("shape")):
+def _binding_sets(path: str, groups: list[_Group], notes: list[Note]) -> list[BindingSet]:
+    """Read each group's lines; groups for one backend (or none) with disjoint bindings merge."""
+    sets: list[BindingSet] = []
+    for g in groups:
+        docs: list[BindingDoc] = []
+        unread: list[int] = []
+        for number, text in g.raw:
+            ref = dialect.binding_ref(text)
+            assert ref is not None
             try:
-                dims.append(parse_expr(dim_text))
-            except ExprError as e:
-                raise ShaderError(path, number, f"binding `{name}` shape: {e}") from None
-        shape = tuple(dims)
-        if flat and len(dims) != 1:
-            raise ShaderError(
-                path, number, f"binding `{name}`: `flat[...]` takes one size (the total element count)"
+                docs.append(_read_binding(ref, number))
+            except Unreadable as e:
+                unread.append(ref.index)
+                notes.append(
+                    Note(
+                        number,
+                        f"binding {ref.index} (`{ref.name}`): {e}; "
+                        "the wrapper takes it as reflection describes it",
+                    )
+                )
+        if not docs and not unread:
+            continue
+        prev = sets[-1] if sets else None
+        if (
+            prev is not None
+            and prev.label == g.label
+            and not {d.name for d in prev.bindings} & {d.name for d in docs}
+            and not {(d.set or 0, d.index) for d in prev.bindings} & {(d.set or 0, d.index) for d in docs}
+        ):
+            sets[-1] = BindingSet(
+                prev.label, prev.line, prev.bindings + tuple(docs), prev.unread + tuple(unread)
             )
+        else:
+            sets.append(BindingSet(g.label, g.line, tuple(docs), tuple(unread)))
+    return [_unique(s, notes) for s in sets]
+
+
+def _unique(s: BindingSet, notes: list[Note]) -> BindingSet:
+    kept: list[BindingDoc] = []
+    for b in s.bindings:
+        same = next(
+            (k for k in kept if (k.set or 0, k.index) == (b.set or 0, b.index) or k.name == b.name), None
+        )
+        if same is not None:
+            what = f"binding {b.index}" if same.index == b.index else f"the name `{b.name}`"
+            notes.append(
+                Note(b.line, f"{what} is already documented at line {same.line}; this line is ignored")
+            )
+            continue
+        kept.append(b)
+    return BindingSet(s.label, s.line, tuple(kept), s.unread)
+
+
+def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
+    if why := check_identifier(ref.name):
+        raise Unreadable(f"the name {why}")
+    rest = ref.rest
+    found = dialect.find_access(rest)
+    access = found[0] if found else None
+    body = rest
+    if found and found[1][0] < 3:  # a leading access word: drop it before reading the rest
+        body = rest[found[1][1] :].lstrip(" ,:;")
+    if dialect.bare_field_list(ref.name, body):
+        body = f"({body.split('  ')[0].rstrip('. ')})  {''.join(body.split('  ')[1:])}"
+    if dialect.looks_like_params(body):
+        params = dialect.read_params(body)
+        fields = _fields(params)
+        return BindingDoc(
+            number,
+            ref.register,
+            ref.index,
+            ref.name,
+            "params",
+            None,
+            None,
+            fields,
+            params.doc,
+            set=ref.set,
+            access=access,
+        )
+    shape = dialect.find_shape(rest)
+    dtype, quantised = _dtype(rest, shape)
+    if shape is None and dtype is None and body.lstrip().startswith("("):
+        raise Unreadable(f"cannot read `{body.strip()}` as a params tuple or a dtype and shape")
+    doc = rest
+    if shape is not None:
+        doc = rest[: shape.span[0]] + " " + rest[shape.span[1] :]
+    doc = re.sub(r"\s+", " ", doc).strip(" ,;:-")
+    # The dtype and access words that open the line are read above; the rest is its description.
+    while (first := re.match(r"^([\w`-]+)[\s,;:]*", doc)) and (
+        dialect.dtype_word(first.group(1)) or first.group(1).strip("`").lower() in _LEADING_WORDS
+    ):
+        doc = doc[first.end() :]
+    doc = re.sub(r"^\(\s*\w*\s*\)\s*", "", doc).strip()
+    if quantised:
+        shape = None  # counted in blocks, not in the bytes the buffer holds
     return BindingDoc(
         number,
-        register,
-        index,
-        name,
+        ref.register,
+        ref.index,
+        ref.name,
         "data",
-        dm.group("dtype").lower(),
-        shape,
+        dtype,
+        shape.dims if shape else None,
         (),
-        dm.group("doc").strip(),
-        flat,
+        doc,
+        flat=bool(shape and shape.flat),
+        set=ref.set,
+        access=access,
+        quantised=quantised,
     )
 
 
-def _parse_params(path: str, number: int, name: str, rest: str) -> tuple[tuple[ParamsField, ...], str]:
-    """Fields of ``(a, b)`` or of ``p[0] = (a, b, c, d), p[1] = (e, _)``, then the free text."""
-    groups: list[tuple[int | None, str]] = []
-    pos = 0
-    while m := _PARAMS_GROUP.match(rest, pos):
-        if m.end() == pos:
-            break
-        elem = m.group("elem")
-        if groups and (elem is None or groups[0][0] is None):
-            raise ShaderError(
-                path, number, f"params binding `{name}`: write several tuples as `p[0] = (...), p[1] = (...)`"
-            )
-        groups.append((int(elem) if elem is not None else None, m.group("fields")))
-        pos = m.end()
-    if not groups:
-        raise ShaderError(
-            path,
-            number,
-            f"binding `{name}`: expected a dtype ({' '.join(DTYPES)}) or a params tuple "
-            f"`(a, b, ...)`, got `{rest}`",
-        )
-    doc = rest[pos:].strip()
-    per_element = len(groups) > 1 or (groups[0][0] or 0) > 0
-    seen_elements: set[int] = set()
+_LEADING_WORDS = frozenset(
+    {"read", "ro", "read-only", "readonly", "write", "out", "rw", "read-write", "inout", "blocks"}
+)
+_AMBIGUOUS = frozenset(
+    {"long", "short", "single", "half", "char", "unsigned", "double", "int", "float", "byte", "bytes"}
+)
+
+
+def _dtype(rest: str, shape: dialect.Shape | None) -> tuple[str | None, bool]:
+    """The dtype a binding line names: near its start, or right before or after its shape."""
+    words = [(m.start(), m.group()) for m in re.finditer(r"[\w`]+", rest)]
+    if shape is not None:
+        before = [w for w in words if w[0] < shape.span[0]]
+        after = [w for w in words if w[0] >= shape.span[1]][:2]
+        candidates = before[-3:] + before[:3] + after
+    else:
+        candidates = words[:4]
+    for k, (_, w) in enumerate(dict.fromkeys(candidates)):
+        found = dialect.dtype_word(w)
+        if found is None:
+            continue
+        if w.lower().strip("`") in _AMBIGUOUS and k > 1 and shape is None:
+            continue
+        if found[1]:
+            # Quantised blocks `as u32 words`: the caller passes what the line says they are held in.
+            held = re.search(r"\b(?:as|in)\s+(\w+)\s+(?:words|elements|values)\b", rest)
+            word = dialect.dtype_word(held.group(1)) if held else None
+            if word is not None and not word[1]:
+                return word[0], True
+        return found
+    return None, False
+
+
+def _fields(params: dialect.ParamsDoc) -> tuple[ParamsField, ...]:
     fields: list[ParamsField] = []
     seen: set[str] = set()
-    for elem, text in groups:
-        if elem is not None:
-            if elem in seen_elements:
-                raise ShaderError(path, number, f"params binding `{name}`: element [{elem}] is listed twice")
-            seen_elements.add(elem)
-        for slot, raw in enumerate(text.split(",")):
-            field = raw.strip()
-            element = elem if per_element else None
-            if field == "_":
-                fields.append(ParamsField(slot, None, False, element))
-                continue
-            is_bits = field.endswith("_bits") and len(field) > len("_bits")
-            py_name = field[: -len("_bits")] if is_bits else field
-            if why := check_identifier(py_name):
-                raise ShaderError(path, number, f"params field {why}")
-            if py_name in seen:
-                raise ShaderError(path, number, f"params field `{py_name}` appears twice")
-            seen.add(py_name)
-            fields.append(ParamsField(slot, py_name, is_bits, element))
-    if not fields or all(f.name is None for f in fields):
-        raise ShaderError(path, number, f"params binding `{name}` names no fields")
-    return tuple(fields), doc
+    for element, docs in params.elements:
+        for slot, f in enumerate(docs):
+            if f.name is not None:
+                if f.name in seen:
+                    raise Unreadable(f"params field `{f.name}` appears twice")
+                seen.add(f.name)
+            fields.append(
+                ParamsField(
+                    slot,
+                    f.name,
+                    f.is_bits,
+                    element if params.per_element else None,
+                    f.literal,
+                    f.derived,
+                    f.declared,
+                )
+            )
+    if all(f.name is None and f.literal is None for f in fields):
+        raise Unreadable("the params tuple names no fields")
+    return tuple(fields)
 
 
-def _parse_dispatch(path: str, lines: list[tuple[int, str]], i: int) -> tuple[DispatchDoc, int]:
-    number = lines[i][0]
-    joined = lines[i][1].strip()
-    # A Dispatch line may wrap: join up to two following lines until it reads as a whole.
-    for extra in range(3):
-        m = _DISPATCH.match(joined)
-        if m:
-            try:
-                grid = parse_grid(m.group("grid"))
-            except ExprError as e:
-                raise ShaderError(path, number, f"Dispatch grid: {e}") from None
-            group = int(m.group("n"))
-            if group < 1:
-                raise ShaderError(path, number, "Dispatch group size must be at least 1")
-            qualifier = next((q for q in m.group("q1", "q2", "q3") if q is not None), None)
-            entries = _qualifier(path, number, qualifier)
-            if entries:
-                # Read the same as an unqualified line in the entry's docstring.
-                joined = "Dispatch:" + joined.split(":", 1)[1]
-            return DispatchDoc(number, joined, grid, group, entries), i + 1 + extra
-        nxt = i + 1 + extra
-        if nxt >= len(lines) or not lines[nxt][1].strip() or lines[nxt][0] != number + 1 + extra:
+def _read_dispatch(lines: list[tuple[int, str]], i: int, notes: list[Note]) -> tuple[DispatchDoc | None, int]:
+    """Read a Dispatch line, joining the lines it wraps onto while that helps."""
+    number, text = lines[i]
+    m = _DISPATCH_HEAD.match(text)
+    assert m is not None
+    qualifier = next((q for q in m.group("q1", "q2", "q3") if q is not None), None)
+    entries = _qualifier(qualifier)
+    if entries is None:
+        notes.append(Note(number, f"cannot read which entries `{text.strip()}` is for; the line is ignored"))
+        return None, i + 1
+    body = m.group("rest").strip()
+    parts = [body]
+    j = i + 1
+    while j < len(lines) and j < i + 3 and lines[j][0] == lines[j - 1][0] + 1 and lines[j][1].strip():
+        nxt = lines[j][1]
+        if _DISPATCH_HEAD.match(nxt) or _HEADER.match(nxt) or dialect.binding_ref(nxt) or _ENTRIES.match(nxt):
             break
-        joined = f"{joined} {lines[nxt][1].strip()}"
-    raise ShaderError(
-        path,
-        number,
-        "cannot read the Dispatch line; expected `Dispatch: (X, Y, Z) threadgroups of N`",
-    )
+        parts.append(nxt.strip())
+        j += 1
+    best: tuple[dialect.GridDoc, int] | None = None
+    error: Unreadable | None = None
+    for k in range(1, len(parts) + 1):
+        try:
+            g = dialect.read_dispatch(" ".join(parts[:k]))
+        except Unreadable as e:
+            error = error or e
+            continue
+        if best is None or (best[0].group_size is None and g.group_size is not None):
+            best = (g, k)
+        if g.group_size is not None:
+            break
+    if best is None:
+        assert error is not None
+        notes.append(Note(number, f"{error}; wrappers of this kernel take `grid=(x, y, z)` instead"))
+        return None, i + 1
+    g, k = best
+    shown = " ".join(parts[:k])
+    return DispatchDoc(number, f"Dispatch: {shown}", g.grid, g.group_size, entries), i + k
 
 
-def _qualifier(path: str, number: int, text: str | None) -> tuple[str, ...]:
+def _qualifier(text: str | None) -> tuple[str, ...] | None:
     if text is None:
         return ()
-    names = [n for n in re.split(r"[\s,]+", text.strip()) if n and n.lower() != "and"]
-    if not names:
-        raise ShaderError(path, number, "Dispatch (...) names no entry point")
-    for n in names:
-        if why := check_identifier(n):
-            raise ShaderError(path, number, f"Dispatch entry {why}")
+    if "," not in text and len(text.split()) >= 3:
+        return ()  # `Dispatch (one thread per element): ...`: a remark, not entry names
+    names = [
+        n.strip("`")
+        for n in re.split(r"[\s,]+", text.strip())
+        if n and n.lower() not in ("and", "entry", "entries")
+    ]
+    if not names or any(check_identifier(n) for n in names):
+        return None
     return tuple(dict.fromkeys(names))
-
-
-def _check_unique(path: str, bindings: tuple[BindingDoc, ...]) -> None:
-    by_index: dict[int, BindingDoc] = {}
-    names: dict[str, BindingDoc] = {}
-    for b in bindings:
-        if b.index in by_index:
-            raise ShaderError(
-                path, b.line, f"binding {b.index} already listed at line {by_index[b.index].line}"
-            )
-        if b.name in names:
-            raise ShaderError(
-                path, b.line, f"binding name `{b.name}` already used at line {names[b.name].line}"
-            )
-        by_index[b.index] = b
-        names[b.name] = b
 
 
 def _tidy_prose(lines: list[str]) -> str:

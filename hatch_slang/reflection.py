@@ -59,6 +59,11 @@ class ReflectedBinding:
     scalars: tuple[Scalar, ...]  # the element flattened; empty when unknown (byte-address buffers)
     element_size: int  # bytes per element (the stride); 0 when unknown
     aliases: tuple[ReflectedBinding, ...] = ()  # other variables bound to the same index
+    set: int = 0  # the descriptor set (Slang's `space`)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.set, self.index)
 
     @property
     def scalar_type(self) -> str | None:
@@ -75,18 +80,18 @@ class ReflectedBinding:
 
 def _merge(found: list[ReflectedBinding]) -> tuple[ReflectedBinding, ...]:
     """One binding per index; aliases of an index fold into the first variable declared there."""
-    by_index: dict[int, ReflectedBinding] = {}
+    by_index: dict[tuple[int, int], ReflectedBinding] = {}
     for b in found:
-        first = by_index.get(b.index)
+        first = by_index.get(b.key)
         if first is None:
-            by_index[b.index] = b
+            by_index[b.key] = b
             continue
         if first.kind != b.kind:
             raise HatchSlangError(
                 f"`{first.variable}` and `{b.variable}` share binding {b.index} but one is a "
                 f"{first.kind} buffer and the other a {b.kind} buffer"
             )
-        by_index[b.index] = replace(first, writable=first.writable or b.writable, aliases=(*first.aliases, b))
+        by_index[b.key] = replace(first, writable=first.writable or b.writable, aliases=(*first.aliases, b))
     return tuple(by_index[i] for i in sorted(by_index))
 
 
@@ -95,7 +100,7 @@ class ReflectedEntry:
     name: str
     threads: tuple[int, int, int]
     bindings: tuple[ReflectedBinding, ...]  # only those the entry uses, by index
-    used: tuple[int, ...]
+    used: tuple[tuple[int, int], ...]  # (set, binding) of every descriptor the SPIR-V uses
 
 
 def _flatten(t: dict[str, Any], prefix: str, offset: int) -> tuple[list[Scalar], int]:
@@ -139,13 +144,19 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
     b = param.get("binding", {})
     if b.get("kind") != "descriptorTableSlot":
         return None
-    if int(b.get("space", 0)) != 0:
-        raise HatchSlangError(f"`{param['name']}` is in descriptor set {b['space']}; only set 0 is supported")
+    space = int(b.get("space", 0))
     t = param["type"]
     if t.get("kind") == "constantBuffer":
         scalars, size = _flatten(t["elementType"], "", 0)
         return ReflectedBinding(
-            int(b["index"]), param["name"], "uniform", "constantBuffer", False, tuple(scalars), size
+            int(b["index"]),
+            param["name"],
+            "uniform",
+            "constantBuffer",
+            False,
+            tuple(scalars),
+            size,
+            set=space,
         )
     if t.get("kind") != "resource":
         return None
@@ -153,7 +164,9 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
     writable = t.get("access", "read") in ("readWrite", "write", "append", "consume")
     elem = t.get("resultType")
     scalars, size = _flatten(elem, "", 0) if elem else ([], 0)
-    return ReflectedBinding(int(b["index"]), param["name"], "storage", shape, writable, tuple(scalars), size)
+    return ReflectedBinding(
+        int(b["index"]), param["name"], "storage", shape, writable, tuple(scalars), size, set=space
+    )
 
 
 def read_entry(reflection_json: str, entry: str, spirv: bytes) -> ReflectedEntry:
@@ -167,7 +180,7 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes) -> ReflectedEntry
     return ReflectedEntry(
         name=entry,
         threads=(threads + (1, 1, 1))[:3],  # type: ignore[arg-type]
-        bindings=_merge([b for b in all_bindings if b.index in used]),
+        bindings=_merge([b for b in all_bindings if b.key in used]),
         used=tuple(sorted(used)),
     )
 
@@ -181,7 +194,7 @@ def read_all_bindings(reflection_json: str) -> tuple[ReflectedBinding, ...]:
 # --- SPIR-V ---------------------------------------------------------------------------------
 
 _OP_SOURCE, _OP_ENTRY_POINT, _OP_DECORATE = 3, 15, 71
-_DECORATION_BINDING = 33
+_DECORATION_BINDING, _DECORATION_SET = 33, 34
 
 
 def _words(spirv: bytes) -> tuple[int, ...]:
@@ -204,11 +217,12 @@ def _instructions(words: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
         i += count
 
 
-def used_bindings(spirv: bytes) -> set[int]:
-    """Binding numbers of the variables in the (single) entry point's interface."""
+def used_bindings(spirv: bytes) -> set[tuple[int, int]]:
+    """(set, binding) of the variables in the (single) entry point's interface."""
     words = _words(spirv)
     interface: set[int] = set()
     binding_of: dict[int, int] = {}
+    set_of: dict[int, int] = {}
     for i, opcode, count in _instructions(words):
         if opcode == _OP_ENTRY_POINT:
             # operands: model, function id, name (nul-terminated, word padded), interface ids
@@ -218,7 +232,9 @@ def used_bindings(spirv: bytes) -> set[int]:
             interface.update(words[j + 1 : i + count])
         elif opcode == _OP_DECORATE and count >= 4 and words[i + 2] == _DECORATION_BINDING:
             binding_of[words[i + 1]] = words[i + 3]
-    return {binding_of[v] for v in interface if v in binding_of}
+        elif opcode == _OP_DECORATE and count >= 4 and words[i + 2] == _DECORATION_SET:
+            set_of[words[i + 1]] = words[i + 3]
+    return {(set_of.get(v, 0), binding_of[v]) for v in interface if v in binding_of}
 
 
 def normalize_spirv(spirv: bytes) -> bytes:

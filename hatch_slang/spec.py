@@ -9,11 +9,11 @@ line; with ``strict = false`` it becomes a warning and reflection wins where it 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from hatch_slang.compiler import CompileResult
-from hatch_slang.contract import DTYPES, BindingDoc
+from hatch_slang.contract import DTYPES, BindingDoc, BindingSet, DispatchDoc
 from hatch_slang.discover import Shader
 from hatch_slang.errors import BuildErrors, ShaderError
 from hatch_slang.expr import Expr, check_identifier
@@ -32,10 +32,12 @@ _KIND_WORDS = {"t": "read-only storage buffer", "u": "read-write storage buffer"
 
 @dataclass(frozen=True)
 class ParamSlot:
-    name: str
+    name: str  # "" for a literal slot
     scalar: str  # the packed type: u32, i32, f32, ...
     offset: int  # bytes into the params buffer
     as_float: bool  # Python sees a float (f32 fields and `x_bits` fields)
+    literal: int | None = None  # a constant the wrapper writes
+    derived: Expr | None = None  # computed by the wrapper from other sizes
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,11 @@ class BufferSpec:
     params: tuple[ParamSlot, ...] = ()
     params_size: int = 0
     flat: bool = False  # `flat[n]`: any shape, n elements in all
+    set: int = 0  # descriptor set
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.set, self.index)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,9 @@ class EntrySpec:
     inferable: tuple[str, ...]  # dims read off array shapes
     params_required: tuple[str, ...]
     params_optional: tuple[str, ...]  # params that are dims: inferred when omitted
+    grid_only: tuple[str, ...] = ()  # names only the Dispatch line uses: required int arguments
+    params_unread: tuple[str, ...] = ()  # fields this entry's SPIR-V never reads: optional, 0
+    grid_line: int | None = None  # the Dispatch line the grid comes from
 
 
 @dataclass(frozen=True)
@@ -88,25 +98,37 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     warnings: list[str] = []
     if result.warnings.strip():
         warnings.append(result.warnings.strip())
-    reflected_all = {b.index: b for b in read_all_bindings(result.entries[0].reflection)}
+    warnings += [f"{shader.rel}:{n.line}: warning: {n.message}" for n in c.notes]
+    reflected_all = {b.key: b for b in read_all_bindings(result.entries[0].reflection)}
 
-    documented: dict[int, BufferSpec] = {}
-    if c.bindings is None:
+    chosen = _choose_set(c.binding_sets, reflected_all)
+    if len(c.binding_sets) > 1 and chosen is not None:
+        others = ", ".join(f"line {s.line}" for s in c.binding_sets if s is not chosen)
+        label = f"the {chosen.label} binding list" if chosen.label else "the binding list"
         warnings.append(
-            f"{shader.rel}: no Bindings block; wrappers are built from reflection alone "
+            f"{shader.rel}:{chosen.line}: note: {label} matches the compiled code "
+            f"and is used ({others} ignored)"
+        )
+    documented: dict[tuple[int, int], BufferSpec] = {}
+    unread: set[int] = set(chosen.unread) if chosen else set()
+    if chosen is None:
+        warnings.append(
+            f"{shader.rel}: no binding lines; wrappers are built from reflection alone "
             "(argument shapes are not checked and the grid must be passed)"
         )
     else:
-        for doc in c.bindings:
-            r = reflected_all.get(doc.index)
+        for doc in chosen.bindings:
+            r = _lookup(doc, reflected_all)
             if r is None:
+                where = f"set {doc.set}, binding {doc.index}" if doc.set else f"binding {doc.index}"
+                have = sorted(f"{k[1]}" if not k[0] else f"set {k[0]} binding {k[1]}" for k in reflected_all)
                 problem(
                     doc.line,
-                    f"binding {doc.index} (`{doc.name}`) is not a binding of the shader "
-                    f"(it has {sorted(reflected_all) or 'none'})",
+                    f"{where} (`{doc.name}`) is not a binding of the shader "
+                    f"(it has {', '.join(have) or 'none'})",
                 )
                 continue
-            documented[doc.index] = _from_doc(doc, r, problem)
+            documented[r.key] = _from_doc(doc, r, problem)
 
     compiled_names = {e.name for e in result.entries}
     for d in c.entry_dispatch:
@@ -123,23 +145,78 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
         refl = read_entry(compiled.reflection, compiled.name, compiled.spirv)
         buffers = []
         for r in refl.bindings:
-            if r.index in documented:
-                buffers.append(documented[r.index])
+            if r.key in documented:
+                buffers.append(documented[r.key])
                 continue
-            if c.bindings is not None:
+            if chosen is not None and r.index not in unread:
                 problem(
-                    c.bindings_line,
+                    chosen.line,
                     f"binding {r.index} (`{r.variable}`) is used by entry "
-                    f"`{refl.name}` but missing from the Bindings block",
+                    f"`{refl.name}` but missing from the binding lines",
                 )
             buffers.append(_from_reflection(r))
-        entries.append(_entry(shader, refl, tuple(buffers), spirv, problem))
+        entries.append(
+            _entry(shader, refl, tuple(buffers), spirv, c.dispatch_for(refl.name), problem, warnings)
+        )
 
     if problems:
         if strict:
             raise problems[0] if len(problems) == 1 else BuildErrors(list(problems))
         warnings += [str(p) for p in problems]
     return ShaderSpec(shader, tuple(entries), result.dependencies, tuple(warnings))
+
+
+def _choose_set(
+    sets: tuple[BindingSet, ...], reflected: dict[tuple[int, int], ReflectedBinding]
+) -> BindingSet | None:
+    """The documented set that matches the compiled code best (several backends, one SPIR-V)."""
+    if not sets:
+        return None
+
+    def score(s: BindingSet) -> tuple[int, int, int]:
+        hits = [(d, _lookup(d, reflected)) for d in s.bindings]
+        found = [(d, r) for d, r in hits if r is not None]
+        agree = sum(_kind_matches(d, r) + _dtype_matches(d, r) for d, r in found)
+        names = sum(d.name == r.variable for d, r in found)
+        return (len(found) - (len(hits) - len(found)), agree, names)
+
+    return max(sets, key=score)  # the first of equals
+
+
+def _kind_matches(doc: BindingDoc, r: ReflectedBinding) -> bool:
+    if doc.register is not None:
+        return doc.register == ("b" if r.kind == "uniform" else "u" if r.writable else "t")
+    return doc.role == "params" or r.kind == "storage"
+
+
+def _dtype_matches(doc: BindingDoc, r: ReflectedBinding) -> bool:
+    if doc.role == "params":
+        return r.kind == "uniform" or bool(r.scalars)
+    held = r.scalar_types
+    return (
+        doc.dtype is None or not held or doc.dtype in held or bool(held & _REINTERPRET.get(doc.dtype, set()))
+    )
+
+
+def _lookup(doc: BindingDoc, reflected: dict[tuple[int, int], ReflectedBinding]) -> ReflectedBinding | None:
+    """The reflected binding a documented one is: by set and index; by index alone if unique."""
+    if doc.set is not None:
+        return reflected.get((doc.set, doc.index))
+    if (0, doc.index) in reflected:
+        return reflected[(0, doc.index)]
+    found = [r for k, r in reflected.items() if k[1] == doc.index]
+    return found[0] if len(found) == 1 else None
+
+
+_WORDS = {"read": "read-only", "write": "written", "readwrite": "read and written"}
+# A comment dtype that differs from the element type but is the same memory read another way:
+# bytes of any integer buffer (quantised blocks), f32 or packed f16 bits in 32-bit integers.
+_REINTERPRET = {
+    "u8": {"u32", "i32", "u16", "i16", "u64", "i64"},
+    "i8": {"u32", "i32"},
+    "f32": {"u32", "i32"},
+    "f16": {"u32"},
+}
 
 
 def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> BufferSpec:
@@ -153,27 +230,36 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
                 f"({_KIND_WORDS[doc.register]}) but the shader's `{r.variable}` is a "
                 f"{_KIND_WORDS[actual]}; write `{actual}{doc.index}`",
             )
+    elif doc.access is not None and doc.role == "data" and (doc.access == "read") == r.writable:
+        problem(
+            doc.line,
+            f"binding `{doc.name}` is documented as {_WORDS[doc.access]} but the shader's "
+            f"`{r.variable}` is a {'read-write' if r.writable else 'read-only'} buffer",
+        )
     if doc.role == "data":
-        assert doc.dtype is not None
         held = r.scalar_types
-        if held and doc.dtype not in held:
+        dtype = doc.dtype
+        if dtype is None:
+            dtype = r.scalar_type if r.scalar_type in DTYPES and r.kind == "storage" else None
+        elif held and dtype not in held and not (held & _REINTERPRET.get(dtype, set())):
             views = " / ".join(sorted(held))
             problem(
                 doc.line,
-                f"binding `{doc.name}` is declared {doc.dtype} but the shader's `{r.variable}` holds {views}",
+                f"binding `{doc.name}` is declared {dtype} but the shader's `{r.variable}` holds {views}",
             )
         return BufferSpec(
-            doc.index,
+            r.index,
             doc.name,
             "data",
             kind,
             writable,
-            doc.dtype,
+            dtype,
             doc.shape,
-            True,
+            doc.shape is not None,
             doc.doc,
             doc.line,
             flat=doc.flat,
+            set=r.set,
         )
 
     slots: list[ParamSlot] = []
@@ -201,14 +287,14 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
         problem(
             doc.line,
             f"params binding `{doc.name}` lists {n_fields} fields but the shader's "
-            f"`{r.variable}` holds {per_element}",
+            f"`{r.variable}` holds only {per_element}",
         )
     elif len(r.scalars) > 1 and len({s.scalar for s in r.scalars}) > 1 and n_fields > per_element:
         # A struct of mixed types cannot be continued into a second element by position.
         problem(
             doc.line,
             f"params binding `{doc.name}` lists {n_fields} fields but one element of "
-            f"`{r.variable}` holds {per_element}; write `{doc.name}[1] = (...)` for the next element",
+            f"`{r.variable}` (a struct) holds only {per_element}",
         )
     stride = r.element_size or 4
     size = 0
@@ -222,16 +308,34 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
         scalar = sc.scalar if sc else "u32"
         offset = element * stride + (sc.offset if sc else 4 * k)
         size = max(size, offset + scalar_size(scalar))
+        if f.literal is not None:
+            slots.append(ParamSlot("", scalar, offset, scalar in ("f32", "f16", "f64"), literal=f.literal))
+            continue
         if f.name is None:
             continue
-        if f.is_bits and scalar not in ("u32", "i32", "f32"):
-            problem(doc.line, f"params field `{f.name}_bits` needs a 32-bit slot, not {scalar}")
-        as_float = f.is_bits or scalar in ("f32", "f16", "f64")
-        slots.append(ParamSlot(f.name, "f32" if f.is_bits else scalar, offset, as_float))
+        is_bits = f.is_bits or (f.declared in ("f32", "f16") and scalar in ("u32", "i32"))
+        if is_bits and scalar not in ("u32", "i32", "f32"):
+            problem(
+                doc.line, f"params field `{f.name}` holds f32 bits, which need a 32-bit slot, not {scalar}"
+            )
+        as_float = is_bits or scalar in ("f32", "f16", "f64")
+        slots.append(ParamSlot(f.name, "f32" if is_bits else scalar, offset, as_float, derived=f.derived))
     size = max(size, stride * elements)
     size = -(-size // 16) * 16
     return BufferSpec(
-        doc.index, doc.name, "params", kind, writable, None, None, True, doc.doc, doc.line, tuple(slots), size
+        r.index,
+        doc.name,
+        "params",
+        kind,
+        writable,
+        None,
+        None,
+        True,
+        doc.doc,
+        doc.line,
+        tuple(slots),
+        size,
+        set=r.set,
     )
 
 
@@ -249,6 +353,7 @@ def _from_reflection(r: ReflectedBinding) -> BufferSpec:
         False,
         f"`{r.variable}` (from reflection)",
         None,
+        set=r.set,
     )
 
 
@@ -257,13 +362,17 @@ def _entry(
     refl: ReflectedEntry,
     buffers: tuple[BufferSpec, ...],
     spirv: bytes,
+    d: DispatchDoc | None,
     problem: _Problem,
+    warnings: list[str],
 ) -> EntrySpec:
     c = shader.contract
     data_names = {b.name for b in buffers if b.role == "data"}
     fields: dict[str, ParamSlot] = {}
     for b in buffers:
         for p in b.params:
+            if not p.name:
+                continue
             if p.name in data_names or p.name in fields:
                 raise ShaderError(shader.rel, b.line, f"name `{p.name}` is used twice in entry `{refl.name}`")
             fields[p.name] = p
@@ -280,46 +389,59 @@ def _entry(
                     )
                 inferable.append(dim.names[0])
     known = set(inferable) | set(fields)
-    for b in buffers:
-        for dim in b.shape or ():
-            for name in dim.names:
-                if name not in known:
-                    raise ShaderError(
-                        shader.rel,
-                        b.line,
-                        f"shape of `{b.name}` uses `{name}`, which no "
-                        "params field or bare dimension of another binding defines",
-                    )
+    derived = {p.name for p in fields.values() if p.derived is not None}
+    grid_only: list[str] = []
     grid = None
-    d = c.dispatch_for(refl.name)
     if d is not None:
         for e in d.grid:
             for name in e.names:
-                if name not in known:
-                    raise ShaderError(
-                        shader.rel,
-                        d.line,
-                        f"Dispatch uses `{name}`, which is neither a "
-                        f"params field nor a dimension of a binding used by `{refl.name}`",
-                    )
-        total = refl.threads[0] * refl.threads[1] * refl.threads[2]
-        if d.group_size != total:
-            problem(
-                d.line,
-                f"Dispatch says groups of {d.group_size} but entry `{refl.name}` has "
-                f"[numthreads({', '.join(map(str, refl.threads))})] = {total} threads",
-            )
+                if name not in known and name not in grid_only:
+                    if name in data_names:
+                        raise ShaderError(
+                            shader.rel, d.line, f"Dispatch uses `{name}`, which is an array argument"
+                        )
+                    grid_only.append(name)
+        if d.group_size is not None:
+            total = refl.threads[0] * refl.threads[1] * refl.threads[2]
+            if d.group_size != total:
+                problem(
+                    d.line,
+                    f"Dispatch says groups of {d.group_size} but entry `{refl.name}` has "
+                    f"[numthreads({', '.join(map(str, refl.threads))})] = {total} threads",
+                )
         grid = d.grid
-    required = tuple(n for n in fields if n not in inferable)
-    optional = tuple(n for n in fields if n in inferable)
+    sizes = known | set(grid_only)
+    for p in fields.values():
+        for name in p.derived.names if p.derived else ():
+            if name not in sizes or name in derived:
+                raise ShaderError(
+                    shader.rel,
+                    next(b.line for b in buffers if p in b.params),
+                    f"params field `{p.name}` is computed from `{name}`, which no array, params "
+                    "field or Dispatch size of this entry defines",
+                )
+    checked: list[BufferSpec] = []
+    for b in buffers:
+        unknown = [n for dim in b.shape or () for n in dim.names if n not in sizes]
+        if unknown:
+            warnings.append(
+                f"{shader.rel}:{b.line}: warning: the shape of `{b.name}` uses `{unknown[0]}`, which no "
+                "params field or bare dimension defines; its shape is not checked"
+            )
+            b = replace(b, shape=None, shape_checked=False)
+        checked.append(b)
+    required = tuple(n for n in fields if n not in inferable and n not in derived)
+    optional = tuple(n for n in fields if n in inferable and n not in derived)
     return EntrySpec(
         refl.name,
         refl.threads,
-        buffers,
+        tuple(checked),
         spirv,
         grid,
         d.text if d else None,
         tuple(inferable),
         required,
         optional,
+        grid_only=tuple(grid_only),
+        grid_line=d.line if d else None,
     )
