@@ -168,7 +168,7 @@ class Profile:
 class Program:
     """A command buffer holding a recorded batch, kept for replay (like a CUDA graph)."""
 
-    __slots__ = ("cb", "command_buffers", "pool", "serial")
+    __slots__ = ("cb", "command_buffers", "pool", "serial", "sets")
 
     def __init__(self, core: Core) -> None:
         vk = _vk.vk()
@@ -177,6 +177,7 @@ class Program:
         )
         self.cb: Any = self.command_buffers[0]
         self.serial = 0
+        self.sets: list[tuple[Any, Any]] = []  # descriptor sets its recording binds
 
 
 class Programs:
@@ -214,10 +215,12 @@ class Programs:
                     # Re-recording needs it idle.
                     core.queue.wait(program.serial, "a recorded batch")
                     _vk.check(lib.vkResetCommandBuffer(program.cb, 0), "resetting a command buffer")
+                    if program.sets and core.descriptors is not None:
+                        core.descriptors.free(program.sets)
                 else:
                     program = Program(core)
                 _vk.check(lib.vkBeginCommandBuffer(program.cb, self._begin), "recording a batch")
-                record_ops(core, program.cb, ops, templates, None)
+                record_ops(core, program.cb, ops, templates, None, program.sets)
                 core.barrier_after_compute(program.cb)
                 _vk.check(lib.vkEndCommandBuffer(program.cb), "recording a batch")
                 self._items[key] = program
@@ -235,8 +238,79 @@ class Programs:
 
 
 # One recorded dispatch: kernel state, buffers, descriptor ranges (None: the tensors' sizes),
-# grid, and the profiles that time it (with the kernel's name).
-_Op = tuple[Any, list["Allocation"], "list[int] | None", tuple[int, int, int], tuple["Profile", ...]]
+# grid, the profiles that time it (with the kernel's name), push constants (None: none) and the
+# allocations it reaches through device addresses (None: none).
+_Op = tuple[
+    Any,
+    list["Allocation"],
+    "list[int] | None",
+    tuple[int, int, int],
+    tuple["Profile", ...],
+    "bytes | None",
+    "list[Allocation] | None",
+]
+
+
+def push_constants(state: Any, cb: Any, data: bytes) -> None:
+    """Record ``vkCmdPushConstants`` of ``data`` (already padded to the kernel's range)."""
+    vk = _vk.vk()
+    vk.lib.vkCmdPushConstants(
+        cb, state.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(data), vk.ffi.from_buffer(data)
+    )
+
+
+def bind_extra_sets(
+    state: Any,
+    cb: Any,
+    allocs: list[Allocation],
+    ranges: list[int],
+    owned: list[tuple[Any, Any]],
+    cache: dict[Any, Any] | None,
+) -> None:
+    """Bind the kernel's descriptor sets other than its push-descriptor set.
+
+    Each is allocated and written for this recording (or found in ``cache``, the sets this
+    recording already wrote) and appended to ``owned``, which the command buffer's owner frees
+    when it is re-recorded or its work is done.
+    """
+    vk = _vk.vk()
+    ffi = vk.ffi
+    lib = vk.lib
+    core = state.core
+    descriptors = core.descriptors
+    for s, first, end, layout, binding_numbers, types in state.extra_sets:
+        key = (
+            id(layout),
+            *[
+                (a.block.serial, a.offset, bind_range(a, ranges[i]))
+                for i, a in enumerate(allocs[first:end], first)
+            ],
+        )
+        ds = cache.get(key) if cache is not None else None
+        if ds is None:
+            pool, ds = descriptors.allocate(layout, f"kernel {state.name!r}")
+            owned.append((pool, ds))
+            n = end - first
+            infos = ffi.new("VkDescriptorBufferInfo[]", n)
+            writes = ffi.new("VkWriteDescriptorSet[]", n)
+            for j in range(n):
+                a = allocs[first + j]
+                infos[j].buffer = a.buffer
+                infos[j].offset = a.offset
+                infos[j].range = bind_range(a, ranges[first + j])
+                w = writes[j]
+                w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+                w.dstSet = ds
+                w.dstBinding = binding_numbers[j]
+                w.descriptorCount = 1
+                w.descriptorType = types[j]
+                w.pBufferInfo = infos + j
+            lib.vkUpdateDescriptorSets(core.handle, n, writes, 0, ffi.NULL)
+            if cache is not None:
+                cache[key] = ds
+        lib.vkCmdBindDescriptorSets(
+            cb, 1, state.pipeline.layout, s, 1, ffi.new("VkDescriptorSet[1]", [ds]), 0, ffi.NULL
+        )  # VK_PIPELINE_BIND_POINT_COMPUTE
 
 
 def _template(state: Any, templates: dict[int, Any]) -> Any:
@@ -259,13 +333,22 @@ def _template(state: Any, templates: dict[int, Any]) -> Any:
     return t
 
 
-def record_ops(core: Core, cb: Any, ops: list[_Op], templates: dict[int, Any], timed: Any) -> list[Any]:
+def record_ops(
+    core: Core,
+    cb: Any,
+    ops: list[_Op],
+    templates: dict[int, Any],
+    timed: Any,
+    sets: list[tuple[Any, Any]],
+) -> list[Any]:
     """Record ``ops`` into ``cb`` with the barriers their buffers need.
 
     A barrier goes in only where a dispatch reads or writes a buffer that an earlier dispatch
-    since the last barrier wrote, or writes one that such a dispatch read. ``timed``: a
-    ``(query_pool, first_query)`` to bracket each dispatch with timestamps, else None.
-    Returns the profile entries ``(profiles, name, grid, bytes, query)``.
+    since the last barrier wrote, or writes one that such a dispatch read (buffers reached
+    through device addresses count as written). ``timed``: a ``(query_pool, first_query)`` to
+    bracket each dispatch with timestamps, else None. Descriptor sets allocated for the
+    recording are appended to ``sets``. Returns the profile entries
+    ``(profiles, name, grid, bytes, query)``.
     """
     vk = _vk.vk()
     lib = vk.lib
@@ -275,8 +358,9 @@ def record_ops(core: Core, cb: Any, ops: list[_Op], templates: dict[int, Any], t
     pipeline = None
     bound: Any = None
     entries: list[Any] = []
+    set_cache: dict[Any, Any] = {}
     q = timed[1] if timed is not None else 0
-    for state, allocs, ranges, dims, profiles in ops:
+    for state, allocs, ranges, dims, profiles, push_data, refs in ops:
         writable = state.writable
         need = False
         for a, w in zip(allocs, writable):
@@ -284,12 +368,16 @@ def record_ops(core: Core, cb: Any, ops: list[_Op], templates: dict[int, Any], t
             if i in written or (w and i in read):
                 need = True
                 break
+        if refs and not need:
+            need = any(id(a) in written or id(a) in read for a in refs)
         if need:
             core.barrier_between_dispatches(cb)
             written.clear()
             read.clear()
         for a, w in zip(allocs, writable):
             (written if w else read).add(id(a))
+        if refs:
+            written.update(id(a) for a in refs)
         if state.pipeline is not pipeline:
             pipeline = state.pipeline
             lib.vkCmdBindPipeline(cb, 1, pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
@@ -297,14 +385,21 @@ def record_ops(core: Core, cb: Any, ops: list[_Op], templates: dict[int, Any], t
         rs = ranges if ranges is not None else [a.nbytes for a in allocs]
         key = [(a.buffer, a.offset, r) for a, r in zip(allocs, rs)]
         if key != bound and allocs:
-            _, infos, writes = _template(state, templates)
-            for i, a in enumerate(allocs):
-                info = infos[i]
-                info.buffer = a.buffer
-                info.offset = a.offset
-                info.range = bind_range(a, rs[i])
-            push(cb, 1, pipeline.layout, 0, len(allocs), writes)
+            n_push = state.n_push
+            if n_push:
+                _, infos, writes = _template(state, templates)
+                for i in range(n_push):
+                    a = allocs[i]
+                    info = infos[i]
+                    info.buffer = a.buffer
+                    info.offset = a.offset
+                    info.range = bind_range(a, rs[i])
+                push(cb, 1, pipeline.layout, pipeline.push_set, n_push, writes)
+            if state.extra_sets:
+                bind_extra_sets(state, cb, allocs, rs, sets, set_cache)
             bound = key
+        if push_data is not None:
+            push_constants(state, cb, push_data)
         if timed is not None and profiles:
             lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q)
             lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
@@ -340,6 +435,8 @@ class Recorder:
         ranges: list[int] | None,
         dims: tuple[int, int, int],
         profiles: tuple[Profile, ...] = (),
+        push: bytes | None = None,
+        refs: list[Allocation] | None = None,
     ) -> None:
         if ranges is None:
             keys = tuple([a.key for a in allocs])
@@ -347,8 +444,17 @@ class Recorder:
             keys = tuple([(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
         for a in allocs:
             a.last_use = PENDING
-        self.ops.append((state, allocs, ranges, dims, profiles))
-        self.keys.append((id(state.pipeline), state.writable, dims, keys))
+        self.ops.append((state, allocs, ranges, dims, profiles, push, refs))
+        if push is None and refs is None:
+            self.keys.append((id(state.pipeline), state.writable, dims, keys))
+        else:
+            # Replays record their own push constants, and barriers depend on the refs.
+            ref_keys = tuple([a.key for a in refs]) if refs else ()
+            self.keys.append((id(state.pipeline), state.writable, dims, keys, push, ref_keys))
+            if refs:
+                for a in refs:
+                    a.last_use = PENDING
+                self.allocs.extend(refs)
         self.allocs.extend(allocs)
         if profiles:
             self.profiled = True
@@ -390,6 +496,7 @@ class Recorder:
         vk = _vk.vk()
         ffi = vk.ffi
         ctx = core.contexts.begin()
+        sets: list[tuple[Any, Any]] = []
         try:
             need = 2 * len(ops)
             if ctx.queries is None or ctx.query_capacity < need:
@@ -410,13 +517,17 @@ class Recorder:
                 ctx.queries = out[0]
                 ctx.query_capacity = capacity
             vk.lib.vkCmdResetQueryPool(ctx.cb, ctx.queries, 0, need)
-            entries = record_ops(core, ctx.cb, ops, self._templates, (ctx.queries, 0))
+            entries = record_ops(core, ctx.cb, ops, self._templates, (ctx.queries, 0), sets)
             core.barrier_after_compute(ctx.cb)
             _vk.check(vk.lib.vkEndCommandBuffer(ctx.cb), "recording a batch")
             serial = core.queue.submit(ctx.command_buffers, "profiled dispatches")
         except BaseException:
             core.contexts.abandon(ctx)
+            if sets and core.descriptors is not None:
+                core.descriptors.free(sets)
             raise
+        if sets and core.descriptors is not None:
+            core.descriptors.free_after(sets, serial)
         if not entries:
             core.contexts.retire(ctx, serial)
             return serial

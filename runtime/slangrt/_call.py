@@ -149,10 +149,32 @@ def device_params(kernel: Kernel, data: npt.NDArray[np.uint8]) -> Tensor:
     return tensor
 
 
+def _pointer(field: str, value: object) -> int:
+    """The device address a pointer argument packs (its tensor goes to the dispatch's refs)."""
+    if isinstance(value, Tensor):
+        return value.device_address
+    if isinstance(value, np.ndarray):
+        raise TypeError(
+            f"argument `{field}` is a pointer: pointer arguments take a slangrt.Tensor, not a "
+            "numpy.ndarray (e.g. `slangrt.Tensor.from_numpy(a)`)"
+        )
+    raise TypeError(
+        f"argument `{field}` is a pointer: pointer arguments take a slangrt.Tensor, "
+        f"got {type(value).__name__}"
+    )
+
+
 def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> npt.NDArray[np.uint8]:
-    """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero)."""
+    """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero).
+
+    Scalar codes are those of ``_NUMPY`` plus ``"ptr"``: a :class:`Tensor`, packed as its 8-byte
+    device address.
+    """
     out = np.zeros(size, dtype=np.uint8)
     for field, offset, scalar, value in fields:
+        if scalar == "ptr":
+            out[offset : offset + 8] = np.array([_pointer(field, value)], dtype="<u8").view(np.uint8)
+            continue
         code = _NUMPY[scalar]
         if scalar.startswith("f"):
             if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
@@ -186,6 +208,7 @@ class Dims:
         self.values: dict[str, tuple[int, str]] = {}  # name -> (value, where it came from)
         self.writebacks: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]] = []
         self.written: list[tuple[str, Bound]] = []  # the arguments for written bindings
+        self.pointers: list[tuple[str, Tensor]] = []  # tensors passed to pointer parameters
 
     def _err(self, msg: str) -> str:
         return f"{self.kernel}(): {msg}"
@@ -193,13 +216,25 @@ class Dims:
     def pack(
         self, name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]
     ) -> npt.NDArray[np.uint8]:
-        """:func:`pack`, with the kernel named in its errors like every other argument error."""
+        """:func:`pack`, with the kernel named in its errors like every other argument error.
+
+        The tensors of ``"ptr"`` fields are collected: :meth:`run` passes them as the
+        dispatch's ``refs``.
+        """
         try:
-            return pack(name, size, fields)
+            out = pack(name, size, fields)
         except TypeError as e:
             raise TypeError(self._err(str(e))) from None
         except ValueError as e:
             raise ValueError(self._err(str(e))) from None
+        for field, _, scalar, value in fields:
+            if (
+                scalar == "ptr"
+                and isinstance(value, Tensor)
+                and not any(t is value for _, t in self.pointers)
+            ):
+                self.pointers.append((field, value))
+        return out
 
     def given(self, name: str, value: object) -> None:
         if value is None:
@@ -218,6 +253,14 @@ class Dims:
 
     def get(self, name: str) -> int:
         return self.values[name][0]
+
+    def derived(self, name: str, value: Number) -> int:
+        """A params field the comment defines by an expression (``total = rows * dim``)."""
+        if isinstance(value, Fraction):
+            if value.denominator != 1:
+                raise ValueError(self._err(f"params field `{name}` = {value} is not a whole number"))
+            value = int(value)
+        return int(value)
 
     def _bind(self, arg: str, axis: int, name: str, size: int, *, whole: bool = False) -> None:
         known = self.values.get(name)
@@ -324,13 +367,33 @@ class Dims:
                 )
         self.written.append((name, value))
 
-    def run(self, kernel: Kernel, buffers: Mapping[int, Bound], grid: tuple[int, int, int]) -> None:
+    def run(
+        self,
+        kernel: Kernel,
+        buffers: Mapping[Any, Bound],
+        grid: tuple[int, int, int],
+        push: npt.NDArray[np.uint8] | None = None,
+    ) -> None:
+        """Dispatch: ``buffers`` keyed as ``Kernel.dispatch`` takes them, ``push`` the bytes
+        :meth:`pack` made for the push-constant block (None: the kernel has none). Tensors
+        packed for pointer parameters go to the dispatch's ``refs``."""
         if any(type(v) is Packed for v in buffers.values()):
-            written = {b.binding for b in kernel.bindings if b.writable}
+            written = {b.key for b in kernel.bindings if b.writable}
             buffers = {
                 k: device_params(kernel, v) if type(v) is Packed and k not in written else v
                 for k, v in buffers.items()
             }
-        kernel.dispatch(buffers, grid)
+        refs: list[Tensor] = []
+        if self.pointers:
+            dev = kernel.device
+            for name, t in self.pointers:
+                if t.device is not dev:
+                    raise ValueError(
+                        self._err(
+                            f"argument `{name}` is a tensor on {t.device!r}; the kernel runs on {dev!r}"
+                        )
+                    )
+                refs.append(t)
+        kernel.dispatch(buffers, grid, push, refs)
         for original, copy in self.writebacks:
             original[...] = copy

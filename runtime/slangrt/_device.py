@@ -17,7 +17,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import _batch, _vk
+from . import _batch, _features, _vk
 from ._errors import (
     INSTALL_HINT,
     DeviceLostError,
@@ -50,28 +50,6 @@ _DEFAULT_SPIN_US = 200.0
 _TYPE_NAMES = {0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
 # Lower is better: the default device is the first of the best type.
 _TYPE_RANK = {"discrete": 0, "integrated": 1, "virtual": 2, "cpu": 3, "other": 4}
-
-# Features that compute kernels use (f16/i8/i64 buffers, 64-bit atomics, the Vulkan memory
-# model). Each is enabled only where the device supports it; the rest stay off because some
-# (robustBufferAccess, capture/replay) cost speed.
-_CORE_FEATURES = ("shaderInt64", "shaderInt16", "shaderFloat64")
-_V11_FEATURES = ("storageBuffer16BitAccess", "uniformAndStorageBuffer16BitAccess")
-_V12_FEATURES = (
-    "storageBuffer8BitAccess",
-    "uniformAndStorageBuffer8BitAccess",
-    "shaderBufferInt64Atomics",
-    "shaderSharedInt64Atomics",
-    "shaderFloat16",
-    "shaderInt8",
-    "scalarBlockLayout",
-    "uniformBufferStandardLayout",
-    "shaderSubgroupExtendedTypes",
-    "hostQueryReset",
-    "timelineSemaphore",
-    "vulkanMemoryModel",
-    "vulkanMemoryModelDeviceScope",
-    "subgroupBroadcastDynamicId",
-)
 
 
 def _timeout_ns() -> int:
@@ -115,6 +93,12 @@ class DeviceInfo:
     max_workgroup_size: tuple[int, int, int]
     max_invocations: int
     max_storage_buffer_range: int
+    # What kernels may use on it: the Vulkan features slangrt knows and the device has
+    # ("shaderFloat16", "bufferDeviceAddress", ...), the subgroup operations of its compute stage
+    # ("subgroupArithmetic", ...), shader extensions ("VK_KHR_cooperative_matrix") and its core
+    # version ("Vulkan 1.3"); sorted. Empty for a device slangrt cannot use.
+    features: tuple[str, ...] = ()
+    max_push_constants_size: int = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +214,9 @@ class _Instance:
 
         with _vk.call("enumerating physical devices"):
             self.physical_devices: list[Any] = list(vk.vkEnumeratePhysicalDevices(self.handle))
-        self.infos = [_describe(i, pd) for i, pd in enumerate(self.physical_devices)]
+        described = [_describe(i, pd) for i, pd in enumerate(self.physical_devices)]
+        self.infos = [info for info, _ in described]
+        self.probes = [probe for _, probe in described]
         self.check_validation()
 
     def _messenger_create_info(self) -> Any:
@@ -296,7 +282,80 @@ def _get_instance() -> _Instance:
     return _instance
 
 
-def _describe(index: int, pd: Any) -> DeviceInfo:
+@dataclass
+class _Probe:
+    """A physical device's shader features, and how to enable them (see ``_features``)."""
+
+    tokens: frozenset[str]
+    core: list[str]  # VkPhysicalDeviceFeatures members to enable
+    structs: list[tuple[_features.FeatureStruct, list[str]]]  # struct, members to enable
+    extensions: list[str]  # device extensions to enable for them
+
+
+def _probe(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> _Probe:
+    """Query the features slangrt knows (``_features.FEATURE_STRUCTS``) on a 1.2+ device."""
+    vk = _vk.vk()
+    ffi = vk.ffi
+    chosen: list[tuple[_features.FeatureStruct, str | None]] = []
+    for fs in _features.FEATURE_STRUCTS:
+        if fs.version is not None and api < fs.version:
+            continue
+        if fs.below is not None and api >= fs.below:
+            continue
+        ext = next((e for e in fs.extensions if e in dev_exts), None)
+        if fs.extensions and ext is None:
+            continue
+        chosen.append((fs, ext))
+    structs: list[Any] = []
+    head: Any = ffi.NULL
+    for fs, _ in reversed(chosen):
+        q = ffi.new(f"{fs.ctype}*", {"sType": getattr(vk, fs.stype), "pNext": head})
+        structs.insert(0, q)
+        head = q
+    q2 = ffi.new(
+        "VkPhysicalDeviceFeatures2*",
+        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": head},
+    )
+    vk.lib.vkGetPhysicalDeviceFeatures2(pd, q2)
+    tokens: set[str] = set()
+    core = [m for m in _features.CORE_FEATURES if getattr(q2.features, m)]
+    tokens.update(_features.CORE_FEATURES[m] for m in core)
+    enable: list[tuple[_features.FeatureStruct, list[str]]] = []
+    extensions: list[str] = []
+    for (fs, ext), q in zip(chosen, structs, strict=True):
+        members = [m for m in fs.members if getattr(q, m)]
+        if not members:
+            continue
+        enable.append((fs, members))
+        tokens.update(fs.members[m] for m in members)
+        if ext is not None:
+            extensions.append(ext)
+            tokens.update(e for e in fs.extensions if e in dev_exts)
+    for ext in _features.PLAIN_EXTENSIONS:
+        if ext in dev_exts:
+            extensions.append(ext)
+            tokens.add(ext)
+    subgroup = ffi.new(
+        "VkPhysicalDeviceSubgroupProperties*",
+        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES},
+    )
+    props2 = ffi.new(
+        "VkPhysicalDeviceProperties2*",
+        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": subgroup},
+    )
+    vk.lib.vkGetPhysicalDeviceProperties2(pd, props2)
+    if subgroup.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
+        for bit, token in _features.SUBGROUP_TOKENS.items():
+            if subgroup.supportedOperations & bit and (
+                token != "subgroupPartitionedNV" or "VK_NV_shader_subgroup_partitioned" in dev_exts
+            ):
+                tokens.add(token)
+    for minor in range(2, api[1] + 1 if api[0] == 1 else 10):
+        tokens.add(f"Vulkan 1.{minor}")
+    return _Probe(frozenset(tokens), core, enable, extensions)
+
+
+def _describe(index: int, pd: Any) -> tuple[DeviceInfo, _Probe | None]:
     vk = _vk.vk()
     ffi = vk.ffi
     props = vk.vkGetPhysicalDeviceProperties(pd)
@@ -321,7 +380,13 @@ def _describe(index: int, pd: Any) -> DeviceInfo:
         if mem.memoryHeaps[i].flags & vk.VK_MEMORY_HEAP_DEVICE_LOCAL_BIT
     ]
     limits = props.limits
-    return DeviceInfo(
+    api = _version_tuple(props.apiVersion)[:2]
+    probe = None
+    if api >= _MIN_API:
+        with _vk.call("listing device extensions"):
+            dev_exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
+        probe = _probe(pd, api, dev_exts)
+    info = DeviceInfo(
         index=index,
         name=ffi.string(props.deviceName).decode("utf-8", "replace")
         if isinstance(props.deviceName, ffi.CData)
@@ -344,7 +409,10 @@ def _describe(index: int, pd: Any) -> DeviceInfo:
         ),
         max_invocations=int(limits.maxComputeWorkGroupInvocations),
         max_storage_buffer_range=int(limits.maxStorageBufferRange),
+        features=tuple(sorted(probe.tokens)) if probe is not None else (),
+        max_push_constants_size=int(limits.maxPushConstantsSize),
     )
+    return info, probe
 
 
 def devices() -> list[DeviceInfo]:
@@ -427,6 +495,9 @@ class Core:
         self.memory: Memory
         self.pipeline_cache: PipelineCache | None = None
         self.buffer_usage = 0
+        # Buffers are made with VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT (bufferDeviceAddress on).
+        self.device_address = False
+        self.descriptors: DescriptorSets | None = None
         self.push_descriptor: Any = None
         self.validation = False
         self.check_validation: Any = None
@@ -522,6 +593,106 @@ class Core:
         self._barrier(cb, "dispatch")
 
 
+_OUT_OF_POOL_MEMORY = -1000069000
+_FRAGMENTED_POOL = -12
+
+
+class DescriptorSets:
+    """Descriptor sets for the sets of a kernel other than its push-descriptor set.
+
+    A pipeline layout may hold one push-descriptor set layout only, so a kernel that binds
+    buffers in several descriptor sets pushes the first and binds the others from sets
+    allocated here. Each set is written once, for the command buffer it is recorded into, and
+    freed when that command buffer is re-recorded or its work is done.
+    """
+
+    _SETS_PER_POOL = 256
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self._lock = threading.Lock()
+        self._pools: list[Any] = []
+
+    def _new_pool(self) -> Any:
+        vk = _vk.vk()
+        ffi = vk.ffi
+        n = self._SETS_PER_POOL
+        sizes = ffi.new(
+            "VkDescriptorPoolSize[2]",
+            [
+                {"type": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, "descriptorCount": 8 * n},
+                {"type": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, "descriptorCount": 2 * n},
+            ],
+        )
+        info = ffi.new(
+            "VkDescriptorPoolCreateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                "flags": vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+                "maxSets": n,
+                "poolSizeCount": 2,
+                "pPoolSizes": sizes,
+            },
+        )
+        out = ffi.new("VkDescriptorPool*")
+        _vk.check(
+            vk.lib.vkCreateDescriptorPool(self._core.handle, info, ffi.NULL, out),
+            "creating a descriptor pool",
+        )
+        self._pools.append(out[0])
+        return out[0]
+
+    def allocate(self, layout: Any, what: str) -> tuple[Any, Any]:
+        """A descriptor set of ``layout``, as ``(pool, set)``."""
+        vk = _vk.vk()
+        ffi = vk.ffi
+        layouts = ffi.new("VkDescriptorSetLayout[1]", [layout])
+        out = ffi.new("VkDescriptorSet*")
+        with self._lock:
+            for pool in (*reversed(self._pools), None):
+                if pool is None:
+                    pool = self._new_pool()
+                info = ffi.new(
+                    "VkDescriptorSetAllocateInfo*",
+                    {
+                        "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                        "descriptorPool": pool,
+                        "descriptorSetCount": 1,
+                        "pSetLayouts": layouts,
+                    },
+                )
+                result = vk.lib.vkAllocateDescriptorSets(self._core.handle, info, out)
+                if result in (_OUT_OF_POOL_MEMORY, _FRAGMENTED_POOL):
+                    continue
+                _vk.check(result, f"allocating a descriptor set for {what}")
+                return pool, out[0]
+        raise AssertionError("unreachable")  # a fresh pool always has room
+
+    def free(self, sets: list[tuple[Any, Any]]) -> None:
+        """Give back sets that no pending or recorded command buffer uses any more."""
+        if not sets or not self._core.alive:
+            return
+        vk = _vk.vk()
+        ffi = vk.ffi
+        with self._lock:
+            for pool, ds in sets:
+                vk.lib.vkFreeDescriptorSets(self._core.handle, pool, 1, ffi.new("VkDescriptorSet[1]", [ds]))
+        sets.clear()
+
+    def free_after(self, sets: list[tuple[Any, Any]], serial: int) -> None:
+        """Give back ``sets`` once submission ``serial`` has finished."""
+        if sets:
+            held = list(sets)
+            self._core.queue.defer(serial, lambda: self.free(held))
+
+    def destroy(self) -> None:
+        vk = _vk.vk()
+        with self._lock:
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            vk.lib.vkDestroyDescriptorPool(self._core.handle, pool, vk.ffi.NULL)
+
+
 def _destroy_core(core: Core) -> None:
     """Free everything made on the device, then the device (the Device's finalizer)."""
     if not core.alive:
@@ -552,6 +723,8 @@ def _destroy_core(core: Core) -> None:
         core.contexts.destroy()
     if hasattr(core, "programs"):
         core.programs.destroy()
+    if core.descriptors is not None:
+        core.descriptors.destroy()
     if hasattr(core, "memory"):
         core.memory.destroy()
     with core.kernel_pools_lock:
@@ -571,6 +744,8 @@ def _destroy_core(core: Core) -> None:
 
 
 _DEVICE_EXTENSIONS_WANTED = ("VK_KHR_portability_subset",)  # required where present
+# Not defined by the ``vulkan`` package.
+_BUFFER_USAGE_SHADER_DEVICE_ADDRESS = 0x20000
 
 
 class Device:
@@ -593,47 +768,31 @@ class Device:
         assert family is not None  # _select checked it
         self._queue_family = family
 
-        # Query the features, then enable the wanted subset the device has.
-        q11 = ffi.new(
-            "VkPhysicalDeviceVulkan11Features*",
-            {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES},
-        )
-        q12 = ffi.new(
-            "VkPhysicalDeviceVulkan12Features*",
-            {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, "pNext": q11},
-        )
-        q2 = ffi.new(
-            "VkPhysicalDeviceFeatures2*",
-            {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": q12},
-        )
-        vk.lib.vkGetPhysicalDeviceFeatures2(pd, q2)
-        if not q12.timelineSemaphore:
+        # Enable every shader feature slangrt knows that the device has (see _features): the
+        # kernels' SPIR-V is checked against these before a pipeline is made.
+        probe = self._instance.probes[self.info.index]
+        assert probe is not None  # _select checked the version
+        if "timelineSemaphore" not in probe.tokens:
             raise VulkanUnavailableError(
                 f"{self.info.name} lacks timeline semaphores (required by Vulkan 1.2); update its driver."
             )
-        e11 = ffi.new(
-            "VkPhysicalDeviceVulkan11Features*",
-            {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES},
-        )
-        e12 = ffi.new(
-            "VkPhysicalDeviceVulkan12Features*",
-            {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, "pNext": e11},
-        )
+        head: Any = ffi.NULL
+        chain: list[Any] = []
+        for fs, members in reversed(probe.structs):
+            struct = ffi.new(f"{fs.ctype}*", {"sType": getattr(vk, fs.stype), "pNext": head})
+            for m in members:
+                setattr(struct, m, 1)
+            chain.append(struct)
+            head = struct
         e2 = ffi.new(
             "VkPhysicalDeviceFeatures2*",
-            {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": e12},
+            {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": head},
         )
-        enabled: list[str] = []
-        for names, src, dst in (
-            (_CORE_FEATURES, q2.features, e2.features),
-            (_V11_FEATURES, q11, e11),
-            (_V12_FEATURES, q12, e12),
-        ):
-            for n in names:
-                if getattr(src, n):
-                    setattr(dst, n, 1)
-                    enabled.append(n)
-        self.features: frozenset[str] = frozenset(enabled)
+        for m in probe.core:
+            setattr(e2.features, m, 1)
+        #: What kernels may use on this device (the same names as ``DeviceInfo.features``).
+        self.features: frozenset[str] = probe.tokens
+        self._device_address = "bufferDeviceAddress" in probe.tokens
 
         with _vk.call("listing device extensions"):
             dev_exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
@@ -643,6 +802,7 @@ class Device:
                 "update its driver (every desktop driver and lavapipe have it)."
             )
         extensions = [e for e in _DEVICE_EXTENSIONS_WANTED if e in dev_exts] + ["VK_KHR_push_descriptor"]
+        extensions += [e for e in probe.extensions if e not in extensions]
         # Zero-copy transfers (SLANGRT_HOST_IMPORT=1): the GPU copies from/to a NumPy array's pages.
         host_import = "VK_EXT_external_memory_host" in dev_exts
         if host_import:
@@ -691,6 +851,10 @@ class Device:
                 | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                 | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
             )
+            if self._device_address:
+                # Tensors' addresses can be passed to kernels (pointer parameters).
+                core.device_address = True
+                core.buffer_usage |= _BUFFER_USAGE_SHADER_DEVICE_ADDRESS
             push = vk.lib.vkGetDeviceProcAddr(handle, b"vkCmdPushDescriptorSetKHR")
             if push == ffi.NULL:
                 raise VulkanUnavailableError(f"{self.info.name}: vkCmdPushDescriptorSetKHR is missing")
@@ -701,6 +865,7 @@ class Device:
             limits = props.limits
             self._max_uniform_range = int(limits.maxUniformBufferRange)
             self._max_storage_range = int(limits.maxStorageBufferRange)
+            self._max_push_constants = int(limits.maxPushConstantsSize)
             core.timestamp_period_ns = float(limits.timestampPeriod)
             families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
             core.timestamp_bits = int(families[family].timestampValidBits)
@@ -708,6 +873,7 @@ class Device:
             core.queue = Queue(core, handle, core._raw_queue, _timeout_ns(), _spin_s())
             core.contexts = Contexts(core)
             core.programs = _batch.Programs(core)
+            core.descriptors = DescriptorSets(core)
             mem = ffi.new("VkPhysicalDeviceMemoryProperties*")
             vk.lib.vkGetPhysicalDeviceMemoryProperties(pd, mem)
             memory_types = tuple(int(mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount))
@@ -816,6 +982,21 @@ class Device:
         """Blocks held per kind of memory: ``{"device": (count, bytes), "host": (count, bytes)}``."""
         mem = self._core.memory
         return {"device": mem.device.stats(), "host": mem.host.stats()}
+
+    def supports(self, spirv: bytes) -> list[str]:
+        """What the SPIR-V module ``spirv`` needs that this device lacks (empty: nothing).
+
+        Each item names a SPIR-V capability or extension and the Vulkan feature or extension
+        it needs, e.g. ``"the SPIR-V capability CooperativeMatrixKHR (VK_KHR_cooperative_matrix)"``.
+        Raises ValueError for bytes that are not SPIR-V.
+        """
+        return _features.missing(_features.scan(bytes(spirv)), self.features)
+
+    @property
+    def device_address(self) -> bool:
+        """Whether tensors have device addresses here (``bufferDeviceAddress``; see
+        :attr:`Tensor.device_address`)."""
+        return self._core.device_address
 
     # -- for Tensor and Kernel ---------------------------------------------------------------
 

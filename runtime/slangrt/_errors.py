@@ -11,6 +11,8 @@ __all__ = [
     "DeviceLostError",
     "DispatchTimeoutError",
     "SlangRTError",
+    "UnsupportedFeatureError",
+    "UnsupportedKernelError",
     "ValidationError",
     "VulkanError",
     "VulkanUnavailableError",
@@ -39,6 +41,19 @@ class VulkanError(SlangRTError):
     def __init__(self, message: str, result: str = "VK_ERROR_UNKNOWN") -> None:
         super().__init__(message)
         self.result = result
+
+
+class UnsupportedFeatureError(SlangRTError):
+    """The device lacks a feature that was asked for (e.g. ``bufferDeviceAddress`` for
+    :attr:`Tensor.device_address`)."""
+
+
+class UnsupportedKernelError(UnsupportedFeatureError):
+    """A kernel needs a SPIR-V capability or extension (or a limit) the device does not have.
+
+    Raised before its pipeline is made; the message names the kernel, what is missing and the
+    device.
+    """
 
 
 class DeviceLostError(VulkanError):

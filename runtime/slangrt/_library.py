@@ -10,7 +10,10 @@ from typing import Any
 from ._errors import SlangRTError
 from ._kernel import BindingSpec, Kernel
 
-MANIFEST_FORMAT = 1
+# The newest manifest format this slangrt reads; it reads every format in MANIFEST_FORMATS.
+# Format 2 adds the optional per-binding "set" (default 0) and per-entry "push_size" (default 0).
+MANIFEST_FORMAT = 2
+MANIFEST_FORMATS = (1, 2)
 
 
 class KernelLibrary:
@@ -30,10 +33,12 @@ class KernelLibrary:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as e:
                 raise SlangRTError(f"cannot read kernel manifest {path}: {e}") from None
-            if data.get("format") != MANIFEST_FORMAT:
+            fmt = data.get("format") if isinstance(data, dict) else None
+            if fmt not in MANIFEST_FORMATS or isinstance(fmt, bool):
                 raise SlangRTError(
-                    f"{path} has manifest format {data.get('format')!r}; this slangrt reads "
-                    f"format {MANIFEST_FORMAT} (rebuild the package or upgrade hatch-slang-runtime)"
+                    f"{path} has manifest format {fmt!r}; this slangrt reads formats "
+                    f"{', '.join(map(str, MANIFEST_FORMATS))} (rebuild the package or upgrade "
+                    "hatch-slang-runtime)"
                 )
             self._manifest = data
         return self._manifest
@@ -56,9 +61,17 @@ class KernelLibrary:
                 info = self.entry(shader, entry)
                 spirv = (self.directory / info["spirv"]).read_bytes()
                 bindings = [
-                    BindingSpec(b["binding"], b["name"], b["kind"], b["writable"]) for b in info["bindings"]
+                    BindingSpec(b["binding"], b["name"], b["kind"], b["writable"], int(b.get("set", 0)))
+                    for b in info["bindings"]
                 ]
                 x, y, z = (int(v) for v in info["threads"])
-                k = Kernel(spirv, entry, bindings, (x, y, z), name=f"{shader}.{entry}")
+                k = Kernel(
+                    spirv,
+                    entry,
+                    bindings,
+                    (x, y, z),
+                    name=f"{shader}.{entry}",
+                    push_size=int(info.get("push_size", 0)),
+                )
                 self._kernels[key] = k
         return k

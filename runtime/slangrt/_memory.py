@@ -53,6 +53,8 @@ IMPORT_MIN = 4 << 20
 IMPORT_CHUNK = 64 << 20
 
 _serials = itertools.count(1)
+# VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT (not defined by the ``vulkan`` package).
+_MEMORY_ALLOCATE_DEVICE_ADDRESS = 0x2
 
 
 def slot_size(nbytes: int) -> int:
@@ -124,7 +126,7 @@ def parallel_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
 class Block:
     """One ``VkDeviceMemory`` with one ``VkBuffer`` over all of it, mapped if host-visible."""
 
-    __slots__ = ("buffer", "free_slots", "memory", "serial", "size", "slot", "used", "view")
+    __slots__ = ("address", "buffer", "free_slots", "memory", "serial", "size", "slot", "used", "view")
 
     def __init__(self, core: Core, type_index: int, size: int, mapped: bool, what: str) -> None:
         vk = _vk.vk()
@@ -136,6 +138,7 @@ class Block:
         self.slot = 0
         self.used = 0
         self.free_slots: list[int] = []
+        self.address = 0  # the buffer's device address, once asked for (Tensor.device_address)
         self.buffer: Any = None
         self.memory: Any = None
         self.view: np.ndarray[Any, np.dtype[np.uint8]] | None = None
@@ -158,10 +161,22 @@ class Block:
             lib.vkGetBufferMemoryRequirements(handle, self.buffer, req)
             if not req.memoryTypeBits & (1 << type_index):
                 raise MemoryError(f"memory type {type_index} cannot hold a buffer for {what}")
+            flags = (
+                ffi.new(
+                    "VkMemoryAllocateFlagsInfo*",
+                    {
+                        "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+                        "flags": _MEMORY_ALLOCATE_DEVICE_ADDRESS,
+                    },
+                )
+                if core.device_address
+                else ffi.NULL
+            )
             alloc = ffi.new(
                 "VkMemoryAllocateInfo*",
                 {
                     "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                    "pNext": flags,
                     "allocationSize": req.size,
                     "memoryTypeIndex": type_index,
                 },
@@ -184,6 +199,17 @@ class Block:
         except BaseException:
             self.destroy(core)
             raise
+
+    def device_address(self, core: Core) -> int:
+        """The buffer's device address (its memory was allocated with the device-address flag)."""
+        if not self.address:
+            vk = _vk.vk()
+            info = vk.ffi.new(
+                "VkBufferDeviceAddressInfo*",
+                {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, "buffer": self.buffer},
+            )
+            self.address = int(vk.lib.vkGetBufferDeviceAddress(core.handle, info))
+        return self.address
 
     def destroy(self, core: Core) -> None:
         self.view = None

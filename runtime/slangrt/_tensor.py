@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from ._device import Core, Device
 from ._device import device as default_device
-from ._errors import SlangRTError
+from ._errors import SlangRTError, UnsupportedFeatureError
 from ._memory import Allocation
 
 __all__ = ["Tensor"]
@@ -197,6 +197,23 @@ class Tensor:
     @property
     def device(self) -> Device:
         return self._device
+
+    @property
+    def device_address(self) -> int:
+        """The tensor's address in device memory, for a kernel's pointer parameter.
+
+        Pack it into the kernel's parameters and pass the tensor in ``Kernel.dispatch``'s
+        ``refs``, so that it stays alive and ordered with the kernels that reach it. Raises
+        :class:`UnsupportedFeatureError` on a device without ``bufferDeviceAddress``.
+        """
+        alloc = self._allocation()
+        core = self._core
+        if not core.device_address:
+            raise UnsupportedFeatureError(
+                f"{self._device.info.name} lacks bufferDeviceAddress (a Vulkan 1.2 feature): tensors "
+                "have no device address there, so kernels with pointer parameters cannot run on it"
+            )
+        return alloc.block.device_address(core) + alloc.offset
 
     @property
     def closed(self) -> bool:

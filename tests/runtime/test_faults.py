@@ -209,10 +209,12 @@ def snapshot(vk: VkProxy, dev: slangrt.Device) -> Snapshot:
     held["DeviceMemory"] += len(blocks)
     held["CommandPool"] += len(core.contexts._all) + len(core.programs._items) + len(core.kernel_pools)
     held["QueryPool"] += sum(c.queries is not None for c in core.contexts._all)
+    if core.descriptors is not None:
+        held["DescriptorPool"] += len(core.descriptors._pools)
     for p in core.pipelines.values():
+        held["DescriptorSetLayout"] += len(p.set_layouts)
         for kind, obj in (
             ("ShaderModule", p.shader),
-            ("DescriptorSetLayout", p.set_layout),
             ("PipelineLayout", p.layout),
             ("Pipeline", p.handle),
         ):

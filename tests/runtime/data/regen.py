@@ -2,7 +2,9 @@
 
 Run with the project venv (it needs slangpy, which ships the Slang compiler library):
 
-    .venv/bin/python tests/runtime/data/regen.py
+    .venv/bin/python tests/runtime/data/regen.py [name ...]
+
+(names: only those fixtures, e.g. ``push pointer``; default: all of them).
 
 Each file is compiled for its single entry point, named like the file, by hatch-slang's own
 compiler driver, and its SPIR-V normalized as the build normalizes what it ships (OpSource's
@@ -22,7 +24,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
-    sources = sorted(HERE.glob("*.slang"))
+    names = set(sys.argv[1:])
+    sources = [s for s in sorted(HERE.glob("*.slang")) if not names or s.stem in names]
     jobs = [CompileJob(s.name, (s.stem,), CompileOptions(), str(HERE)) for s in sources]
     with CompilerPool() as pool:
         results = pool.compile(jobs)
