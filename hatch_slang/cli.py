@@ -393,6 +393,8 @@ def devices(as_json: bool) -> None:
                         "max_workgroup_size": list(d.max_workgroup_size),
                         "max_invocations": d.max_invocations,
                         "max_storage_buffer_range": d.max_storage_buffer_range,
+                        "max_push_constants_size": getattr(d, "max_push_constants_size", 0),
+                        "features": list(getattr(d, "features", ())),
                     }
                 )
             )
@@ -409,6 +411,12 @@ def devices(as_json: bool) -> None:
             f"{size[0]} x {size[1]} x {size[2]}, {d.max_invocations} threads; "
             f"storage buffer <= {_bytes(d.max_storage_buffer_range)}"
         )
+        features = list(getattr(d, "features", ()))
+        if features:
+            text = "features: " + ", ".join(features)
+            click.echo(textwrap.fill(text, 110, initial_indent=" " * 6, subsequent_indent=" " * 16))
+        else:
+            click.echo("      features: none (slangrt cannot use this device)")
 
 
 def _bytes(n: int) -> str:
@@ -449,10 +457,10 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
                     r.shader,
                     r.entry,
                     r.shape,
-                    f"{r.max_abs_err:.2e}",
-                    f"{r.max_rel_err:.2e}",
-                    f"{r.seconds * 1e3:.2f}",
-                    "ok" if r.ok else "FAIL",
+                    "-" if r.skipped else f"{r.max_abs_err:.2e}",
+                    "-" if r.skipped else f"{r.max_rel_err:.2e}",
+                    "-" if r.skipped else f"{r.seconds * 1e3:.2f}",
+                    r.status,
                 ]
                 for r in rows
             ],
@@ -461,11 +469,16 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
         for r in rows:
             if r.error:
                 click.secho(f"{r.shader} {r.entry} [{r.shape}]: {r.error}", fg="red", err=True)
-    bad = [r for r in rows if not r.ok]
+            if r.skipped:
+                click.secho(f"{r.shader} {r.entry} [{r.shape}]: skipped: {r.skipped}", fg="yellow", err=True)
+    bad = [r for r in rows if r.failed]
+    skipped = [r for r in rows if r.skipped]
     if not rows:
         raise click.ClickException("no kernel has a reference (shaders/<name>.py) to validate against")
     if not as_json:
-        click.echo(f"\n{len(rows) - len(bad)}/{len(rows)} ok on {rows[0].device}")
+        ran = len(rows) - len(skipped)
+        note = f", {len(skipped)} skipped (the device cannot run them)" if skipped else ""
+        click.echo(f"\n{ran - len(bad)}/{ran} ok{note} on {rows[0].device}")
     sys.exit(1 if bad else 0)
 
 

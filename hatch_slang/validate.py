@@ -60,6 +60,17 @@ class Row:
     ok: bool
     seconds: float = field(default=0.0, compare=False)  # the kernel call, transfers included
     error: str = field(default="", compare=False)  # why the kernel call itself failed
+    # Why the kernel did not run: the device lacks what it needs (not a failure; ok is False).
+    skipped: str = field(default="", compare=False)
+
+    @property
+    def status(self) -> str:
+        """``"ok"``, ``"FAIL"`` or ``"skipped"``."""
+        return "skipped" if self.skipped else "ok" if self.ok else "FAIL"
+
+    @property
+    def failed(self) -> bool:
+        return not self.ok and not self.skipped
 
     def as_json(self) -> dict[str, object]:
         row: dict[str, object] = {
@@ -70,10 +81,22 @@ class Row:
             "max_abs_err": self.max_abs_err,
             "max_rel_err": self.max_rel_err,
             "ok": self.ok,
+            "status": self.status,
         }
         if self.error:
             row["error"] = self.error
+        if self.skipped:
+            row["skipped"] = self.skipped
         return row
+
+
+class Skipped(Exception):
+    """The device cannot run the kernel (it lacks a capability the kernel needs)."""
+
+    def __init__(self, label: str, reason: str) -> None:
+        super().__init__(reason)
+        self.label = label
+        self.reason = reason
 
 
 def load_reference(path: Path) -> ModuleType:
@@ -183,7 +206,8 @@ def run_case(
     Returns the label, the largest absolute and relative errors, whether all written arrays are
     within tolerance, the seconds the kernel call took, and the error the call raised (a failed
     row, not an exception: one broken kernel does not hide the others). A reference or input
-    problem raises :class:`HatchSlangError`.
+    problem raises :class:`HatchSlangError`; a kernel the device cannot run (``slangrt``'s
+    ``UnsupportedKernelError``) raises :class:`Skipped` with the reason.
     """
     module = Path(kernels.__file__ or "").stem
     try:
@@ -197,6 +221,8 @@ def run_case(
     try:
         getattr(kernels, case.entry)(**run_args)
     except Exception as e:
+        if _unsupported(e):
+            raise Skipped(_label(case, args), str(e)) from None
         inf = float("inf")
         return _label(case, args), inf, inf, False, time.perf_counter() - start, f"{type(e).__name__}: {e}"
     elapsed = time.perf_counter() - start
@@ -212,6 +238,15 @@ def run_case(
             and bool(np.allclose(got, want, atol=case.atol, rtol=case.rtol, equal_nan=True))
         )
     return _label(case, args), worst_abs, worst_rel, ok, elapsed, ""
+
+
+def _unsupported(e: Exception) -> bool:
+    """Whether ``e`` says the device cannot run the kernel (not that the kernel is wrong)."""
+    try:
+        from slangrt import UnsupportedKernelError
+    except ImportError:  # an older runtime: it has no such error
+        return False
+    return isinstance(e, UnsupportedKernelError)
 
 
 def _copies(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -242,8 +277,13 @@ def validate(
         rng = np.random.default_rng(seed)
         for number, case in enumerate(ref.cases(rng), start=1):
             where = f"{ref_path.name} case {number} ({case.entry})"
-            label, worst_abs, worst_rel, ok, elapsed, error = run_case(kernels, manifest, case, rng, where)
-            row = Row(path.name, case.entry, device, label, worst_abs, worst_rel, ok, elapsed, error)
+            try:
+                result = run_case(kernels, manifest, case, rng, where)
+            except Skipped as s:
+                row = Row(path.name, case.entry, device, s.label, 0.0, 0.0, False, skipped=s.reason)
+            else:
+                label, worst_abs, worst_rel, ok, elapsed, error = result
+                row = Row(path.name, case.entry, device, label, worst_abs, worst_rel, ok, elapsed, error)
             if on_row is not None:
                 on_row(row)
             yield row

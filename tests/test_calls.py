@@ -676,3 +676,163 @@ def test_calls_run_clean_under_the_validation_layer(kernels: ModuleType) -> None
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "OK"
     assert proc.stderr == "", proc.stderr  # no validation error, no warning
+
+
+# -- pointer parameters, push constants and unsupported kernels (slangrt._call, validate) ----------
+
+RUNTIME_DATA = Path(__file__).resolve().parent / "runtime" / "data"
+
+
+def _pointer_kernel() -> Any:
+    import slangrt
+
+    return slangrt.Kernel(
+        (RUNTIME_DATA / "pointer.spv").read_bytes(), "pointer", [], (64, 1, 1), name="m.pointer", push_size=24
+    )
+
+
+def _needs_device_address() -> None:
+    import slangrt
+
+    if not slangrt.device().device_address:
+        pytest.skip("the device lacks bufferDeviceAddress")
+
+
+def test_pack_ptr_packs_the_tensor_address() -> None:
+    import slangrt
+    from slangrt import _call
+
+    _needs_device_address()
+    t = slangrt.Tensor.from_numpy(np.ones(8, np.float32))
+    out = _call.pack("params", 16, (("src", 0, "ptr", t), ("n", 8, "u32", 8)))
+    assert type(out) is _call.Packed and out.size == 16
+    assert int(out[:8].view("<u8")[0]) == t.device_address
+    assert int(out[8:12].view("<u4")[0]) == 8
+
+
+def test_pack_ptr_takes_only_a_tensor() -> None:
+    from slangrt import _call
+
+    with pytest.raises(TypeError) as info:
+        _call.pack("params", 8, (("src", 0, "ptr", np.ones(4, np.float32)),))
+    assert str(info.value) == (
+        "argument `src` is a pointer: pointer arguments take a slangrt.Tensor, not a numpy.ndarray "
+        "(e.g. `slangrt.Tensor.from_numpy(a)`)"
+    )
+    with pytest.raises(TypeError, match=r"argument `src` is a pointer: .* got int"):
+        _call.pack("params", 8, (("src", 0, "ptr", 1234),))
+    d = _call.Dims("m.k")
+    with pytest.raises(TypeError, match=r"^m.k\(\): argument `src` is a pointer: .*Tensor.from_numpy\(a\)"):
+        d.pack("push", 8, (("src", 0, "ptr", np.ones(4, np.float32)),))
+    assert d.pointers == []
+
+
+def test_dims_run_passes_push_constants_and_pointer_refs() -> None:
+    import slangrt
+    from slangrt import _call
+
+    _needs_device_address()
+    k = _pointer_kernel()
+    n = 300
+    src = slangrt.Tensor.from_numpy(np.arange(n, dtype=np.float32))
+    dst = slangrt.Tensor.zeros(n, np.float32)
+    for scale in (2.0, 0.5):
+        d = _call.Dims("m.pointer")
+        fields = (
+            ("src", 0, "ptr", src),
+            ("dst", 8, "ptr", dst),
+            ("n", 16, "u32", n),
+            ("scale", 20, "f32", scale),
+        )
+        push = d.pack("push", 24, fields)
+        d.pack("again", 8, (("src", 0, "ptr", src),))  # the same tensor is collected once
+        assert [name for name, _ in d.pointers] == ["src", "dst"]
+        d.run(k, {}, (-(-n // 64), 1, 1), push)
+        np.testing.assert_array_equal(dst.numpy(), np.arange(n, dtype=np.float32) * np.float32(scale))
+
+
+def test_dims_run_with_a_pointer_in_packed_params() -> None:
+    import slangrt
+    from slangrt import _call
+
+    _needs_device_address()
+    bindings = [
+        slangrt.BindingSpec(0, "params", "uniform", False),
+        slangrt.BindingSpec(1, "out", "storage", True),
+    ]
+    k = slangrt.Kernel(
+        (RUNTIME_DATA / "pointer_params.spv").read_bytes(), "pointer_params", bindings, (64, 1, 1)
+    )
+    n = 50
+    src = slangrt.Tensor.from_numpy(np.full(n, 4.0, np.float32))
+    out = np.zeros(n, np.float32)
+    d = _call.Dims("m.pointer_params")
+    params = d.pack("params", 16, (("src", 0, "ptr", src), ("n", 8, "u32", n)))
+    d.run(k, {0: params, 1: out}, (1, 1, 1))
+    np.testing.assert_array_equal(out, np.full(n, 5.0))
+
+
+def test_dims_run_refuses_a_pointer_to_another_device() -> None:
+    import slangrt
+    from slangrt import _call
+
+    _needs_device_address()
+    k = _pointer_kernel()
+    with slangrt.Device() as other:
+        src = slangrt.Tensor.zeros(4, np.float32, device=other)
+        dst = slangrt.Tensor.zeros(4, np.float32)
+        d = _call.Dims("m.pointer")
+        push = d.pack("push", 24, (("src", 0, "ptr", src), ("dst", 8, "ptr", dst), ("n", 16, "u32", 4)))
+        with pytest.raises(
+            ValueError, match=r"^m.pointer\(\): argument `src` is a tensor on .*; the kernel runs on"
+        ):
+            d.run(k, {}, (1, 1, 1), push)
+
+
+def test_dims_run_without_push_for_a_push_kernel_names_the_sizes() -> None:
+    from slangrt import _call
+
+    k = _pointer_kernel()
+    with pytest.raises(
+        ValueError, match=r"kernel 'm.pointer' takes 24 bytes of push constants; none were given"
+    ):
+        _call.Dims("m.pointer").run(k, {}, (1, 1, 1))
+
+
+def test_validate_reports_an_unsupported_kernel_as_skipped() -> None:
+    import slangrt
+
+    from hatch_slang.validate import Case, Row, Skipped, run_case
+
+    def coop(**_: Any) -> None:
+        raise slangrt.UnsupportedKernelError(
+            "kernel `m.coop` needs the SPIR-V capability CooperativeMatrixKHR"
+        )
+
+    module = ModuleType("m")
+    module.__file__ = "/nowhere/m.py"
+    module.coop = coop  # type: ignore[attr-defined]
+    manifest = {"shaders": {"m": {"entries": {"coop": {"bindings": []}}}}}
+    with pytest.raises(Skipped) as info:
+        run_case(module, manifest, Case("coop", label="n=4"), np.random.default_rng(0), "test")
+    assert info.value.label == "n=4" and "CooperativeMatrixKHR" in info.value.reason
+    row = Row("m.slang", "coop", "dev", "n=4", 0.0, 0.0, False, skipped=info.value.reason)
+    assert row.status == "skipped" and not row.failed
+    data = row.as_json()
+    assert data["status"] == "skipped" and "CooperativeMatrixKHR" in str(data["skipped"])
+    assert Row("m.slang", "coop", "dev", "n=4", 1.0, 1.0, False).failed
+
+
+def test_devices_json_lists_features() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from hatch_slang.cli import main
+
+    result = CliRunner().invoke(main, ["devices", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert all("Vulkan 1.2" in r["features"] for r in rows if r["features"])
+    assert all(r["max_push_constants_size"] >= 128 for r in rows if r["features"])
+    assert "features: " in CliRunner().invoke(main, ["devices"]).output
