@@ -26,6 +26,7 @@ import os
 import pickle
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -67,26 +68,45 @@ class BuildCache:
     a build in which nothing changed then neither compiles nor parses nor generates anything.
     """
 
-    def __init__(self, directory: Path, root: Path, compiler: str, options: CompileOptions) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        root: Path,
+        compiler: str,
+        options: CompileOptions,
+        options_for: Callable[[Path], CompileOptions] | None = None,
+    ) -> None:
+        """``options`` are the compile options of every shader, unless ``options_for`` (given a
+        shader's path) says otherwise for some (per-shader overrides)."""
         self.directory = directory
         self.root = root.resolve()
         # What every slot of this build shares. The driver's own source is in it, so a change to
         # how hatch-slang calls Slang (flags, entry handling) never reuses results made before.
         driver = Path(__file__).with_name("compiler.py").read_bytes()
-        self._common = repr((FORMAT, __version__, _sha256(driver), compiler, self._portable_options(options)))
+        self._base = (FORMAT, __version__, _sha256(driver), compiler)
+        self._options = options
+        self._options_for = options_for
+        self._commons: dict[Path, str] = {}
         self._hashes: dict[Path, str | None] = {}
         self._entries: dict[str, dict[str, Any] | None] = {}
 
+    def _common(self, shader: _Stamped) -> str:
+        """What a shader's entry must have been made with: the compiler, the driver, its options."""
+        if shader.path not in self._commons:
+            options = self._options_for(shader.path) if self._options_for else self._options
+            self._commons[shader.path] = repr((*self._base, self._portable_options(options)))
+        return self._commons[shader.path]
+
     def _portable_options(self, options: CompileOptions) -> tuple[object, ...]:
         dirs = tuple(self._portable(Path(d)) for d in options.include_dirs)
-        return (dirs, options.defines, options.optimization)
+        return (dirs, options.defines, options.optimization, options.compiler_args)
 
     def _portable(self, path: Path) -> str:
         """A path as the cache records it: relative to the root when inside it."""
         return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
 
     def _slot(self, shader: _Stamped) -> Path:
-        key = _sha256(repr((self._common, shader.rel)).encode())
+        key = _sha256(repr((self._common(shader), shader.rel)).encode())
         return self.directory / key[:2] / f"{key[2:]}.pickle"
 
     def _hash(self, path: Path) -> str | None:
@@ -108,7 +128,7 @@ class BuildCache:
     def _read(self, shader: _Stamped) -> dict[str, Any] | None:
         try:
             entry: dict[str, Any] = pickle.loads(self._slot(shader).read_bytes())
-            if entry["common"] != self._common or entry["sha256"] != shader.sha256:
+            if entry["common"] != self._common(shader) or entry["sha256"] != shader.sha256:
                 return None
             if any(self._hash(self.root / rel) != digest for rel, digest in entry["dependencies"]):
                 return None
@@ -156,7 +176,7 @@ class BuildCache:
         if shader.path not in {self.root / rel for rel, _ in deps}:
             deps.append((shader.rel, shader.sha256))
         entry = {
-            "common": self._common,
+            "common": self._common(shader),
             "sha256": shader.sha256,
             "entries": list(shader.entries),
             "dependencies": deps,

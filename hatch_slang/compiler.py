@@ -16,6 +16,7 @@ import faulthandler
 import glob
 import importlib.util
 import os
+import re
 import sys
 import threading
 import time
@@ -36,6 +37,7 @@ class CompileOptions:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[tuple[str, str], ...] = ()
     optimization: int = 2
+    compiler_args: tuple[str, ...] = ()  # validated by config.check_compiler_args
 
     def args(self) -> list[str]:
         out = [f"-O{self.optimization}"]
@@ -43,7 +45,7 @@ class CompileOptions:
             out += ["-I", d]
         for name, value in self.defines:
             out += ["-D", f"{name}={value}" if value else name]
-        return out
+        return out + list(self.compiler_args)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,21 @@ class CompileResult:
     error: CompileError | None = None
     warnings: str = ""
     compiler: str = ""  # the Slang build tag that produced it
+
+
+class _GlobalSessionDesc(ctypes.Structure):
+    """``SlangGlobalSessionDesc`` (slang.h): what ``slang_createGlobalSession2`` reads."""
+
+    _fields_ = [
+        ("structureSize", ctypes.c_uint32),
+        ("apiVersion", ctypes.c_uint32),  # SLANG_API_VERSION
+        ("minLanguageVersion", ctypes.c_uint32),
+        ("enableGLSL", ctypes.c_bool),
+        ("reserved", ctypes.c_uint32 * 16),
+    ]
+
+
+_SLANG_LANGUAGE_VERSION_2025 = 2025  # the header's default for minLanguageVersion
 
 
 @dataclass
@@ -116,7 +133,7 @@ def _load() -> _Slang:
         lib = ctypes.CDLL(str(slang_library_path()))
         vp, cp, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
         sigs: dict[str, tuple[Any, list[Any]]] = {
-            "spCreateSession": (vp, [cp]),
+            "slang_createGlobalSession2": (i, [ctypes.POINTER(_GlobalSessionDesc), ctypes.POINTER(vp)]),
             "spCreateCompileRequest": (vp, [vp]),
             "spDestroyCompileRequest": (None, [vp]),
             "spProcessCommandLineArguments": (i, [vp, ctypes.POINTER(cp), i]),
@@ -133,10 +150,19 @@ def _load() -> _Slang:
             fn = getattr(lib, name)
             fn.restype = res
             fn.argtypes = args
-        session = lib.spCreateSession(None)
-        if not session:
+        # A global session with GLSL enabled (its `glsl` module loaded), so that GLSL-style
+        # shaders (`#version 450`, `layout(...) in;`, buffer blocks) compile; `spCreateSession`
+        # makes one without it. The compile requests below take the global session as it is.
+        desc = _GlobalSessionDesc(
+            structureSize=ctypes.sizeof(_GlobalSessionDesc),
+            apiVersion=0,
+            minLanguageVersion=_SLANG_LANGUAGE_VERSION_2025,
+            enableGLSL=True,
+        )
+        session = ctypes.c_void_p()
+        if lib.slang_createGlobalSession2(ctypes.byref(desc), ctypes.byref(session)) < 0 or not session.value:
             raise HatchSlangError("the Slang compiler could not create a session")
-        _WORKER = _Slang(lib, session, lib.spGetBuildTagString().decode())
+        _WORKER = _Slang(lib, session.value, lib.spGetBuildTagString().decode())
     return _WORKER
 
 
@@ -193,7 +219,7 @@ def compile_job(job: CompileJob) -> CompileResult:
             refl = ctypes.c_void_p()
             if slang.lib.spReflection_ToJson(slang.lib.spGetReflection(req), None, ctypes.byref(refl)) < 0:
                 return CompileResult(job.path, error=CompileError(job.path, entry, "no reflection"))
-            reflection = _blob(refl.value or 0).decode()
+            reflection = repair_json(_blob(refl.value or 0).decode(errors="replace"))
             for k in range(slang.lib.spGetDependencyFileCount(req)):
                 deps[os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))] = None
             entries.append(CompiledEntry(entry, spirv, reflection))
@@ -202,6 +228,23 @@ def compile_job(job: CompileJob) -> CompileResult:
     return CompileResult(
         job.path, tuple(entries), tuple(deps), warnings="".join(warnings), compiler=slang.version
     )
+
+
+# Slang writes the shader's string literals (`printf` formats, say) into its reflection JSON with
+# C escapes: `\a`, `\'`, octal `\303\251`, which are no JSON escapes. A backslash pair, or one
+# that starts a JSON escape, is kept; any other backslash (group 1) is escaped.
+_ESCAPES = re.compile(r'\\\\|\\(?=["/bfnrt]|u[0-9a-fA-F]{4})|(\\)')
+
+
+def repair_json(text: str) -> str:
+    """Slang's reflection JSON made valid: backslashes that start no JSON escape are escaped.
+
+    ``"\\a\\303"`` becomes ``"\\\\a\\\\303"`` (the string keeps the C escape as text); valid
+    JSON comes back unchanged.
+    """
+    if "\\" not in text:
+        return text
+    return _ESCAPES.sub(lambda m: "\\\\" if m.group(1) else m.group(0), text)
 
 
 def _worker_init(parent: int) -> None:
@@ -247,10 +290,13 @@ class CompilerPool:
         self.close()
 
     def close(self) -> None:
-        # Not waiting: the workers exit on their own while the caller generates and writes (tens
-        # of milliseconds each, unloading Slang); the interpreter joins them at exit.
+        # Waiting for the workers to exit (some 10 ms). A pool left to shut down on its own races
+        # the interpreter's exit on Python < 3.12: concurrent.futures' exit hook writes to the
+        # pool's wake-up pipe while the pool's manager thread closes it, and a build that ends
+        # right after compiling (a compile error) printed "Exception ignored in: <module
+        # 'threading'> ... OSError: [Errno 9] Bad file descriptor".
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
     def version(self) -> str:

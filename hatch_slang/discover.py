@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import keyword
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from hatch_slang.contract import Contract, parse_contract
-from hatch_slang.errors import ConfigError, ShaderError
+from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
+from hatch_slang.expr import check_identifier
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,128 @@ def module_name(stem: str) -> str:
     return name
 
 
-def default_entries(stem: str, source: str) -> tuple[str, ...]:
-    """The entry when no `slang-entries` line is given: the basename, or `main` if only that exists."""
-    named = re.search(rf"\b{re.escape(stem)}\s*\(", source) is not None
-    if not named and re.search(r"\bmain\s*\(", source):
-        return ("main",)
-    return (stem,)
+# Tokens of a shader, comments and string literals aside: strings are kept as tokens (the stage
+# of `[shader("compute")]` is one) and never searched for code; preprocessor lines are skipped.
+_TOKEN = re.compile(
+    r"""
+    (?P<skip>//[^\n]*|/\*.*?(?:\*/|\Z)|^[ \t]*\#(?:[^\n\\]|\\.)*)
+    | (?P<string>"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?)
+    | (?P<ident>[A-Za-z_]\w*)
+    | (?P<number>\d\w*(?:\.\w*)?)
+    | (?P<punct>\S)
+    """,
+    re.VERBOSE | re.DOTALL | re.MULTILINE,
+)
+# Words before a name that make `name(` a call, not a definition: `return f(x)`, `new T(x)`...
+_NOT_A_TYPE = {"return", "if", "while", "for", "switch", "else", "case", "do", "new", "sizeof", "throw"}
+# Words followed by `(` that are no function: `if (x)`, `for (...)`.
+_NOT_A_NAME = {"if", "while", "for", "switch", "return", "sizeof", "catch"}
+
+
+def _tokens(source: str) -> list[tuple[str, str]]:
+    """(kind, text) for each token of ``source``; kind is ``string``, ``ident``, ``number``, ``punct``."""
+    out: list[tuple[str, str]] = []
+    for m in _TOKEN.finditer(source):
+        kind = m.lastgroup or "punct"
+        if kind != "skip":
+            out.append((kind, m.group(kind)))
+    return out
+
+
+def _close(tokens: list[tuple[str, str]], i: int) -> int:
+    """The index just past the bracket that closes the one at ``tokens[i]``."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    stack = [pairs[tokens[i][1]]]
+    i += 1
+    while i < len(tokens) and stack:
+        text = tokens[i][1]
+        if tokens[i][0] == "punct":
+            if text in pairs:
+                stack.append(pairs[text])
+            elif text == stack[-1]:
+                stack.pop()
+        i += 1
+    return i
+
+
+@dataclass(frozen=True)
+class _Function:
+    name: str
+    compute: bool  # marked [shader("compute")]
+    numthreads: bool  # has a [numthreads(...)] attribute
+
+
+def _functions(source: str) -> list[_Function]:
+    """Functions defined in ``source``, with what their attributes say, in order of appearance."""
+    tokens = _tokens(source)
+    found: list[_Function] = []
+    compute = numthreads = False  # attributes seen since the last declaration ended
+    i = 0
+    while i < len(tokens):
+        kind, text = tokens[i]
+        if text == "[" and kind == "punct":
+            end = _close(tokens, i)
+            inner = tokens[i + 1 : end - 1]
+            prev = tokens[i - 1] if i else ("punct", ";")
+            # `a[i]`, `f(x)[0]`: indexing, no attribute.
+            indexing = (prev[0] in ("ident", "number") and prev[1] not in _NOT_A_TYPE) or prev[1] == ")"
+            if not indexing and inner and inner[0][1] == "shader":
+                stage = next((t for k, t in inner if k == "string"), "")
+                compute = compute or stage.strip("\"'").strip() == "compute"
+            elif not indexing and inner and inner[0][1] == "numthreads":
+                numthreads = True
+            i = end  # other attributes (`[[vk::binding(0)]]`...) say nothing about entry points
+            continue
+        if kind == "punct" and text in ";{}=":  # a declaration ended, or a body starts
+            compute = numthreads = False
+            i += 1
+            continue
+        if kind == "ident" and i + 1 < len(tokens) and tokens[i + 1][1] == "(" and i > 0:
+            before = tokens[i - 1]
+            is_definition = (before[0] == "ident" and before[1] not in _NOT_A_TYPE) or before[1] in (">", "]")
+            if is_definition and text not in _NOT_A_NAME:
+                end = _close(tokens, i + 1)
+                after = tokens[end][1] if end < len(tokens) else ""
+                if after in ("{", ":", "throws", "->") or compute or numthreads:
+                    found.append(_Function(text, compute, numthreads))
+                    compute = numthreads = False
+                i = end
+                continue
+        i += 1
+    return found
+
+
+def default_entries(rel: str, stem: str, source: str) -> tuple[str, ...]:
+    """The entry points of a shader with no `slang-entries` line.
+
+    Every function marked ``[shader("compute")]``; failing that, the one function with a
+    ``[numthreads(...)]`` attribute; failing that, the function named after the file, ``main``
+    or ``computeMain`` (the first of these that is defined). Comments, string literals and
+    preprocessor lines are not read. Otherwise a :class:`ShaderError` lists what was found.
+    """
+    functions = _functions(source)
+    marked = _unique(f.name for f in functions if f.compute)
+    if marked:
+        return marked
+    threads = _unique(f.name for f in functions if f.numthreads)
+    if len(threads) == 1:
+        return threads
+    if not threads:
+        defined = {f.name for f in functions}
+        for name in (stem, "main", "computeMain"):
+            if name in defined:
+                return (name,)
+    found = (
+        f"functions with [numthreads]: {', '.join(f'`{n}`' for n in threads)}"
+        if threads
+        else 'no function marked [shader("compute")] or [numthreads(...)], and none named '
+        f"`{stem}`, `main` or `computeMain`"
+    )
+    raise ShaderError(rel, None, f"cannot tell the entry points ({found}); add `// slang-entries: ...`")
+
+
+def _unique(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(names))
 
 
 def find_shaders(root: Path, patterns: list[str]) -> list[Path]:
@@ -92,11 +210,12 @@ def parse(src: Source) -> Shader:
     if contract.entries:
         entries = contract.entries
     else:
-        entries = default_entries(src.path.stem, src.source)
-        if entries[0].isidentifier() is False or keyword.iskeyword(entries[0]):
-            raise ShaderError(
-                src.rel, 1, f"file name `{src.path.name}` is no entry-point name; add `// slang-entries: ...`"
-            )
+        entries = default_entries(src.rel, src.path.stem, src.source)
+        for name in entries:
+            if why := check_identifier(name):
+                raise ShaderError(
+                    src.rel, None, f"entry point {why}; name the entries with `// slang-entries: ...`"
+                )
     return Shader(src.path, src.rel, src.module, src.source, src.sha256, contract, entries)
 
 
@@ -104,17 +223,42 @@ def load_shader(root: Path, path: Path) -> Shader:
     return parse(read_source(root.resolve(), path.resolve()))
 
 
+def read_sources(root: Path, patterns: list[str]) -> tuple[list[Source], list[HatchSlangError]]:
+    """Every configured shader that could be read, and a problem for each that could not (not
+    UTF-8, a module name another file has already, the package's own ``__init__``)."""
+    real = root.resolve()
+    found: list[Source] = []
+    errors: list[HatchSlangError] = []
+    by_module: dict[str, Source] = {}
+    for path in find_shaders(root, patterns):
+        try:
+            s = read_source(real, path)
+        except ShaderError as e:
+            errors.append(e)
+            continue
+        if s.module in by_module:
+            errors.append(
+                ShaderError(
+                    s.rel,
+                    None,
+                    f"module name `{s.module}` also used by {by_module[s.module].rel}; rename one",
+                )
+            )
+        elif s.module == "__init__":  # its wrapper module would be overwritten by the package's
+            errors.append(
+                ShaderError(s.rel, None, "its module would be the package's own `__init__`; rename the file")
+            )
+        else:
+            by_module[s.module] = s
+            found.append(s)
+    return found, errors
+
+
 def sources(root: Path, patterns: list[str]) -> list[Source]:
     """Read every configured shader; module names must be unique."""
-    real = root.resolve()
-    found = [read_source(real, p) for p in find_shaders(root, patterns)]
-    by_module: dict[str, Source] = {}
-    for s in found:
-        if s.module in by_module:
-            raise ShaderError(
-                s.rel, None, f"module name `{s.module}` also used by {by_module[s.module].rel}; rename one"
-            )
-        by_module[s.module] = s
+    found, errors = read_sources(root, patterns)
+    if errors:
+        raise errors[0] if len(errors) == 1 else BuildErrors(errors)
     return found
 
 

@@ -16,14 +16,14 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol
 
 from hatch_slang import __version__, codegen
 from hatch_slang.cache import BuildCache, default_cache_dir
 from hatch_slang.compiler import CompileJob, CompileResult, CompilerPool, compiler_fingerprint
 from hatch_slang.config import BuildConfig
-from hatch_slang.discover import Shader, Source, parse, select, sources
+from hatch_slang.discover import Shader, Source, parse, read_sources, select, sources
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
 from hatch_slang.spec import ShaderSpec, build_spec
 
@@ -74,7 +74,13 @@ class BuildOutput:
 
 def open_cache(config: BuildConfig) -> BuildCache:
     """The project's build cache (see :mod:`hatch_slang.cache` for where it lives)."""
-    return BuildCache(default_cache_dir(config.root), config.root, compiler_fingerprint(), config.compile)
+    return BuildCache(
+        default_cache_dir(config.root),
+        config.root,
+        compiler_fingerprint(),
+        config.compile,
+        options_for=config.options_for if config.overrides else None,
+    )
 
 
 def compile_shaders(
@@ -100,7 +106,7 @@ def compile_shaders(
         progress.start(len(todo), cached + len(shaders) - len(todo))
     if todo:
         by_rel = {s.rel: s for s in todo}
-        jobs = [CompileJob(s.rel, s.entries, config.compile, str(config.root)) for s in todo]
+        jobs = [CompileJob(s.rel, s.entries, config.options_for(s.path), str(config.root)) for s in todo]
 
         def on_done(result: CompileResult) -> None:
             if progress is not None:
@@ -124,32 +130,51 @@ def _raise(errors: list[HatchSlangError]) -> None:
         raise errors[0] if len(errors) == 1 else BuildErrors(errors)
 
 
-def _parse(srcs: list[Source]) -> list[Shader]:
-    errors: list[HatchSlangError] = []
+def _parse(srcs: list[Source], errors: dict[str, list[HatchSlangError]]) -> list[Shader]:
+    """The shaders whose comments parsed; the others' problems go into ``errors`` (by file)."""
     shaders: list[Shader] = []
     for src in srcs:
         try:
             shaders.append(parse(src))
         except HatchSlangError as e:
-            _collect(errors, e)
-    _raise(errors)
+            _collect(errors.setdefault(src.rel, []), e)
     return shaders
 
 
-def _specs(shaders: list[Shader], results: list[CompileResult], *, strict: bool) -> list[ShaderSpec]:
-    errors: list[HatchSlangError] = []
-    specs: list[ShaderSpec] = []
+def _spec(shader: Shader, result: CompileResult, *, strict: bool) -> ShaderSpec:
+    """One shader's spec. Whatever goes wrong reading the compiler's output becomes a ShaderError
+    naming the file, so that one odd reflection never hides the other files' problems behind a
+    traceback."""
+    try:
+        return build_spec(shader, result, strict=strict)
+    except HatchSlangError:
+        raise
+    except Exception as e:  # KeyError, ValueError, json.JSONDecodeError, struct.error...
+        raise ShaderError(
+            shader.rel, None, f"could not read the compiler's reflection: {type(e).__name__}: {e}"
+        ) from e
+
+
+def _specs(
+    shaders: list[Shader],
+    results: list[CompileResult],
+    errors: dict[str, list[HatchSlangError]],
+    *,
+    strict: bool,
+) -> list[tuple[ShaderSpec, CompileResult]]:
+    """Specs of the shaders that compiled and agree with their comments; problems into ``errors``."""
+    specs: list[tuple[ShaderSpec, CompileResult]] = []
     for shader, result in zip(shaders, results):
         try:
-            specs.append(build_spec(shader, result, strict=strict))
+            specs.append((_spec(shader, result, strict=strict), result))
         except HatchSlangError as e:
-            _collect(errors, e)
-    _raise(errors)
+            _collect(errors.setdefault(shader.rel, []), e)
     return specs
 
 
 # Modules whose code shapes the generated files: a change to any of them regenerates.
-_GENERATORS = ("contract", "expr", "discover", "reflection", "spec", "codegen", "pipeline")
+# Every module of the package: a module added later cannot silently weaken invalidation.
+_GENERATORS = tuple(sorted(p.stem for p in Path(__file__).parent.glob("*.py")))
 
 
 def _generator_key(templates: codegen.Templates, strict: bool) -> str:
@@ -181,12 +206,12 @@ def build(
     others' modules, SPIR-V and manifest entries are then taken over from ``keep_from`` (the
     destination, when it holds a previous build) so that the package stays whole.
     """
-    srcs = sources(config.root, list(config.shaders))
-    for src in srcs:
-        if src.module == "__init__":  # its wrapper module would be overwritten by the package's
-            raise ShaderError(
-                src.rel, None, "its module would be the package's own `__init__`; rename the file"
-            )
+    srcs, read_errors = read_sources(config.root, list(config.shaders))
+    # Every problem of every file is reported, together, in the order of the files: a file that
+    # cannot be read, parsed, compiled or checked does not stop the others from being tried.
+    errors: dict[str, list[HatchSlangError]] = {}
+    for e in read_errors:
+        _collect(errors.setdefault(e.path if isinstance(e, ShaderError) else "", []), e)
     chosen = select(srcs, only) if only else srcs
     templates = codegen.Templates.load(config.templates)
     key = _generator_key(templates, config.strict)
@@ -196,12 +221,13 @@ def build(
         hit = cache.output(src, key) if cache is not None else None
         if hit is not None:
             outputs[src.rel] = ShaderOutput.from_plain(hit)
-    shaders = _parse([s for s in chosen if s.rel not in outputs])
+    shaders = _parse([s for s in chosen if s.rel not in outputs], errors)
     results, compiled = compile_shaders(config, shaders, cache=cache, progress=progress, cached=len(outputs))
-    for spec, result in zip(_specs(shaders, results, strict=config.strict), results):
+    for spec, result in _specs(shaders, results, errors, strict=config.strict):
         out = outputs[spec.shader.rel] = _generate(spec, templates, result.compiler)
         if cache is not None:
             cache.store_output(spec.shader, key, out.plain())
+    _raise([e for rel in sorted(errors, key=lambda r: PurePosixPath(r).parts) for e in errors[rel]])
     built = [outputs[s.rel] for s in chosen]
 
     files: dict[str, bytes] = {}
@@ -240,7 +266,7 @@ def inspect(config: BuildConfig, name: str, *, cache: BuildCache | None = None) 
     [src] = select(sources(config.root, list(config.shaders)), [name])[:1]
     shader = parse(src)
     [result], _ = compile_shaders(config, [shader], cache=cache)
-    return build_spec(shader, result, strict=False)
+    return _spec(shader, result, strict=False)
 
 
 def _manifest_modules(dest: Path) -> list[tuple[str, dict[str, object], list[str]]]:
