@@ -19,10 +19,13 @@ from string import Template
 from hatch_slang import __version__
 from hatch_slang.contract import DTYPES
 from hatch_slang.errors import ConfigError
-from hatch_slang.spec import BufferSpec, EntrySpec, ShaderSpec
+from hatch_slang.spec import BufferSpec, EntrySpec, ParamSlot, ShaderSpec
 
 LINE = 88
 MANIFEST = "manifest.json"
+# Format 2: bindings may carry "set" (descriptor set, default 0), entries "push_size" (bytes of
+# push constants, default 0). slangrt reads formats 1 and 2.
+MANIFEST_FORMAT = 2
 TEMPLATE_FILES = ("module.py.tmpl", "function.py.tmpl")
 
 
@@ -84,13 +87,15 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
     params = [f"    {b.name}: {_annotation(b)}," for b in data]
     kw: list[str] = []
     for name in e.params_required:
-        kw.append(f"    {name}: {'float' if slots[name].as_float else 'int'},")
+        kw.append(f"    {name}: {_scalar_annotation(slots[name])},")
     for name in e.grid_only:
         kw.append(f"    {name}: int,")
     for name in e.params_optional:
-        kw.append(f"    {name}: {'float' if slots[name].as_float else 'int'} | None = None,")
+        kw.append(f"    {name}: {_scalar_annotation(slots[name])} | None = None,")
     for name in e.params_unread:
-        kw.append(f"    {name}: {'float' if slots[name].as_float else 'int'} = 0,")
+        kw.append(
+            f"    {name}: {_scalar_annotation(slots[name])} = {'0.0' if slots[name].as_float else '0'},"
+        )
     if e.grid is None:
         kw.append("    grid: tuple[int, int, int],")
     if kw:
@@ -136,7 +141,7 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
     for b in e.buffers:
         if b.role == "params":
             fields = [
-                f"({_lit(p.name or 'literal')}, {p.offset}, {_lit(p.scalar)}, {p.name or p.literal})"
+                f"({_lit(p.name or 'literal')}, {p.offset}, {_lit(p.scalar)}, {_value(p, e)})"
                 for p in b.params
             ]
             packed = _tuple(fields)
@@ -149,11 +154,13 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
         body += _call("_grid = (", axes, close=")")
     else:
         body.append("_grid = _c.grid_arg(grid)")
-    keys = {b.name: str(b.index) if not b.set else f"({b.set}, {b.index})" for b in e.buffers}
-    buffers = ["{", *[f"    {keys[b.name]}: _{b.name}," for b in e.buffers], "}"] if e.buffers else ["{}"]
+    bound = [b for b in e.buffers if b.kind != "push"]
+    push = next((b for b in e.buffers if b.kind == "push"), None)
+    keys = {b.name: str(b.index) if not b.set else f"({b.set}, {b.index})" for b in bound}
+    buffers = ["{", *[f"    {keys[b.name]}: _{b.name}," for b in bound], "}"] if bound else ["{}"]
     body += ["_d.run(", f"    _LIB.kernel({_lit(spec.shader.module)}, {_lit(e.name)}),"]
     body += ["    " + line for line in buffers[:-1]] + ["    " + buffers[-1] + ","]
-    body += ["    _grid,", ")"]
+    body += ["    _grid,", *([f"    push=_{push.name},"] if push else []), ")"]
 
     return templates.function.substitute(
         name=e.name,
@@ -161,6 +168,16 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
         docstring=_docstring(spec, e),
         body="\n".join("    " + line if line else "" for line in body),
     )
+
+
+def _value(p: ParamSlot, e: EntrySpec) -> str:
+    if not p.name:
+        return str(p.literal)
+    return p.name
+
+
+def _scalar_annotation(p: ParamSlot) -> str:
+    return "slangrt.Tensor" if p.scalar == "ptr" else "float" if p.as_float else "int"
 
 
 def _names_needed(e: EntrySpec) -> set[str]:
@@ -260,6 +277,11 @@ def manifest_entry(spec: ShaderSpec) -> dict[str, object]:
             "spirv": spv_name(spec.shader.module, e.name),
             "spirv_sha256": hashlib.sha256(e.spirv).hexdigest(),
             "threads": list(e.threads),
+            **(
+                {"push_size": push[0]}
+                if (push := [b.params_size for b in e.buffers if b.kind == "push"])
+                else {}
+            ),
             "grid": [g.text for g in e.grid] if e.grid is not None else None,
             "bindings": [
                 {
@@ -276,6 +298,7 @@ def manifest_entry(spec: ShaderSpec) -> dict[str, object]:
                     "params_size": b.params_size,
                 }
                 for b in e.buffers
+                if b.kind != "push"
             ],
         }
     return {"source": spec.shader.rel, "sha256": spec.shader.sha256, "entries": entries}
@@ -283,7 +306,7 @@ def manifest_entry(spec: ShaderSpec) -> dict[str, object]:
 
 def render_manifest(shaders: dict[str, dict[str, object]], compiler: str) -> str:
     doc = {
-        "format": 1,
+        "format": MANIFEST_FORMAT,
         "generator": f"hatch-slang {__version__}",
         "compiler": f"slang {compiler}",
         "shaders": shaders,

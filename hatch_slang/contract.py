@@ -397,7 +397,7 @@ def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
         body = rest[found[1][1] :].lstrip(" ,:;")
     if dialect.bare_field_list(ref.name, body):
         body = f"({body.split('  ')[0].rstrip('. ')})  {''.join(body.split('  ')[1:])}"
-    if dialect.looks_like_params(body):
+    if dialect.looks_like_params(body, ref.name):
         params = dialect.read_params(body)
         fields = _fields(params)
         return BindingDoc(

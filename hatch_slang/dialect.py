@@ -303,7 +303,9 @@ def find_shape(text: str) -> Shape | None:
     m = _COUNT.search(text)
     before = text[: m.start("n")].split()[-1:] if m is not None else []
     if m is not None and m.group("n").lower() not in _NOT_A_DIM and before != ["of"]:
-        return Shape(_dims([m.group("n")]), False, m.span("n"))
+        # `any shape (n elements in all)`: `n` counts every element, whatever the shape.
+        flat = re.search(r"\bany\s+(?:shape|rank)|\bflattened\b|\bin\s+all\b|\bin\s+total\b", text, re.I)
+        return Shape(_dims([m.group("n")]), bool(flat), m.span("n"))
     return None
 
 
@@ -403,7 +405,7 @@ def bare_field_list(name: str, rest: str) -> bool:
         return False
 
 
-def looks_like_params(rest: str) -> bool:
+def looks_like_params(rest: str, name: str = "") -> bool:
     """Whether the rest of a binding line is a params tuple rather than a data buffer's shape."""
     body = _strip_type_prefix(rest)
     if _ELEMENT_LIST.match(body):
@@ -417,7 +419,11 @@ def looks_like_params(rest: str) -> bool:
     if re.search(r"\b(elements?|floats|values|entries)\b", m.group("fields")):
         return False
     return all(re.match(r"^[`\w\s=*+/()\-:.]+$", i) for i in items) and (
-        len(items) > 1 or m.group("elem") is not None or "=" in items[0]
+        len(items) > 1
+        or m.group("elem") is not None
+        or "=" in items[0]
+        or name.lower() in PARAMS_NAMES
+        or (rest.lstrip().startswith("(") and re.match(r"^`?[A-Za-z_]\w*`?$", items[0]) is not None)
     )
 
 
@@ -531,6 +537,9 @@ def _grid(text: str) -> tuple[Expr, ...]:
 
 class _RoundUp(ast.NodeTransformer):
     """`(n + 255) / 256` is C's integer division, the round-up idiom: read it as `//`."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        return node  # inside ceil(), min(), max() a `/` is exact: `ceil((n + 1) / 64)`
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)

@@ -8,6 +8,8 @@ line; with ``strict = false`` it becomes a warning and reflection wins where it 
 
 from __future__ import annotations
 
+import keyword
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -15,16 +17,18 @@ from typing import Literal
 from hatch_slang.compiler import CompileResult
 from hatch_slang.contract import DTYPES, BindingDoc, BindingSet, DispatchDoc
 from hatch_slang.discover import Shader
-from hatch_slang.errors import BuildErrors, ShaderError
-from hatch_slang.expr import Expr, check_identifier
+from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
+from hatch_slang.expr import RESERVED_NAMES, Expr, check_identifier
 from hatch_slang.reflection import (
     ReflectedBinding,
     ReflectedEntry,
+    Scalar,
     normalize_spirv,
     read_all_bindings,
     read_entry,
     scalar_size,
 )
+from hatch_slang.spirv import EntryInfo, Member, Module, Resource, read_module
 
 _Problem = Callable[[int | None, str], None]
 _KIND_WORDS = {"t": "read-only storage buffer", "u": "read-write storage buffer", "b": "uniform buffer"}
@@ -45,7 +49,7 @@ class BufferSpec:
     index: int
     name: str
     role: Literal["data", "params"]
-    kind: Literal["storage", "uniform"]
+    kind: Literal["storage", "uniform", "push"]  # push: the push-constant block (no descriptor)
     writable: bool
     dtype: str | None  # contract dtype code (f32, ...) for data; None: any dtype
     shape: tuple[Expr, ...] | None  # None: 1-D any length (or anything, when `shape_checked` is False)
@@ -110,15 +114,20 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
             f"and is used ({others} ignored)"
         )
     documented: dict[tuple[int, int], BufferSpec] = {}
+    push_docs: list[BindingDoc] = []
+    hard: list[HatchSlangError] = []  # what cannot be bound: an error whatever `strict` says
     unread: set[int] = set(chosen.unread) if chosen else set()
     if chosen is None:
         warnings.append(
-            f"{shader.rel}: no binding lines; wrappers are built from reflection alone "
+            f"{shader.rel}: no Bindings block; wrappers are built from reflection alone "
             "(argument shapes are not checked and the grid must be passed)"
         )
     else:
         for doc in chosen.bindings:
             r = _lookup(doc, reflected_all)
+            if r is None and doc.role == "params" and _has_push(result):
+                push_docs.append(doc)  # a documented push-constant block (no descriptor binding)
+                continue
             if r is None:
                 where = f"set {doc.set}, binding {doc.index}" if doc.set else f"binding {doc.index}"
                 have = sorted(f"{k[1]}" if not k[0] else f"set {k[0]} binding {k[1]}" for k in reflected_all)
@@ -140,9 +149,13 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
                     f"(it has {', '.join(sorted(compiled_names))})",
                 )
     entries = []
+    pending = {d.name: d for d in push_docs}
     for compiled in result.entries:
         spirv = normalize_spirv(compiled.spirv)
         refl = read_entry(compiled.reflection, compiled.name, compiled.spirv)
+        module = read_module(compiled.spirv)
+        info = module.entry(compiled.name)
+        by_key = {(r.set or 0, r.binding or 0): r for r in info.resources if r.storage != "push_constant"}
         buffers = []
         for r in refl.bindings:
             if r.key in documented:
@@ -154,10 +167,41 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
                     f"binding {r.index} (`{r.variable}`) is used by entry "
                     f"`{refl.name}` but missing from the binding lines",
                 )
-            buffers.append(_from_reflection(r))
+            res = by_key.get(r.key)
+            if r.kind == "uniform" and res is not None and res.storage == "uniform":
+                buffers.append(_block(shader, res, r.variable, "uniform", hard))
+            else:
+                buffers.append(_from_reflection(r))
+        covered = {b.key for b in buffers}
+        for key, res in sorted(by_key.items()):
+            if key in covered:
+                continue
+            if res.storage == "uniform":  # the default uniform buffer of global `uniform` values
+                buffers.append(_block(shader, res, res.variable, "uniform", hard))
+            elif res.storage == "storage":
+                buffers.append(_from_spirv(res))
+            else:
+                hard.append(
+                    ShaderError(
+                        shader.rel,
+                        _declared_at(shader.source, res.variable),
+                        f"`{res.variable or '?'}` (set {key[0]}, binding {key[1]}) is a {res.type_text}; "
+                        "hatch-slang binds storage buffers, uniform buffers and push constants only",
+                    )
+                )
+        push = _push_block(shader, info, pending, problem, hard)
+        if push is not None:
+            buffers.append(push)
+        _check_bound(shader, info, buffers, hard)
         entries.append(
-            _entry(shader, refl, tuple(buffers), spirv, c.dispatch_for(refl.name), problem, warnings)
+            _entry(shader, refl, tuple(buffers), spirv, c.dispatch_for(refl.name), problem, warnings, module)
         )
+    for pd in pending.values():
+        problem(
+            pd.line, f"binding {pd.index} (`{pd.name}`) is not a binding or push-constant block of the shader"
+        )
+    if hard:
+        raise hard[0] if len(hard) == 1 else BuildErrors(list(hard))
 
     if problems:
         if strict:
@@ -365,9 +409,11 @@ def _entry(
     d: DispatchDoc | None,
     problem: _Problem,
     warnings: list[str],
+    module: Module,
 ) -> EntrySpec:
     c = shader.contract
     data_names = {b.name for b in buffers if b.role == "data"}
+    buffers = _unclash(buffers, data_names)
     fields: dict[str, ParamSlot] = {}
     for b in buffers:
         for p in b.params:
@@ -430,7 +476,12 @@ def _entry(
             )
             b = replace(b, shape=None, shape_checked=False)
         checked.append(b)
-    required = tuple(n for n in fields if n not in inferable and n not in derived)
+    used_by_sizes = set(grid_only) | {n for e in grid or () for n in e.names}
+    for b in checked:
+        used_by_sizes.update(n for dim in b.shape or () for n in dim.names)
+        used_by_sizes.update(n for p in b.params if p.derived for n in p.derived.names)
+    unread = _unread_fields(module, refl.name, checked) - used_by_sizes - set(inferable) - derived
+    required = tuple(n for n in fields if n not in inferable and n not in derived and n not in unread)
     optional = tuple(n for n in fields if n in inferable and n not in derived)
     return EntrySpec(
         refl.name,
@@ -443,5 +494,218 @@ def _entry(
         required,
         optional,
         grid_only=tuple(grid_only),
+        params_unread=tuple(n for n in fields if n in unread),
         grid_line=d.line if d else None,
     )
+
+
+def _unclash(buffers: tuple[BufferSpec, ...], data_names: set[str]) -> tuple[BufferSpec, ...]:
+    """Fields of uncommented blocks that clash with another argument take their block's name."""
+    taken = set(data_names)
+    counts: dict[str, int] = {}
+    for b in buffers:
+        for p in b.params:
+            counts[p.name] = counts.get(p.name, 0) + 1
+    out = []
+    for b in buffers:
+        if b.line is None and b.role == "params":
+            slots = tuple(
+                replace(p, name=f"{b.name}_{p.name}")
+                if p.name and (p.name in taken or counts[p.name] > 1)
+                else p
+                for p in b.params
+            )
+            b = replace(b, params=slots)
+        out.append(b)
+    return tuple(out)
+
+
+def _unread_fields(module: Module, entry: str, buffers: list[BufferSpec]) -> set[str]:
+    """Params fields whose bytes the entry's SPIR-V never loads (read off the SPIR-V itself)."""
+    info = module.entry(entry)
+    unread: set[str] = set()
+    for b in buffers:
+        if b.role != "params":
+            continue
+        if b.kind == "push":
+            res = next((r for r in info.resources if r.storage == "push_constant"), None)
+        else:
+            res = next((r for r in info.resources if (r.set or 0, r.binding or 0) == b.key), None)
+        if res is None:
+            continue
+        loaded = module.loaded_offsets(entry, res)
+        if loaded is None:
+            continue
+        for p in b.params:
+            if p.name and p.literal is None and p.scalar != "ptr":
+                size = 8 if p.scalar == "ptr" else scalar_size(p.scalar)
+                if not any(p.offset <= o < p.offset + size for o in loaded):
+                    unread.add(p.name)
+    return unread
+
+
+# --- what the SPIR-V needs bound beyond the documented and reflected descriptors ---------------
+
+
+def _has_push(result: CompileResult) -> bool:
+    return any(
+        r.storage == "push_constant"
+        for e in result.entries
+        for r in read_module(e.spirv).entry(e.name).resources
+    )
+
+
+def _declared_at(source: str, variable: str) -> int | None:
+    """The line declaring ``variable`` (for messages); None when it cannot be found."""
+    if not variable:
+        return None
+    pattern = re.compile(rf"\b{re.escape(variable)}\b")
+    for number, line in enumerate(source.splitlines(), start=1):
+        code = line.split("//", 1)[0]
+        if pattern.search(code):
+            return number
+    return None
+
+
+def _slot_name(member: Member, variable: str) -> str | None:
+    """The keyword argument of one member of a uniform or push-constant block.
+
+    Fields keep their own names, nested fields and vector components are joined with `_`
+    (`light.dir.x` -> `light_dir_x`); a name that is a Python keyword gets a trailing `_`; a name
+    starting with `_` (`_pad0`) is padding: written as zero, no argument.
+    """
+    parts = [p.replace("[]", "").strip("[]") for p in member.path] or [variable]
+    name = "_".join(p for p in parts if p)
+    if name.startswith("_"):
+        return None
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in RESERVED_NAMES:
+        name += "_"
+    return name if check_identifier(name) is None else None
+
+
+def _block(
+    shader: Shader,
+    res: Resource,
+    variable: str,
+    kind: Literal["uniform", "push"],
+    hard: list[HatchSlangError],
+) -> BufferSpec:
+    """A uniform or push-constant block with no comment: its fields become keyword arguments."""
+    slots: list[ParamSlot] = []
+    for m in res.members:
+        name = _slot_name(m, variable)
+        if name is None:
+            continue
+        scalar = "u32" if m.scalar == "bool" else m.scalar
+        if scalar == "ptr" and m.pointee is None:
+            hard.append(
+                ShaderError(
+                    shader.rel,
+                    _declared_at(shader.source, m.path[0] if m.path else variable),
+                    f"`{m.name}` in `{variable}` is a pointer to a struct or another pointer; "
+                    "hatch-slang passes pointers to scalars only",
+                )
+            )
+        slots.append(ParamSlot(name, scalar, m.offset, scalar in ("f32", "f16", "f64")))
+    size = -(-max(res.size, 4) // (16 if kind == "uniform" else 4)) * (16 if kind == "uniform" else 4)
+    shown = variable or ("push constants" if kind == "push" else "uniforms")
+    name = (
+        shown if check_identifier(shown) is None else ("push" if kind == "push" else f"uniforms{res.binding}")
+    )
+    return BufferSpec(
+        res.binding or 0,
+        name,
+        "params",
+        kind,
+        False,
+        None,
+        None,
+        True,
+        f"`{shown}` (from reflection)",
+        None,
+        tuple(slots),
+        size,
+        set=res.set or 0,
+    )
+
+
+def _from_spirv(res: Resource) -> BufferSpec:
+    """A storage buffer the SPIR-V uses that reflection did not list (GLSL-style blocks)."""
+    kinds = {m.scalar for m in res.members}
+    scalar = kinds.pop() if len(kinds) == 1 else None
+    name = res.variable if check_identifier(res.variable) is None else f"binding{res.binding}"
+    return BufferSpec(
+        res.binding or 0,
+        name,
+        "data",
+        "storage",
+        res.declared_writable,
+        scalar if scalar in DTYPES else None,
+        None,
+        False,
+        f"`{res.variable}` (from the SPIR-V)",
+        None,
+        set=res.set or 0,
+    )
+
+
+def _push_block(
+    shader: Shader,
+    info: EntryInfo,
+    pending: dict[str, BindingDoc],
+    problem: _Problem,
+    hard: list[HatchSlangError],
+) -> BufferSpec | None:
+    """The entry's push-constant range: documented (a params line) or from its members."""
+    blocks = [r for r in info.resources if r.storage == "push_constant"]
+    if not blocks:
+        return None
+    members: dict[int, Member] = {}
+    for b in blocks:  # several blocks share one range: fields by offset
+        for m in b.members:
+            members.setdefault(m.offset, m)
+    merged = Resource(
+        blocks[0].id,
+        blocks[0].variable if len(blocks) == 1 else "",
+        "push_constant",
+        None,
+        None,
+        tuple(members[o] for o in sorted(members)),
+        0,
+        max(b.size for b in blocks),
+        False,
+        False,
+        "push constant block",
+    )
+    doc = pending.pop(next(iter(pending)), None) if len(pending) >= 1 and len(blocks) == 1 else None
+    if doc is not None:
+        scalars = tuple(
+            Scalar(m.name or "x", "u32" if m.scalar == "bool" else m.scalar, m.offset) for m in merged.members
+        )
+        view = ReflectedBinding(0, merged.variable, "uniform", "pushConstant", False, scalars, merged.size)
+        spec = _from_doc(doc, view, problem)
+        return replace(spec, kind="push", params_size=-(-max(merged.size, 4) // 4) * 4)
+    variable = merged.variable if merged.variable not in ("entryPointParams", "") else ""
+    return _block(shader, merged, variable, "push", hard)
+
+
+def _check_bound(
+    shader: Shader, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
+) -> None:
+    """The invariant: every descriptor and push-constant range the entry's SPIR-V uses is bound."""
+    bound = {b.key for b in buffers if b.kind != "push"}
+    for r in info.resources:
+        if r.storage == "push_constant":
+            ok = any(b.kind == "push" for b in buffers)
+        else:
+            ok = (r.set or 0, r.binding or 0) in bound
+        if not ok:
+            hard.append(
+                ShaderError(
+                    shader.rel,
+                    _declared_at(shader.source, r.variable),
+                    f"entry `{info.name}` uses `{r.variable or '?'}` ({r.type_text}"
+                    + (f", set {r.set}, binding {r.binding}" if r.set is not None else "")
+                    + "), which its wrapper would leave unbound",
+                )
+            )
