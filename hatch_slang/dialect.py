@@ -304,8 +304,8 @@ def find_shape(text: str) -> Shape | None:
     before = text[: m.start("n")].split()[-1:] if m is not None else []
     if m is not None and m.group("n").lower() not in _NOT_A_DIM and before != ["of"]:
         # `any shape (n elements in all)`: `n` counts every element, whatever the shape.
-        flat = re.search(r"\bany\s+(?:shape|rank)|\bflattened\b|\bin\s+all\b|\bin\s+total\b", text, re.I)
-        return Shape(_dims([m.group("n")]), bool(flat), m.span("n"))
+        any_shape = re.search(r"\bany\s+(?:shape|rank)|\bflattened\b|\bin\s+all\b|\bin\s+total\b", text, re.I)
+        return Shape(_dims([m.group("n")]), bool(any_shape), m.span("n"))
     return None
 
 
