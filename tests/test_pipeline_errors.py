@@ -265,3 +265,18 @@ def test_cli_builds_exit_without_threading_noise(package: Callable[[str], Path])
         assert "broken.slang" in run.stderr
         for noise in ("Exception ignored", "Bad file descriptor", "Traceback"):
             assert noise not in run.stderr, f"run {k}:\n{run.stderr}"
+
+
+def test_closing_the_compiler_pool_leaves_no_thread_or_worker_behind(tmp_path: Path) -> None:
+    """What keeps the exit clean: once the pool is closed its workers have exited and its manager
+    thread (whose wake-up pipe the interpreter's exit hook writes to) has finished."""
+    import multiprocessing
+    import threading
+
+    (tmp_path / "chatty.slang").write_text(PRINTF, encoding="utf-8")
+    before = set(threading.enumerate())
+    with CompilerPool(workers=2) as pool:
+        pool.compile([CompileJob("chatty.slang", ("chatty",), CompileOptions(), str(tmp_path))] * 2)
+        assert multiprocessing.active_children()
+    assert set(threading.enumerate()) <= before
+    assert not multiprocessing.active_children()
