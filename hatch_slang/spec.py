@@ -168,11 +168,13 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
                     f"`{refl.name}` but missing from the binding lines",
                 )
             res = by_key.get(r.key)
+            if res is not None and res.storage not in ("storage", "uniform"):
+                continue  # an image or sampler: reported below as what cannot be bound
             if r.kind == "uniform" and res is not None and res.storage == "uniform":
                 buffers.append(_block(shader, res, r.variable, "uniform", hard))
             else:
                 buffers.append(_from_reflection(r))
-        covered = {b.key for b in buffers}
+        covered = {b.key for b in buffers if b.kind != "push"}
         for key, res in sorted(by_key.items()):
             if key in covered:
                 continue
@@ -693,12 +695,14 @@ def _check_bound(
     shader: Shader, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
 ) -> None:
     """The invariant: every descriptor and push-constant range the entry's SPIR-V uses is bound."""
-    bound = {b.key for b in buffers if b.kind != "push"}
     for r in info.resources:
+        if r.storage == "other":
+            continue  # images and samplers: reported where they are met
         if r.storage == "push_constant":
             ok = any(b.kind == "push" for b in buffers)
         else:
-            ok = (r.set or 0, r.binding or 0) in bound
+            kinds = {b.kind for b in buffers if b.kind != "push" and b.key == (r.set or 0, r.binding or 0)}
+            ok = r.storage in kinds
         if not ok:
             hard.append(
                 ShaderError(

@@ -319,18 +319,11 @@ def test_sampler_fails_naming_file_line_and_variable(tmp_path: Path) -> None:
     assert "sampler" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a Texture2D<float> listed by reflection becomes a float32 storage-buffer argument "
-    "(spec._from_reflection); the wrapper binds a storage buffer to a sampled-image descriptor and "
-    "the build neither fails nor names `t`",
-)
 def test_texture_fails_naming_file_line_and_variable(tmp_path: Path) -> None:
     message = _build_error(_project(tmp_path, {"sampled.slang": SAMPLED}))
     assert "shaders/sampled.slang:1:" in message and "`t`" in message
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a lone Texture2D builds as a float32 storage-buffer argument")
 def test_texture_alone_fails(tmp_path: Path) -> None:
     message = _build_error(_project(tmp_path, {"tex.slang": TEXTURE_ONLY}))
     assert "shaders/tex.slang:1:" in message and "`t`" in message
