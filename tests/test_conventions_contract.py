@@ -155,9 +155,10 @@ def test_validate_cli_json_rows_and_exit_code(conventions: Path, monkeypatch: py
         ("block_sum.slang", "block_sum"),
     }
     assert all(
-        set(r) == {"shader", "entry", "device", "shape", "max_abs_err", "max_rel_err", "ok"} for r in rows
+        set(r) == {"shader", "entry", "device", "shape", "max_abs_err", "max_rel_err", "ok", "status"}
+        for r in rows
     )
-    assert all(r["ok"] for r in rows)
+    assert all(r["ok"] and r["status"] == "ok" for r in rows)
 
     # A reference that disagrees: that row fails and the command exits 1.
     ref = conventions / "shaders" / "binding_lines.py"
