@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -238,6 +239,18 @@ def _escape_doc(text: str) -> str:
     return text
 
 
+def _described(prose: str, name: str) -> str:
+    """The comment's own sentence about a field: one that opens with it (`` `name` ...``, ``name:``)."""
+    text = " ".join(prose.split())
+    m = re.search(
+        rf"(?:^|(?<=[.!?]\s))(?:`{re.escape(name)}`|{re.escape(name)}\s*:)\s*(?P<s>[^.!?]*[.!?]?)", text
+    )
+    if m is None:
+        return ""
+    sentence = m.group(0).strip()
+    return sentence if len(sentence) <= 240 else sentence[:237].rstrip() + "..."
+
+
 def _docstring(spec: ShaderSpec, e: EntrySpec) -> str:
     prose = spec.shader.contract.prose
     lines = prose.split("\n") if prose else [f"Run the `{e.name}` kernel of {spec.shader.rel}."]
@@ -250,15 +263,20 @@ def _docstring(spec: ShaderSpec, e: EntrySpec) -> str:
             shape = f" ``{shape}``" if shape else (" (any shape)" if not b.shape_checked else " (1-D)")
             access = "read-write" if b.writable else "read-only"
             lines.append(f"    {b.name}: {dtype}{shape}, {access}. {b.doc}".rstrip())
-    for b in e.buffers:
-        for p in b.params:
-            if not p.name or p.derived is not None:
-                continue
-            inferred = "; inferred from the arrays when omitted" if p.name in e.params_optional else ""
-            unread = "; this entry does not read it" if p.name in e.params_unread else ""
-            lines.append(f"    {p.name}: `{b.name}` field ({p.scalar}){inferred}{unread}.")
-    for name in e.grid_only:
-        lines.append(f"    {name}: a size the Dispatch line uses (not a params field or array dimension).")
+    owner = {p.name: (b, p) for b in e.buffers for p in b.params if p.name}
+    # In the signature's order: required fields, grid-only sizes, inferred dims, unread fields.
+    for name in (*e.params_required, *e.grid_only, *e.params_optional, *e.params_unread):
+        if name in e.grid_only:
+            what = "int, a size the Dispatch line uses (not a params field or array dimension)"
+        else:
+            b, p = owner[name]
+            what = f"`{b.name}` field ({'pointer: a slangrt.Tensor' if p.scalar == 'ptr' else p.scalar})"
+            if name in e.params_optional:
+                what += "; inferred from the arrays when omitted"
+            if name in e.params_unread:
+                what += "; this entry does not read it (default 0)"
+        said = _described(prose, name)
+        lines.append(f"    {name}: {what}." + (f" {said}" if said else ""))
     if e.grid is None:
         lines.append("    grid: thread groups to dispatch, (x, y, z).")
     lines.append("")
