@@ -141,3 +141,15 @@ def test_tensors_stay_on_device_and_chain(kernels: ModuleType) -> None:
     kernels.moe_combine(tz, tw, tout, n_used=4, accumulate=True)
     kernels.moe_combine(tz, tw, tout, n_used=4, accumulate=True)
     np.testing.assert_allclose(tout.numpy(), want, atol=1e-4)
+
+
+def test_docstring_lists_arguments_in_signature_order_with_the_comments_words(kernels: ModuleType) -> None:
+    import inspect
+
+    fn = kernels.moe_combine
+    doc = inspect.getdoc(fn) or ""
+    args = doc.split("Args:\n", 1)[1].split("\n\n", 1)[0]
+    documented = [line.split(":", 1)[0].strip() for line in args.splitlines() if line[4:5] not in (" ", "")]
+    assert documented == list(inspect.signature(fn).parameters)
+    accumulate = next(line for line in args.splitlines() if line.strip().startswith("accumulate:"))
+    assert "picks which of the two FFN output conventions the caller uses" in accumulate
