@@ -300,13 +300,41 @@ def find_shape(text: str) -> Shape | None:
             return Shape(_dims(parts), False, m.span())
         except Unreadable:
             pass
+    if (one := _paren_dim(text)) is not None:
+        return one
     m = _COUNT.search(text)
     before = text[: m.start("n")].split()[-1:] if m is not None else []
-    if m is not None and m.group("n").lower() not in _NOT_A_DIM and before != ["of"]:
+    if (
+        m is not None
+        and m.group("n").lower() not in _NOT_A_DIM
+        and dtype_word(m.group("n")) is None  # `u32 words` names the element type, not a count
+        and before != ["of"]
+    ):
         # `any shape (n elements in all)`: `n` counts every element, whatever the shape.
         any_shape = re.search(r"\bany\s+(?:shape|rank)|\bflattened\b|\bin\s+all\b|\bin\s+total\b", text, re.I)
         return Shape(_dims([m.group("n")]), bool(any_shape), m.span("n"))
     return None
+
+
+_PAREN_ONE = re.compile(r"\(\s*(?P<dim>[^()]*?(?:\([^()]*\)[^()]*?)*)\s*\)")
+
+
+def _paren_dim(text: str) -> Shape | None:
+    """`f32, read (n_cols)`: one size in parentheses, right after the dtype and access words."""
+    m = _PAREN_ONE.search(text)
+    if m is None:
+        return None
+    lead = [w for w in re.split(r"[\s,;:]+", _ACCESS.sub(" ", text[: m.start()])) if w]
+    if not all(dtype_word(w) is not None for w in lead):
+        return None
+    try:
+        (dim,) = _dims([m.group("dim")])
+    except (Unreadable, ValueError):
+        return None
+    words = {n.lower() for n in dim.names}
+    if (words & _PROSE_WORDS) or any(dtype_word(n) or find_access(n) for n in dim.names):
+        return None
+    return Shape((dim,), False, m.span())
 
 
 _PROSE_WORDS = _NOT_A_DIM | {"one", "single", "every", "dispatch", "launch", "with", "by", "for", "as", "is"}
@@ -418,12 +446,20 @@ def looks_like_params(rest: str, name: str = "") -> bool:
         return False
     if re.search(r"\b(elements?|floats|values|entries)\b", m.group("fields")):
         return False
-    return all(re.match(r"^[`\w\s=*+/()\-:.]+$", i) for i in items) and (
-        len(items) > 1
-        or m.group("elem") is not None
-        or "=" in items[0]
-        or name.lower() in PARAMS_NAMES
-        or (rest.lstrip().startswith("(") and re.match(r"^`?[A-Za-z_]\w*`?$", items[0]) is not None)
+    return (
+        all(re.match(r"^[`\w\s=*+/()\-:.]+$", i) for i in items)
+        and (
+            len(items) > 1
+            or m.group("elem") is not None
+            or "=" in items[0]
+            or name.lower() in PARAMS_NAMES
+            or (
+                rest.lstrip().startswith("(")
+                and re.match(r"^`?[A-Za-z_]\w*`?$", items[0]) is not None
+                # `(rows) f32, rw`: a dtype after it makes it a data buffer's one-dimensional shape
+                and not any(dtype_word(w) for w in body[m.end() :].split()[:2])
+            )
+        )
     )
 
 
