@@ -533,3 +533,29 @@ def bench(
 
 def _echo_row(line: str) -> None:
     click.secho(line, fg="red" if line.endswith("FAIL") else None)
+
+
+@main.command("init", epilog=EXIT_CODES)
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@click.option(
+    "--name",
+    default=None,
+    help="Distribution and package name (`-` becomes `_` for the package). Default: the directory's name.",
+)
+@click.option(
+    "--force", is_flag=True, help="Write into a non-empty directory, overwriting files of the same names."
+)
+def init_command(directory: str, name: str | None, force: bool) -> None:
+    """Create a new project in DIRECTORY (default: here) with the build hook configured.
+
+    Writes pyproject.toml, shaders/saxpy.slang (a documented kernel), its NumPy reference
+    shaders/saxpy.py, tests/test_saxpy.py, README.md and .gitignore, then prints the commands
+    that install, validate and test it. Refuses a non-empty directory unless --force.
+    """
+    from hatch_slang.init import init_project, next_steps
+
+    try:
+        project = init_project(Path(directory), name, force=force)
+    except HatchSlangError as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(next_steps(project))
