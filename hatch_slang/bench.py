@@ -2,13 +2,21 @@
 
 For each reference case (``shaders/<name>.py``) the inputs are uploaded once as device tensors,
 the kernel is called once to warm up (pipeline creation, first-touch of memory), then ``repeat``
-times inside :func:`slangrt.profile`. The table reports the median GPU time per call, the bytes
-the call's bindings span (written ones counted twice) and the bandwidth that implies, and the
-median wall-clock time per call (Python, argument checks and submission included).
+times inside :func:`slangrt.profile`, each call waited for before the next. A row reports
+medians per call of:
+
+- ``gpu_us``: the GPU time of the dispatch (timestamps around it on the device);
+- ``bytes``: the bytes the call's bindings span (written ones counted twice), and the
+  bandwidth that implies over the GPU time (``gb_per_s``);
+- ``submit_us``: how long the call takes to return: argument checks, recording and submission
+  (the kernel then runs asynchronously, so this can be far below the GPU time);
+- ``wall_us``: from the call to the end of the kernel (submission, the GPU work and the wait),
+  what a caller who waits for the result sees; never below the GPU time.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -19,9 +27,8 @@ from typing import Any
 import numpy as np
 
 from hatch_slang.config import BuildConfig
-from hatch_slang.discover import find_shaders, module_name
 from hatch_slang.errors import HatchSlangError
-from hatch_slang.validate import _label, contract_inputs, import_kernels, load_manifest, load_reference
+from hatch_slang.validate import _label, contract_inputs, reference_cases
 
 
 @dataclass(frozen=True)
@@ -33,7 +40,8 @@ class BenchRow:
     calls: int
     gpu_us: float  # median GPU time of one call
     bytes: int  # bytes the call's bindings span (written bindings counted twice)
-    wall_us: float  # median wall-clock time of one call, as Python sees it
+    wall_us: float  # median time from the call to the end of its kernel (waited for)
+    submit_us: float = 0.0  # median time the call takes to return (the kernel runs asynchronously)
 
     @property
     def gb_per_s(self) -> float:
@@ -49,6 +57,7 @@ class BenchRow:
             "gpu_us": round(self.gpu_us, 3),
             "bytes": self.bytes,
             "gb_per_s": round(self.gb_per_s, 2),
+            "submit_us": round(self.submit_us, 3),
             "wall_us": round(self.wall_us, 3),
         }
 
@@ -78,26 +87,22 @@ def bench(
     if repeat < 1:
         raise HatchSlangError(f"repeat must be at least 1, got {repeat}")
     try:
-        device = slangrt.device().info.name
+        dev = slangrt.device()
     except slangrt.SlangRTError as e:
         raise HatchSlangError(str(e)) from None
-    for path in find_shaders(config.root, list(config.shaders)):
-        ref_path = path.with_suffix(".py")
-        if (names and path.stem not in names) or not ref_path.is_file():
-            continue
-        kernels = import_kernels(config, module_name(path.stem))
-        manifest = load_manifest(kernels)
-        module = Path(kernels.__file__ or "").stem
-        rng = np.random.default_rng(seed)
+    device = dev.info.name
+    for shader, runs in itertools.groupby(reference_cases(config, names, seed), key=lambda r: r.shader):
         chosen: dict[str, tuple[int, str, dict[str, Any]]] = {}
         picked: list[tuple[str, str, dict[str, Any]]] = []
-        for number, case in enumerate(load_reference(ref_path).cases(rng), start=1):
-            where = f"{ref_path.name} case {number} ({case.entry})"
+        kernels: Any = None
+        for run in runs:
+            kernels, case = run.kernels, run.case
+            module = Path(kernels.__file__ or "").stem
             try:
-                entry = manifest["shaders"][module]["entries"][case.entry]
+                entry = run.manifest["shaders"][module]["entries"][case.entry]
             except KeyError:
-                raise HatchSlangError(f"{where}: the kernels have no entry `{case.entry}`") from None
-            args = contract_inputs(entry, case.dims, case.args, rng, where=where)
+                raise HatchSlangError(f"{run.where}: the kernels have no entry `{case.entry}`") from None
+            args = contract_inputs(entry, case.dims, case.args, run.rng, where=run.where)
             if all_cases:
                 picked.append((case.entry, _label(case, args), args))
             elif case.entry not in chosen or _nbytes(args) > chosen[case.entry][0]:
@@ -108,19 +113,23 @@ def bench(
             fn = getattr(kernels, entry_name)
             on_device = _to_device(args)
             fn(**on_device)  # warm-up: pipeline creation and first touch of memory
-            walls = []
+            dev.synchronize()
+            submits, walls = [], []
             with slangrt.profile() as p:
                 for _ in range(repeat):
                     start = time.perf_counter()
                     fn(**on_device)
+                    returned = time.perf_counter()
+                    dev.synchronize()
+                    submits.append(returned - start)
                     walls.append(time.perf_counter() - start)
             records = [r for r in p.records if r.kernel.endswith(f".{entry_name}") or r.kernel == entry_name]
             records = records or p.records
             if not records:
-                raise HatchSlangError(f"{path.name} {entry_name}: the profile recorded no dispatch")
+                raise HatchSlangError(f"{shader} {entry_name}: the profile recorded no dispatch")
             gpu_ns = statistics.median(r.gpu_ns for r in records)
             yield BenchRow(
-                shader=path.name,
+                shader=shader,
                 entry=entry_name,
                 device=device,
                 shape=label,
@@ -128,6 +137,7 @@ def bench(
                 gpu_us=gpu_ns / 1e3,
                 bytes=records[0].bytes,
                 wall_us=statistics.median(walls) * 1e6,
+                submit_us=statistics.median(submits) * 1e6,
             )
             for t in on_device.values():
                 if isinstance(t, slangrt.Tensor):

@@ -12,11 +12,14 @@ points and the content of every file the compiler read for it (``CompileResult.d
 includes and imported modules) are what they were. A slot holds one entry; a new compile of the
 same shader replaces it, so the cache stays the size of the project.
 
-Where: ``<root>/build/hatch-slang/`` (``build/`` is conventionally ignored by version control),
-or ``$HATCH_SLANG_CACHE_DIR``. Entries carry no absolute paths, so one directory can serve many
-checkouts (and the temporary unpacked sdist of ``python -m build``). Deleting it is always safe.
-A damaged or foreign entry reads as a miss; writes are atomic, so concurrent builds are safe.
-Entries are pickles: the cache directory is trusted as the source tree it sits in is.
+Where: outside the source tree, in the user's cache directory (:func:`user_cache_dir`:
+``$XDG_CACHE_HOME/hatch-slang`` or ``~/.cache/hatch-slang`` on Linux, ``~/Library/Caches/hatch-slang``
+on macOS, ``%LOCALAPPDATA%\\hatch-slang\\Cache`` on Windows), or under ``$HATCH_SLANG_CACHE_DIR``; in
+either, one subdirectory per project, named after the project (:func:`project_key`), so that
+projects do not evict each other's entries. Entries carry no absolute paths, so checkouts of one
+project (and the temporary unpacked sdist of ``python -m build``) share theirs. Deleting it is
+always safe. A damaged or foreign entry reads as a miss; writes are atomic, so concurrent builds
+are safe. Entries are pickles: the cache directory is trusted as the user's home is.
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
+import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,9 +46,52 @@ _IGNORE = "# Created by hatch-slang: a build cache, safe to delete.\n*\n"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# The build cache of hatch-slang.\n"
 
 
+APP = "hatch-slang"
+
+
+def user_cache_dir() -> Path:
+    """hatch-slang's directory in the user's cache, by each platform's convention."""
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no password entry: a bare container, say
+        return Path(tempfile.gettempdir()) / f"{APP}-cache-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    if sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA", "").strip()
+        return (Path(local) if local else home / "AppData" / "Local") / APP / "Cache"
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / APP
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    # The XDG spec: a relative path is invalid and must be ignored.
+    return (Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".cache") / APP
+
+
+def project_key(root: Path) -> str:
+    """The name of a project's directory in the cache: its normalized ``[project] name``.
+
+    Checkouts of one project (and its unpacked sdists) share a directory, whatever their path;
+    a project whose name cannot be read gets its directory's name and a hash of its path.
+    """
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+        name = data["project"]["name"]
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        name = None
+    if isinstance(name, str):
+        key = re.sub(r"[^a-z0-9-]", "", re.sub(r"[-_.]+", "-", name).lower()).strip("-")
+        if key:
+            return key
+    real = root.resolve()
+    stem = re.sub(r"[^A-Za-z0-9_-]", "_", real.name)[:40] or "project"
+    return f"{stem}-{_sha256(str(real).encode())[:12]}"
+
+
 def default_cache_dir(root: Path) -> Path:
-    env = os.environ.get(ENV)
-    return Path(env).expanduser().resolve() if env else root / "build" / "hatch-slang"
+    """Where a project's build cache lives: ``$HATCH_SLANG_CACHE_DIR`` (else the user's cache
+    directory, :func:`user_cache_dir`), then the project's own subdirectory (:func:`project_key`).
+    Never inside the source tree unless ``$HATCH_SLANG_CACHE_DIR`` points there."""
+    env = os.environ.get(ENV, "").strip()
+    base = Path(env).expanduser().resolve() if env else user_cache_dir()
+    return base / project_key(root)
 
 
 def _sha256(data: bytes) -> str:

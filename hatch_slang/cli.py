@@ -52,8 +52,8 @@ def _cache_option(f: F) -> F:
     return click.option(
         "--no-cache",
         is_flag=True,
-        help="Compile every shader, ignoring and not updating the build cache "
-        "(<root>/build/hatch-slang, or $HATCH_SLANG_CACHE_DIR).",
+        help="Compile every shader, ignoring and not updating the build cache (one directory per "
+        "project in the user's cache: ~/.cache/hatch-slang on Linux; or under $HATCH_SLANG_CACHE_DIR).",
     )(f)
 
 
@@ -79,32 +79,54 @@ def _fail(e: HatchSlangError) -> click.ClickException:
     return click.ClickException(f"{len(errors)} problems:\n" + "\n".join(str(x) for x in errors))
 
 
-class _Bar:
-    """A progress bar over the shaders that need compiling (for 2 or more; -v lists them instead)."""
+BAR_MIN = 3  # fewer shaders compile too fast for a bar to help
 
-    def __init__(self, quiet: bool, verbose: bool) -> None:
+
+class _Bar:
+    """Compile progress on stderr: a bar on a terminal when several shaders compile; with -v
+    one line per shader instead (anywhere); nothing otherwise."""
+
+    def __init__(self, quiet: bool, verbose: bool, stream: Any = None) -> None:
         self.quiet, self.verbose = quiet, verbose
+        self.stream = stream if stream is not None else sys.stderr
         self.bar: Any = None
 
     def start(self, total: int, cached: int) -> None:
         if self.verbose and cached:
-            click.echo(f"{cached} shader(s) unchanged since the last build (cached)", err=True)
-        if total > 1 and not self.quiet and not self.verbose:
-            self.bar = click.progressbar(length=total, label=f"compiling {total} shaders", file=sys.stderr)
+            # "Since the last build" would be wrong: `check` and `show` fill the cache too.
+            click.echo(
+                f"{cached} shader(s) unchanged since they were last compiled (from the build cache)",
+                file=self.stream,
+            )
+        if self.verbose:
+            if total:
+                click.echo(f"compiling {total} shader(s)", file=self.stream)
+        elif total >= BAR_MIN and not self.quiet and _isatty(self.stream):
+            self.bar = click.progressbar(
+                length=total,
+                label=f"compiling {total} shaders",
+                file=self.stream,
+                item_show_func=lambda rel: rel,
+            )
             self.bar.__enter__()
-        elif total and self.verbose:
-            click.echo(f"compiling {total} shader(s)", err=True)
 
     def advance(self, shader: Shader) -> None:
         if self.bar is not None:
             self.bar.update(1, shader.rel)
         if self.verbose:
-            click.echo(f"  compiled {shader.rel}", err=True)
+            click.echo(f"  compiled {shader.rel}", file=self.stream)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def _run_build(
@@ -119,6 +141,8 @@ def _run_build(
     bar = _Bar(quiet, verbose)
     try:
         cache = None if no_cache else pipeline.open_cache(config)
+        if verbose and cache is not None:
+            click.echo(f"build cache: {cache.directory}", err=True)
         return pipeline.build(config, only=only, keep_from=keep_from, cache=cache, progress=bar)
     except HatchSlangError as e:
         raise _fail(e) from None
@@ -435,7 +459,35 @@ def _bytes(n: int) -> str:
     "--device", "device", default=None, help="Device index or name substring (sets SLANGRT_DEVICE)."
 )
 def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, device: str | None) -> None:
-    """Run kernels on the default device and compare with their NumPy references."""
+    """Run kernels on the default device and compare with their NumPy references.
+
+    SHADERS (module names, file names or paths, as for `build`) limits the run to those;
+    default: every configured shader that has a reference. The kernels are imported from the
+    generated package in the project tree (`hatch-slang build`, `pip install -e .`), else from
+    the installed project.
+
+    A reference is a Python file beside the shader, shaders/<name>.py for
+    shaders/<name>.slang, defining cases(rng), which yields hatch_slang.validate.Case objects:
+
+    \b
+        from hatch_slang.validate import Case
+
+    \b
+        def axpy(args):  # the NumPy reference: all arguments in, written arrays out
+            return {"y": args["a"] * args["x"] + args["y"]}
+
+    \b
+        def cases(rng):  # rng: a seeded numpy.random.Generator (--seed)
+            for n in (1, 1000, 100_000):
+                yield Case("axpy", dims={"n": n}, args={"a": 0.5}, expect=axpy)
+
+    Case(entry, dims=..., args=..., expect=..., atol=1e-5, rtol=1e-5, label=...): arguments
+    the case does not give are made from the entry's documented dtype and shape, evaluated
+    over dims and the params given (random normal floats, small random integers). expect is
+    the arrays the kernel must leave in the arguments it writes, or a function of all the
+    arguments returning them. A row fails when a written array is not within atol + rtol *
+    |expected| of it.
+    """
     from hatch_slang.validate import validate as validate_kernels  # imports NumPy: only here
 
     if device is not None:
@@ -449,6 +501,8 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
                 click.echo(json.dumps(row.as_json()))
     except HatchSlangError as e:
         raise click.ClickException(str(e)) from None
+    if not rows:
+        raise click.ClickException("the references yielded no case to run")
     if not as_json:
         _table(
             ["shader", "entry", "shape", "max abs err", "max rel err", "ms", "ok"],
@@ -473,8 +527,6 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
                 click.secho(f"{r.shader} {r.entry} [{r.shape}]: skipped: {r.skipped}", fg="yellow", err=True)
     bad = [r for r in rows if r.failed]
     skipped = [r for r in rows if r.skipped]
-    if not rows:
-        raise click.ClickException("no kernel has a reference (shaders/<name>.py) to validate against")
     if not as_json:
         ran = len(rows) - len(skipped)
         note = f", {len(skipped)} skipped (the device cannot run them)" if skipped else ""
@@ -494,7 +546,21 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
 def bench(
     shaders: tuple[str, ...], root: str, as_json: bool, repeat: int, all_cases: bool, device: str | None
 ) -> None:
-    """Time kernels on a device with GPU timestamps (inputs as for `validate`, kept on the device)."""
+    """Time kernels on a device with GPU timestamps (inputs as for `validate`, kept on the device).
+
+    SHADERS picks shaders as for `build`. Each entry is timed on its largest reference case
+    (every case with --all-cases): one warm-up call, then --repeat calls, each waited for
+    before the next. The columns are medians per call:
+
+    \b
+      GPU us     the kernel's time on the device (GPU timestamps around the dispatch)
+      MB         the bytes its bindings span (written bindings counted twice)
+      GB/s       MB over GPU us: the memory bandwidth the kernel reaches
+      submit us  how long the call takes to return: argument checks, recording, submission
+                 (the kernel then runs asynchronously: this can be far below GPU us)
+      wall us    from the call to the kernel's end, waited for: what a caller who needs
+                 the result sees (never below GPU us)
+    """
     from hatch_slang.bench import bench as bench_kernels  # imports NumPy and slangrt: only here
 
     if device is not None:
@@ -511,10 +577,10 @@ def bench(
     except HatchSlangError as e:
         raise click.ClickException(str(e)) from None
     if not rows:
-        raise click.ClickException("no kernel has a reference (shaders/<name>.py) to take inputs from")
+        raise click.ClickException("the references yielded no case to time")
     if not as_json:
         _table(
-            ["shader", "entry", "shape", "GPU us", "MB", "GB/s", "wall us"],
+            ["shader", "entry", "shape", "GPU us", "MB", "GB/s", "submit us", "wall us"],
             [
                 [
                     r.shader,
@@ -523,6 +589,7 @@ def bench(
                     f"{r.gpu_us:.2f}",
                     f"{r.bytes / 1e6:.2f}",
                     f"{r.gb_per_s:.1f}",
+                    f"{r.submit_us:.1f}",
                     f"{r.wall_us:.1f}",
                 ]
                 for r in rows

@@ -290,6 +290,11 @@ def parse_config(root: Path, raw: Mapping[str, Any]) -> BuildConfig:
     if not shaders:
         raise _bad("shaders", "a non-empty list of globs")
     package = raw.get("package")
+    if package is None:
+        raise ConfigError(
+            f"Option `package` for build hook `{HOOK}` is required: the package path the generated "
+            'wrappers go to, such as "mypkg/kernels"'
+        )
     if not isinstance(package, str) or not package:
         raise _bad("package", 'a package path such as "mypkg/kernels"')
     package = package.replace(".", "/").strip("/")

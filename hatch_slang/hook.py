@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +32,28 @@ RUNTIME_REQUIREMENT = "hatch-slang-runtime>=0.1,<0.2"
 
 
 class _Log:
-    """Compile progress through hatchling's display (shown per shader with ``-v``)."""
+    """Compile progress through hatchling's display: how many shaders compile, then a line as
+    each one finishes. Build front ends show a backend's output only when asked (``pip -v``,
+    ``python -m build`` always); ``HATCH_QUIET`` hides it."""
 
     def __init__(self, hook: SlangBuildHook) -> None:
         self.app = hook.app
         self.total = 0
         self.done = 0
+        self.started = time.monotonic()
 
     def start(self, total: int, cached: int) -> None:
         self.total = total
+        self.started = time.monotonic()
         if total:
-            self.app.display_info(f"hatch-slang: compiling {total} shader(s), {cached} unchanged")
+            self.app.display_info(
+                f"hatch-slang: compiling {total} shader(s), {cached} unchanged (from the build cache)"
+            )
 
     def advance(self, shader: Shader) -> None:
         self.done += 1
-        self.app.display_debug(f"hatch-slang: [{self.done}/{self.total}] {shader.rel}")
+        elapsed = time.monotonic() - self.started
+        self.app.display_info(f"hatch-slang: [{self.done}/{self.total}] {shader.rel} ({elapsed:.1f} s)")
 
 
 class SlangBuildHook(BuildHookInterface):  # type: ignore[type-arg]

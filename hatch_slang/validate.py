@@ -30,7 +30,7 @@ import numpy as np
 
 from hatch_slang.config import BuildConfig
 from hatch_slang.contract import DTYPES
-from hatch_slang.discover import find_shaders, module_name
+from hatch_slang.discover import Source, module_name, read_sources, select
 from hatch_slang.errors import HatchSlangError
 from hatch_slang.expr import ExprError, evaluate
 
@@ -110,13 +110,31 @@ def load_reference(path: Path) -> ModuleType:
 
 
 def import_kernels(config: BuildConfig, module: str) -> ModuleType:
+    """The generated wrapper module ``module`` of the configured package.
+
+    When the project tree holds the generated package (``hatch-slang build``, an editable
+    install), it is imported from the tree, even where the project is not installed: the
+    project root goes first on ``sys.path``. Otherwise the package must be installed.
+    """
     name = f"{config.package.replace('/', '.')}.{module}"
+    root = config.root.resolve()
+    in_tree = (root / config.package / f"{module}.py").is_file()
+    if in_tree and str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+        importlib.invalidate_caches()
     try:
         return importlib.import_module(name)
     except ImportError as e:
-        raise HatchSlangError(
-            f"cannot import {name} ({e}); build the kernels first (`pip install .` or `hatch-slang build`)"
-        ) from None
+        if in_tree:
+            raise HatchSlangError(f"cannot import {name} from {root}: {e}") from None
+        missing = getattr(e, "name", None)
+        if isinstance(e, ModuleNotFoundError) and missing and name.startswith(missing):
+            raise HatchSlangError(
+                f"cannot import {name}: the kernels are not built ({config.package}/{module}.py is not "
+                f"in {root}, and `{missing}` is not installed); build them first with "
+                "`hatch-slang build` (or `pip install -e .`)"
+            ) from None
+        raise HatchSlangError(f"cannot import {name} ({e})") from None
 
 
 def load_manifest(kernels: ModuleType) -> dict[str, Any]:
@@ -253,6 +271,56 @@ def _copies(args: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
 
 
+@dataclass(frozen=True)
+class CaseRun:
+    """One reference case, ready to run: what :func:`reference_cases` yields."""
+
+    shader: str  # the shader's file name, as rows show it
+    kernels: ModuleType  # its generated wrapper module
+    manifest: Mapping[str, Any]  # the package manifest
+    case: Case
+    where: str  # ``<name>.py case N (entry)``, for messages
+    rng: np.random.Generator  # the shader's generator: inputs are drawn from it in case order
+
+
+def referenced_shaders(config: BuildConfig, names: list[str] | None = None) -> list[tuple[Source, Path]]:
+    """The configured shaders (those ``names`` pick, as ``hatch-slang build`` does: module
+    name, file name or path) that have a reference ``<name>.py`` beside them.
+
+    :class:`HatchSlangError` when none has, saying how to write one.
+    """
+    srcs, _ = read_sources(config.root, list(config.shaders))  # unreadable files: not ours to report
+    chosen = select(srcs, names) if names else srcs
+    found = [(s, s.path.with_suffix(".py")) for s in chosen if s.path.with_suffix(".py").is_file()]
+    if not found:
+        which = ", ".join(s.rel for s in chosen) if names else "no configured shader"
+        raise HatchSlangError(
+            f"no reference to run against: {which} has no `<name>.py` beside it. Write one defining "
+            "`cases(rng)`, which yields `hatch_slang.validate.Case(entry, dims=..., expect=...)` "
+            "(see `hatch-slang validate --help`)"
+        )
+    return found
+
+
+def reference_cases(config: BuildConfig, names: list[str] | None = None, seed: int = 0) -> Iterator[CaseRun]:
+    """Every case of every selected shader's reference, in shader order, then case order.
+
+    Each shader's kernels are imported, and its random generator seeded with ``seed``, just
+    before its first case; its inputs are built as the cases are consumed.
+    """
+    for src, ref_path in referenced_shaders(config, names):
+        ref = load_reference(ref_path)
+        cases = getattr(ref, "cases", None)
+        if not callable(cases):
+            raise HatchSlangError(f"{ref_path.name} defines no `cases(rng)` function")
+        kernels = import_kernels(config, src.module)
+        manifest = load_manifest(kernels)
+        rng = np.random.default_rng(seed)
+        for number, case in enumerate(cases(rng), start=1):
+            where = f"{ref_path.name} case {number} ({case.entry})"
+            yield CaseRun(src.path.name, kernels, manifest, case, where, rng)
+
+
 def validate(
     config: BuildConfig,
     names: list[str] | None = None,
@@ -265,25 +333,14 @@ def validate(
         device = slangrt.device().info.name
     except slangrt.SlangRTError as e:
         raise HatchSlangError(str(e)) from None
-    for path in find_shaders(config.root, list(config.shaders)):
-        ref_path = path.with_suffix(".py")
-        if names and path.stem not in names:
-            continue
-        if not ref_path.is_file():
-            continue
-        ref = load_reference(ref_path)
-        kernels = import_kernels(config, module_name(path.stem))
-        manifest = load_manifest(kernels)
-        rng = np.random.default_rng(seed)
-        for number, case in enumerate(ref.cases(rng), start=1):
-            where = f"{ref_path.name} case {number} ({case.entry})"
-            try:
-                result = run_case(kernels, manifest, case, rng, where)
-            except Skipped as s:
-                row = Row(path.name, case.entry, device, s.label, 0.0, 0.0, False, skipped=s.reason)
-            else:
-                label, worst_abs, worst_rel, ok, elapsed, error = result
-                row = Row(path.name, case.entry, device, label, worst_abs, worst_rel, ok, elapsed, error)
-            if on_row is not None:
-                on_row(row)
-            yield row
+    for run in reference_cases(config, names, seed):
+        try:
+            result = run_case(run.kernels, run.manifest, run.case, run.rng, run.where)
+        except Skipped as s:
+            row = Row(run.shader, run.case.entry, device, s.label, 0.0, 0.0, False, skipped=s.reason)
+        else:
+            label, worst_abs, worst_rel, ok, elapsed, error = result
+            row = Row(run.shader, run.case.entry, device, label, worst_abs, worst_rel, ok, elapsed, error)
+        if on_row is not None:
+            on_row(row)
+        yield row

@@ -18,6 +18,20 @@ SEED = REPO.parent / "shared" / "seeds" / "moe_combine.slang"
 
 
 @pytest.fixture(autouse=True)
+def _user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own user cache directory (builds and subprocesses included), so that
+    hatch-slang's per-user build cache neither leaks between tests nor into the real one. The
+    slangrt pipeline cache, which also follows XDG_CACHE_HOME, keeps its usual place."""
+    import os
+
+    if "SLANGRT_CACHE_DIR" not in os.environ:
+        xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+        base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+        monkeypatch.setenv("SLANGRT_CACHE_DIR", str(base / "slangrt"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+
+
+@pytest.fixture(autouse=True)
 def _numpy_strict() -> Iterator[None]:
     old = np.seterr(all="raise")
     yield

@@ -23,7 +23,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 @pytest.fixture(autouse=True)
 def _project_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test project keeps its cache in its own build/ (not a shared $HATCH_SLANG_CACHE_DIR)."""
+    """Each test project keeps its own cache (in the test's user cache directory, see conftest)."""
     monkeypatch.delenv("HATCH_SLANG_CACHE_DIR", raising=False)
 
 

@@ -22,7 +22,7 @@ HATCH_SLANG = Path(sys.executable).parent / "hatch-slang"
 
 @pytest.fixture(autouse=True)
 def _project_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test project keeps its cache in its own build/ (not a shared $HATCH_SLANG_CACHE_DIR)."""
+    """Each test project keeps its own cache (in the test's user cache directory, see conftest)."""
     monkeypatch.delenv("HATCH_SLANG_CACHE_DIR", raising=False)
 
 

@@ -36,7 +36,7 @@ KILLS = int(os.environ.get("HATCH_SLANG_KILLS", "16"))
 
 @pytest.fixture(autouse=True)
 def _project_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test project keeps its cache in its own build/ (not a shared $HATCH_SLANG_CACHE_DIR)."""
+    """Each test project keeps its own cache (in the test's user cache directory, see conftest)."""
     monkeypatch.delenv("HATCH_SLANG_CACHE_DIR", raising=False)
 
 

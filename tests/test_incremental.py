@@ -25,7 +25,7 @@ HATCH_SLANG = Path(sys.executable).parent / "hatch-slang"
 
 @pytest.fixture(autouse=True)
 def _project_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test project keeps its cache in its own build/ (not a shared $HATCH_SLANG_CACHE_DIR)."""
+    """Each test project keeps its own cache (in the test's user cache directory, see conftest)."""
     monkeypatch.delenv("HATCH_SLANG_CACHE_DIR", raising=False)
 
 
@@ -109,7 +109,7 @@ def test_templates_change_the_output_without_recompiling(
 def test_a_damaged_cache_entry_is_a_miss(package: Callable[[str], Path]) -> None:
     root = package("multipkg")
     build(root)
-    entries = sorted((root / "build" / "hatch-slang").glob("*/*.pickle"))
+    entries = sorted(default_cache_dir(root).glob("*/*.pickle"))
     assert len(entries) == 3
     entries[0].write_bytes(b"not a pickle")
     entries[1].write_bytes(pickle.dumps({"format": "something else"}))
@@ -229,13 +229,13 @@ def test_noop_cli_build_of_25_shaders_takes_under_a_second(tmp_path: Path) -> No
 def test_temporary_files_of_killed_cache_writes_are_swept(package: Callable[[str], Path]) -> None:
     root = package("multipkg")
     build(root)
-    slots = sorted(p.parent for p in (root / "build" / "hatch-slang").glob("*/*.pickle"))
+    slots = sorted(p.parent for p in default_cache_dir(root).glob("*/*.pickle"))
     old, fresh = slots[0] / ".tmp-killed", slots[0] / ".tmp-running"
     old.write_bytes(b"half an entry")
     fresh.write_bytes(b"a write in progress")
     an_hour_ago = time.time() - 3700
     os.utime(old, (an_hour_ago, an_hour_ago))
-    for entry in (root / "build" / "hatch-slang").glob("*/*.pickle"):
+    for entry in default_cache_dir(root).glob("*/*.pickle"):
         entry.write_bytes(b"damaged")  # every shader is compiled and stored again
     build(root)
     assert not old.exists()  # an hour old: a build that died mid-write left it

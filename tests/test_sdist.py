@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from hatch_slang.cache import default_cache_dir
+
 from .conftest import REPO
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -22,7 +24,7 @@ EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
 
 @pytest.fixture(autouse=True)
 def _project_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test project keeps its cache in its own build/ (not a shared $HATCH_SLANG_CACHE_DIR)."""
+    """Each test project keeps its own cache (in the test's user cache directory, see conftest)."""
     monkeypatch.delenv("HATCH_SLANG_CACHE_DIR", raising=False)
 
 
@@ -73,7 +75,8 @@ def dirty_tree(root: Path) -> None:
     manifest.write_text(
         manifest.read_text().replace('"shaders": {', '"shaders": {"old": {"entries": {}},', 1)
     )
-    assert (root / "build" / "hatch-slang").is_dir()
+    assert default_cache_dir(root).is_dir()  # the build cache: in the user's cache, not the tree
+    assert not (root / "build").exists()
 
 
 def test_sdist_carries_sources_and_wheel_from_it_matches_wheel_from_tree(
@@ -106,7 +109,7 @@ def test_sdist_carries_sources_and_wheel_from_it_matches_wheel_from_tree(
 def test_two_wheel_builds_are_byte_identical(package: Callable[[str], Path], tmp_path: Path) -> None:
     root = package("multipkg")
     first = pip_wheel(root, tmp_path / "one", EPOCH)  # compiles everything
-    cache = {p: p.stat().st_mtime_ns for p in (root / "build" / "hatch-slang").rglob("*.pickle")}
+    cache = {p: p.stat().st_mtime_ns for p in default_cache_dir(root).rglob("*.pickle")}
     assert len(cache) == 3
     second = pip_wheel(root, tmp_path / "two", EPOCH)  # all from the cache: nothing compiled or stored
     assert {p: p.stat().st_mtime_ns for p in cache} == cache

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import _batch, _features, _vk
 from ._errors import (
-    INSTALL_HINT,
     DeviceLostError,
     SlangRTError,
     ValidationError,
     VulkanError,
     VulkanUnavailableError,
+    install_hint,
 )
 from ._memory import Memory
 from ._pcache import PipelineCache
@@ -128,7 +128,7 @@ class _Instance:
         if _version_tuple(loader_version)[:2] < _MIN_API:
             raise VulkanUnavailableError(
                 f"The Vulkan loader is version {'.'.join(map(str, _version_tuple(loader_version)))}; "
-                f"slangrt needs Vulkan {_MIN_API[0]}.{_MIN_API[1]}. {INSTALL_HINT}"
+                f"slangrt needs Vulkan {_MIN_API[0]}.{_MIN_API[1]}. {install_hint()}"
             )
 
         with _vk.call("listing Vulkan instance extensions"):
@@ -202,7 +202,8 @@ class _Instance:
                 self.handle: Any = vk.vkCreateInstance(create_info, None)
         except VulkanError as exc:
             raise VulkanUnavailableError(
-                f"Could not create a Vulkan instance ({exc.result}): no usable Vulkan driver. {INSTALL_HINT}"
+                f"Could not create a Vulkan instance ({exc.result}): no usable Vulkan driver. "
+                + install_hint()
             ) from None
         self.messenger: Any = None
         if self.validation:
@@ -442,7 +443,7 @@ def _select(inst: _Instance, selector: int | str | None) -> DeviceInfo:
     infos = inst.infos
     if not infos:
         raise VulkanUnavailableError(
-            f"Vulkan found no physical device (no driver installed?). {INSTALL_HINT}"
+            f"Vulkan found no physical device (no driver installed?). {install_hint()}"
         )
     listing = "; ".join(f"{i.index}: {i.name} ({i.type})" for i in infos)
     source = "argument"
@@ -454,7 +455,7 @@ def _select(inst: _Instance, selector: int | str | None) -> DeviceInfo:
         usable = [i for i in infos if _unusable_reason(inst, i) is None]
         if not usable:
             reasons = "; ".join(f"{i.name}: {_unusable_reason(inst, i)}" for i in infos)
-            raise VulkanUnavailableError(f"No usable Vulkan device ({reasons}). {INSTALL_HINT}")
+            raise VulkanUnavailableError(f"No usable Vulkan device ({reasons}). {install_hint()}")
         return min(usable, key=lambda i: (_TYPE_RANK.get(i.type, 9), i.index))
     if isinstance(selector, int) or selector.isdigit():
         idx = int(selector)

@@ -7,6 +7,9 @@ allocation, and argument mistakes, which are :class:`ValueError`/:class:`TypeErr
 
 from __future__ import annotations
 
+import glob
+import os
+
 __all__ = [
     "DeviceLostError",
     "DispatchTimeoutError",
@@ -25,6 +28,30 @@ INSTALL_HINT = (
     "If a driver is installed in an unusual place, point the Vulkan loader at its ICD JSON "
     "with VK_DRIVER_FILES (or VK_ICD_FILENAMES for loaders older than 1.3.207)."
 )
+
+# Where the Vulkan loader finds drivers on Linux when nothing overrides it (besides XDG dirs).
+_ICD_DIRS = ("/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/usr/share/vulkan/icd.d")
+
+
+def install_hint() -> str:
+    """What to do about a missing Vulkan driver: :data:`INSTALL_HINT`, unless VK_DRIVER_FILES
+    (or VK_ICD_FILENAMES) is set to paths none of which exists: the loader then looks nowhere
+    else, so installing a driver would not help, and the hint names the variable instead."""
+    for var in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):  # the loader reads the first one set
+        raw = os.environ.get(var, "")
+        entries = [e for e in raw.split(os.pathsep) if e.strip()]
+        if not entries:
+            continue
+        if any(os.path.exists(e) for e in entries):
+            return INSTALL_HINT
+        what = "that file does not exist" if len(entries) == 1 else "none of those files exists"
+        found = sorted(f for d in _ICD_DIRS for f in glob.glob(os.path.join(d, "*.json")))[:4]
+        instead = f" (installed here: {', '.join(found)})" if found else ""
+        return (
+            f"{var} is set to {raw!r}, but {what}; while it is set the Vulkan loader looks for "
+            f"drivers nowhere else. Point it at an existing driver ICD JSON{instead}, or unset it."
+        )
+    return INSTALL_HINT
 
 
 class SlangRTError(Exception):

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ._errors import INSTALL_HINT, DeviceLostError, VulkanError, VulkanUnavailableError
+from ._errors import DeviceLostError, VulkanError, VulkanUnavailableError, install_hint
 
 _lock = threading.Lock()
 _module: Any = None
@@ -34,7 +34,7 @@ def vk() -> Any:
             except OSError as exc:
                 raise VulkanUnavailableError(
                     f"The Vulkan loader library (libvulkan.so.1 / vulkan-1.dll / libvulkan.dylib) "
-                    f"could not be loaded: {exc}. {INSTALL_HINT}"
+                    f"could not be loaded: {exc}. {install_hint()}"
                 ) from None
             _module = vulkan
     return _module
@@ -74,7 +74,7 @@ def error_for(name: str, what: str, nbytes: int | None = None) -> Exception:
         size = f" of {nbytes} bytes" if nbytes is not None else ""
         return MemoryError(f"Out of {kind} memory ({name}) while {what}: allocation{size} failed.")
     if name == "VK_ERROR_INCOMPATIBLE_DRIVER":
-        return VulkanUnavailableError(f"No usable Vulkan driver ({name} while {what}). {INSTALL_HINT}")
+        return VulkanUnavailableError(f"No usable Vulkan driver ({name} while {what}). {install_hint()}")
     return VulkanError(f"Vulkan call failed with {name} while {what}.", name)
 
 
