@@ -65,7 +65,8 @@ def check_name(name: str, *, origin: str = "--name") -> str:
     if not _DIST_NAME.match(name) or not module.isidentifier() or not module.isascii():
         raise InitError(
             f"{origin} {name!r} is not a usable project name{hint}: with `-` read as `_` it must be a "
-            "Python identifier (ASCII letters, digits and `_`, not starting with a digit)"
+            "Python identifier (ASCII letters, digits and `_`) that starts with a letter and does not "
+            "end with `-` or `_`"
         )
     if keyword.iskeyword(module):
         raise InitError(f"{origin} {name!r} is a Python keyword and cannot be imported{hint}")
