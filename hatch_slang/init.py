@@ -167,7 +167,9 @@ def next_steps(project: Project, cwd: Path | None = None) -> str:
             "holding the hatch-slang and hatch-slang-runtime wheels (hatch-slang's README,",
             '"Installation", says how to build them):',
             "  export PIP_FIND_LINKS=/path/to/wheelhouse   # UV_FIND_LINKS for uv and hatch",
-            "or install into the environment this hatch-slang runs in, which has everything:",
+            "or build with the hatch-slang of the environment this one runs in (editable builds",
+            "also need `editables` there):",
+            f"  {here} -m pip install editables",
             f"  {here} -m pip install --no-build-isolation -e '.[dev]'",
         ]
     lines += ["", "Then edit shaders/saxpy.slang, or add shaders beside it, and run `hatch-slang build`."]

@@ -245,8 +245,9 @@ def test_fresh_venv_pip_install_validate_pytest(project: Path, wheelhouse: Path,
         # through PIP_FIND_LINKS.
         run(*pip, "-e", ".[dev]", cwd=project, env=env)
     else:
-        # hatch-slang installed first; the build uses this environment's hatchling and hatch-slang.
-        run(*pip, "--find-links", wheelhouse, "hatch-slang", "hatchling", cwd=project, env=env)
+        # hatch-slang installed first; the build uses this environment's hatchling and hatch-slang
+        # (and editables, which hatchling's editable builds need).
+        run(*pip, "--find-links", wheelhouse, "hatch-slang", "editables", cwd=project, env=env)
         no_links = {k: v for k, v in env.items() if k != "PIP_FIND_LINKS"}
         run(*pip, "--no-build-isolation", "-e", ".[dev]", cwd=project, env=no_links)
     validate_and_test(bin_dir, project, env)
