@@ -4,7 +4,6 @@ its tree but not installed, shaders named as `build` names them, references expl
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -26,10 +25,7 @@ HEADER = "max abs err"
 
 def hatch_slang(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it: from the project root, the project not installed anywhere."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(
-        [str(HATCH_SLANG), *args], cwd=root, env=env, capture_output=True, text=True, timeout=600
-    )
+    return subprocess.run([str(HATCH_SLANG), *args], cwd=root, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture
