@@ -246,8 +246,8 @@ def test_fresh_venv_pip_install_validate_pytest(project: Path, wheelhouse: Path,
         run(*pip, "-e", ".[dev]", cwd=project, env=env)
     else:
         # hatch-slang installed first; the build uses this environment's hatchling and hatch-slang
-        # (and editables, which hatchling's editable builds need).
-        run(*pip, "--find-links", wheelhouse, "hatch-slang", "editables", cwd=project, env=env)
+        # (and editables, which hatchling's editable builds need); then no wheelhouse is needed.
+        run(*pip, "--find-links", wheelhouse, "hatch-slang", "editables", "pytest", cwd=project, env=env)
         no_links = {k: v for k, v in env.items() if k != "PIP_FIND_LINKS"}
         run(*pip, "--no-build-isolation", "-e", ".[dev]", cwd=project, env=no_links)
     validate_and_test(bin_dir, project, env)
