@@ -6,13 +6,14 @@ before the block that builds the wheelhouse (run in this repository's root) and
 new directory). They run in one bash script with ``set -e``, in a temporary ``$HOME`` whose
 wheelhouse already holds wheels of everything but hatch-slang (repacked from this environment:
 see tests/wheelhouse.py) and with ``PIP_NO_INDEX`` set: no network, and hatch-slang itself comes
-from the wheels the README's own commands build.
+from the wheels the README's own commands build, in a copy of this checkout.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,8 @@ from .conftest import REPO, requires_device
 from .wheelhouse import deps_wheelhouse, offline_env
 
 README = REPO / "README.md"
+# Not copied with the checkout: environments, caches, build outputs, generated kernels.
+SKIP = [".git", ".venv", "build", "dist", "kernels", "__pycache__", ".*_cache", ".hypothesis", "*.egg-info"]
 MARK = re.compile(
     r"^<!-- readme-path: (?P<kind>[\w ]+?)(?: \(.*\))? -->\n+```sh\n(?P<body>.*?)^```$", re.M | re.S
 )
@@ -63,6 +66,9 @@ def test_readme_first_kernel_path_runs_as_written(tmp_path: Path) -> None:
     assert not list(wheelhouse.glob("hatch_slang*"))  # those come from the README's commands
     work = tmp_path / "work"
     work.mkdir()
+    # The wheelhouse block runs in a copy of this checkout's sources (it makes a .venv there).
+    checkout = tmp_path / "hatch-slang"
+    shutil.copytree(REPO, checkout, ignore=shutil.ignore_patterns(*SKIP))
     # `python3` is this interpreter's base Python (not a venv; whatever pyenv would pick).
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -77,7 +83,7 @@ def test_readme_first_kernel_path_runs_as_written(tmp_path: Path) -> None:
         ]
     )
     done = subprocess.run(
-        ["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=1200
+        ["bash", "-c", script], cwd=checkout, env=env, capture_output=True, text=True, timeout=1200
     )
     log = done.stdout + done.stderr
     assert done.returncode == 0, log
