@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO / "runtime"))
 
 import slangrt  # noqa: E402
 from slangrt import BindingSpec as B  # noqa: E402
-from slangrt import _batch, _memory  # noqa: E402
+from slangrt import _settings  # noqa: E402
 
 TINY = 256
 LARGE = 1 << 24
@@ -164,7 +164,7 @@ class RawVulkan:
         ffi = vk.ffi
         core = dev._core
         h = self.h = core.handle
-        self.queue = core._raw_queue
+        self.queue = core.queue_handle
         self.shader = vk.vkCreateShaderModule(
             h, vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None
         )
@@ -536,7 +536,7 @@ class Bench:
 
     def tiny(self) -> None:
         log("== tiny a += b (256 floats)")
-        dev, core = self.dev, self.dev._core
+        dev, queue = self.dev, self.dev.parts.queue
         n = TINY
         grid = add_grid(n)
         host_a = np.zeros(n, np.float32)
@@ -549,23 +549,23 @@ class Bench:
             dev, (DATA / "add_wide.spv").read_bytes(), "add_wide", [ta._alloc, tb._alloc, tp._alloc], grid
         )
         k = self.add
-        default_spin = core.queue.spin_s
+        default_spin = queue.spin_s
 
         def ours_wait() -> None:
             k.dispatch(buf, grid)
             dev.synchronize()
 
         def ours_sleep() -> None:
-            core.queue.spin_s = 0.0
+            queue.spin_s = 0.0
             k.dispatch(buf, grid)
             dev.synchronize()
-            core.queue.spin_s = default_spin
+            queue.spin_s = default_spin
 
         def ours_spin() -> None:
-            core.queue.spin_s = 200e-6
+            queue.spin_s = 200e-6
             k.dispatch(buf, grid)
             dev.synchronize()
-            core.queue.spin_s = default_spin
+            queue.spin_s = default_spin
 
         inner = 200 if self.quick else 1000
         r = Rounds(self.rounds)
@@ -636,13 +636,9 @@ class Bench:
                 k.dispatch(npbuf, grid)
 
         def ours_batch_flushing() -> None:
-            _batch.FLUSH_EVERY = 16
-            try:
+            with _settings.overridden(batch_flush=16):
                 ours_batch()
-            finally:
-                _batch.FLUSH_EVERY = flush_default
 
-        flush_default = _batch.FLUSH_EVERY
         r = Rounds(self.rounds)
         inner_b = 3 if self.quick else 10
         r.add("raw vulkan: record 100 + barriers, submit, spin", lambda: raw.batch(nb), inner_b)
@@ -856,22 +852,21 @@ class Bench:
         r.add("slangrt upload: Tensor.copy_from (existing tensor)", up_existing, 1)
         r.add("slangrt download: Tensor.numpy() (new array)", lambda: t.numpy(), 1)
         r.add("slangrt download: Tensor.numpy(out=) (existing array)", lambda: t.numpy(out=dst), 1)
-        mem = dev._core.memory
+        mem = dev.parts.memory
         if not mem.direct:
             # Variants: twice the copy threads; the GPU copying the array's own pages
             # (SLANGRT_HOST_IMPORT=1) instead of staging.
             import_default = mem._import_ok
-            threads_default = _memory._n_threads
+            threads_default = _settings.get().copy_threads
 
             def variant(fn: Callable[[], Any], threads: int, host_import: bool) -> Callable[[], None]:
                 def run() -> None:
                     mem._import_ok = host_import
-                    _memory._n_threads = threads
                     try:
-                        fn()
+                        with _settings.overridden(copy_threads=threads):
+                            fn()
                     finally:
                         mem._import_ok = import_default
-                        _memory._n_threads = threads_default
 
                 return run
 

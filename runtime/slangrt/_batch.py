@@ -11,41 +11,43 @@ recorded so far first, so results never depend on whether a call was batched.
 Inside ``with slangrt.profile() as p:`` each dispatch is bracketed by GPU timestamps; when the
 block ends, ``p.records`` lists every dispatch with its kernel, grid, GPU time and the bytes its
 bindings span.
+
+For ``Kernel.dispatch``: :func:`recorder` is this thread's :class:`Recorder` for a device while
+it is inside either block (None otherwise: the kernel submits its own command buffer), and
+:meth:`Recorder.dispatch` keeps a dispatch and submits when it is due. :class:`Batches` is a
+device's share of this: the batches it recorded, kept for replay.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import _vk
+from . import _settings, _vk
+from ._core import Core
 from ._errors import SlangRTError
-from ._memory import bind_range
-from ._queue import PENDING, Context
+from ._heap import Allocation, bind_range
+from ._memory import Memory
+from ._queue import PENDING, Context, Contexts, Queue
+from ._record import DescriptorSets, Op, record_ops
 
-if TYPE_CHECKING:
-    from ._device import Core
-    from ._memory import Allocation
-
-__all__ = ["Profile", "ProfileRecord", "Recorder", "batch", "profile"]
+__all__ = [
+    "Batches",
+    "Profile",
+    "ProfileRecord",
+    "Recorder",
+    "batch",
+    "flush_current",
+    "profile",
+    "recorder",
+]
 
 # Timestamps per context: two per dispatch.
 _QUERY_CAPACITY = 1024
-
-
-def _flush_every() -> int:
-    raw = os.environ.get("SLANGRT_BATCH_FLUSH", "").strip()
-    return int(raw) if raw.isdigit() else 0
-
-
-# Submit an open batch every this many dispatches (0: only at the end), so that the GPU starts on
-# the first ones while Python records the rest. SLANGRT_BATCH_FLUSH sets it.
-FLUSH_EVERY = _flush_every()
 
 
 class _State(threading.local):
@@ -56,11 +58,6 @@ class _State(threading.local):
 
 
 _local = _State()
-
-
-def active() -> bool:
-    """Whether this thread is inside batch() or profile() (the recorded path)."""
-    return _local.recorders is not None or bool(_local.profiles)
 
 
 @dataclass(frozen=True)
@@ -85,8 +82,9 @@ class ProfileRecord:
 class _Timed:
     """A submitted context whose timestamps some profiles still have to read."""
 
-    def __init__(self, core: Core, ctx: Context, serial: int, users: int) -> None:
-        self.core = core
+    def __init__(self, batches: Batches, ctx: Context, serial: int, users: int) -> None:
+        self.batches = batches
+        self.core = batches.core
         self.ctx = ctx
         self.serial = serial
         self.users = users
@@ -98,7 +96,7 @@ class _Timed:
             if self.values is None:
                 vk = _vk.vk()
                 ffi = vk.ffi
-                self.core.queue.wait(self.serial, "profiled dispatches")
+                self.batches.queue.wait(self.serial, "profiled dispatches")
                 data = ffi.new("uint64_t[]", max(1, count))
                 # The submission has finished, so every timestamp it wrote is available; no
                 # WAIT flag, so that a slot left unwritten (a failed dispatch) cannot hang.
@@ -122,7 +120,7 @@ class _Timed:
             self.users -= 1
             last = self.users == 0
         if last:
-            self.core.contexts.retire(self.ctx, self.serial)
+            self.batches.contexts.retire(self.ctx, self.serial)
 
 
 class Profile:
@@ -180,17 +178,25 @@ class Program:
         self.sets: list[tuple[Any, Any]] = []  # descriptor sets its recording binds
 
 
-class Programs:
-    """Recorded batches per device, keyed by what they dispatch on which buffers.
+class Batches:
+    """A device's part in batching: what recorders need of it, and its recorded batches.
 
-    A batch that repeats an earlier one (same kernels, grids and buffers, in the same order) is
-    submitted again without being recorded again.
+    Recorded batches are kept keyed by what they dispatch on which buffers: a batch that repeats
+    an earlier one (same kernels, grids and buffers, in the same order) is submitted again
+    without being recorded again.
     """
 
     CAPACITY = 16
 
-    def __init__(self, core: Core) -> None:
+    def __init__(
+        self, core: Core, queue: Queue, contexts: Contexts, memory: Memory, descriptors: DescriptorSets
+    ) -> None:
         vk = _vk.vk()
+        self.core = core
+        self.queue = queue
+        self.contexts = contexts
+        self.memory = memory
+        self.descriptors = descriptors
         self._core = core
         self._lock = threading.Lock()
         self._items: OrderedDict[Any, Program] = OrderedDict()
@@ -202,7 +208,8 @@ class Programs:
             },
         )
 
-    def submit(self, key: Any, ops: list[_Op], templates: dict[int, Any]) -> int:
+    def submit(self, key: Any, ops: list[Op], templates: dict[int, Any]) -> int:
+        """Submit ``ops`` (recorded now, or replayed if ``key`` was recorded recently)."""
         core = self._core
         lib = _vk.vk().lib
         with self._lock:
@@ -213,10 +220,9 @@ class Programs:
                 if len(self._items) >= self.CAPACITY:
                     _, program = self._items.popitem(last=False)
                     # Re-recording needs it idle.
-                    core.queue.wait(program.serial, "a recorded batch")
+                    self.queue.wait(program.serial, "a recorded batch")
                     _vk.check(lib.vkResetCommandBuffer(program.cb, 0), "resetting a command buffer")
-                    if program.sets and core.descriptors is not None:
-                        core.descriptors.free(program.sets)
+                    self.descriptors.free(program.sets)
                 else:
                     program = Program(core)
                 _vk.check(lib.vkBeginCommandBuffer(program.cb, self._begin), "recording a batch")
@@ -224,7 +230,7 @@ class Programs:
                 core.barrier_after_compute(program.cb)
                 _vk.check(lib.vkEndCommandBuffer(program.cb), "recording a batch")
                 self._items[key] = program
-            serial = core.queue.submit(program.command_buffers, "a batch of dispatches")
+            serial = self.queue.submit(program.command_buffers, "a batch of dispatches")
             program.serial = serial
         return serial
 
@@ -237,194 +243,24 @@ class Programs:
             vk.lib.vkDestroyCommandPool(self._core.handle, program.pool, vk.ffi.NULL)
 
 
-# One recorded dispatch: kernel state, buffers, descriptor ranges (None: the tensors' sizes),
-# grid, the profiles that time it (with the kernel's name), push constants (None: none) and the
-# allocations it reaches through device addresses (None: none).
-_Op = tuple[
-    Any,
-    list["Allocation"],
-    "list[int] | None",
-    tuple[int, int, int],
-    tuple["Profile", ...],
-    "bytes | None",
-    "list[Allocation] | None",
-]
-
-
-def push_constants(state: Any, cb: Any, data: bytes) -> None:
-    """Record ``vkCmdPushConstants`` of ``data`` (already padded to the kernel's range)."""
-    vk = _vk.vk()
-    vk.lib.vkCmdPushConstants(
-        cb, state.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(data), vk.ffi.from_buffer(data)
-    )
-
-
-def bind_extra_sets(
-    state: Any,
-    cb: Any,
-    allocs: list[Allocation],
-    ranges: list[int],
-    owned: list[tuple[Any, Any]],
-    cache: dict[Any, Any] | None,
-) -> None:
-    """Bind the kernel's descriptor sets other than its push-descriptor set.
-
-    Each is allocated and written for this recording (or found in ``cache``, the sets this
-    recording already wrote) and appended to ``owned``, which the command buffer's owner frees
-    when it is re-recorded or its work is done.
-    """
-    vk = _vk.vk()
-    ffi = vk.ffi
-    lib = vk.lib
-    core = state.core
-    descriptors = core.descriptors
-    for s, first, end, layout, binding_numbers, types in state.extra_sets:
-        key = (
-            id(layout),
-            *[
-                (a.block.serial, a.offset, bind_range(a, ranges[i]))
-                for i, a in enumerate(allocs[first:end], first)
-            ],
-        )
-        ds = cache.get(key) if cache is not None else None
-        if ds is None:
-            pool, ds = descriptors.allocate(layout, f"kernel {state.name!r}")
-            owned.append((pool, ds))
-            n = end - first
-            infos = ffi.new("VkDescriptorBufferInfo[]", n)
-            writes = ffi.new("VkWriteDescriptorSet[]", n)
-            for j in range(n):
-                a = allocs[first + j]
-                infos[j].buffer = a.buffer
-                infos[j].offset = a.offset
-                infos[j].range = bind_range(a, ranges[first + j])
-                w = writes[j]
-                w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
-                w.dstSet = ds
-                w.dstBinding = binding_numbers[j]
-                w.descriptorCount = 1
-                w.descriptorType = types[j]
-                w.pBufferInfo = infos + j
-            lib.vkUpdateDescriptorSets(core.handle, n, writes, 0, ffi.NULL)
-            if cache is not None:
-                cache[key] = ds
-        lib.vkCmdBindDescriptorSets(
-            cb, 1, state.pipeline.layout, s, 1, ffi.new("VkDescriptorSet[1]", [ds]), 0, ffi.NULL
-        )  # VK_PIPELINE_BIND_POINT_COMPUTE
-
-
-def _template(state: Any, templates: dict[int, Any]) -> Any:
-    """Push-descriptor write structs for ``state``'s bindings, reused within one recorder."""
-    t = templates.get(id(state))
-    if t is None or t[0] is not state:
-        vk = _vk.vk()
-        ffi = vk.ffi
-        n = max(1, len(state.binding_indices))
-        infos = ffi.new("VkDescriptorBufferInfo[]", n)
-        writes = ffi.new("VkWriteDescriptorSet[]", n)
-        for i, (binding, kind) in enumerate(zip(state.binding_indices, state.descriptor_types)):
-            w = writes[i]
-            w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
-            w.dstBinding = binding
-            w.descriptorCount = 1
-            w.descriptorType = kind
-            w.pBufferInfo = infos + i
-        t = templates[id(state)] = (state, infos, writes)
-    return t
-
-
-def record_ops(
-    core: Core,
-    cb: Any,
-    ops: list[_Op],
-    templates: dict[int, Any],
-    timed: Any,
-    sets: list[tuple[Any, Any]],
-) -> list[Any]:
-    """Record ``ops`` into ``cb`` with the barriers their buffers need.
-
-    A barrier goes in only where a dispatch reads or writes a buffer that an earlier dispatch
-    since the last barrier wrote, or writes one that such a dispatch read (buffers reached
-    through device addresses count as written). ``timed``: a ``(query_pool, first_query)`` to
-    bracket each dispatch with timestamps, else None. Descriptor sets allocated for the
-    recording are appended to ``sets``. Returns the profile entries
-    ``(profiles, name, grid, bytes, query)``.
-    """
-    vk = _vk.vk()
-    lib = vk.lib
-    push = core.push_descriptor
-    written: set[int] = set()
-    read: set[int] = set()
-    pipeline = None
-    bound: Any = None
-    entries: list[Any] = []
-    set_cache: dict[Any, Any] = {}
-    q = timed[1] if timed is not None else 0
-    for state, allocs, ranges, dims, profiles, push_data, refs in ops:
-        writable = state.writable
-        need = False
-        for a, w in zip(allocs, writable):
-            i = id(a)
-            if i in written or (w and i in read):
-                need = True
-                break
-        if refs and not need:
-            need = any(id(a) in written or id(a) in read for a in refs)
-        if need:
-            core.barrier_between_dispatches(cb)
-            written.clear()
-            read.clear()
-        for a, w in zip(allocs, writable):
-            (written if w else read).add(id(a))
-        if refs:
-            written.update(id(a) for a in refs)
-        if state.pipeline is not pipeline:
-            pipeline = state.pipeline
-            lib.vkCmdBindPipeline(cb, 1, pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
-            bound = None
-        rs = ranges if ranges is not None else [a.nbytes for a in allocs]
-        key = [(a.buffer, a.offset, r) for a, r in zip(allocs, rs)]
-        if key != bound and allocs:
-            n_push = state.n_push
-            if n_push:
-                _, infos, writes = _template(state, templates)
-                for i in range(n_push):
-                    a = allocs[i]
-                    info = infos[i]
-                    info.buffer = a.buffer
-                    info.offset = a.offset
-                    info.range = bind_range(a, rs[i])
-                push(cb, 1, pipeline.layout, pipeline.push_set, n_push, writes)
-            if state.extra_sets:
-                bind_extra_sets(state, cb, allocs, rs, sets, set_cache)
-            bound = key
-        if push_data is not None:
-            push_constants(state, cb, push_data)
-        if timed is not None and profiles:
-            lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q)
-            lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
-            lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q + 1)
-            nbytes = sum(bind_range(a, r) * (2 if w else 1) for a, r, w in zip(allocs, rs, writable))
-            entries.append((profiles, state.name, dims, nbytes, q))
-            q += 2
-        else:
-            lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
-    return entries
-
-
 class Recorder:
     """Dispatches of one thread on one device, kept until they are submitted together.
 
-    Recording into Vulkan happens at :meth:`flush`, all at once, and a batch identical to a
-    recent one reuses its command buffer (see :class:`Programs`).
+    Kernels use :meth:`dispatch` (or :meth:`add` and :meth:`flush`). Recording into Vulkan
+    happens at :meth:`flush`, all at once, and a batch identical to a recent one reuses its
+    command buffer (see :class:`Batches`). ``batched``: whether it belongs to an open
+    ``batch()`` (else it serves ``profile()`` alone and each dispatch is submitted at once).
     """
 
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.ops: list[_Op] = []
+    def __init__(self, batches: Batches, *, batched: bool) -> None:
+        self.batches = batches
+        self.core = batches.core
+        self.batched = batched
+        self.ops: list[Op] = []
         self.keys: list[Any] = []
         self.allocs: list[Allocation] = []
         self.profiled = False
+        #: Dispatches kept since the last submission.
         self.count = 0
         self._templates: dict[int, Any] = {}
 
@@ -434,16 +270,20 @@ class Recorder:
         allocs: list[Allocation],
         ranges: list[int] | None,
         dims: tuple[int, int, int],
-        profiles: tuple[Profile, ...] = (),
         push: bytes | None = None,
         refs: list[Allocation] | None = None,
     ) -> None:
+        """Keep one dispatch of kernel ``state`` (``_pipeline.KernelState``) on ``allocs``
+        (bound over ``ranges`` bytes; None: each allocation's size) over ``dims`` workgroups,
+        timed by this thread's open profiles. Its allocations count as in use (``PENDING``)
+        until it is submitted."""
         if ranges is None:
             keys = tuple([a.key for a in allocs])
         else:
             keys = tuple([(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
         for a in allocs:
             a.last_use = PENDING
+        profiles = tuple(_local.profiles)
         self.ops.append((state, allocs, ranges, dims, profiles, push, refs))
         if push is None and refs is None:
             self.keys.append((id(state.pipeline), state.writable, dims, keys))
@@ -460,34 +300,55 @@ class Recorder:
             self.profiled = True
         self.count += 1
 
+    def dispatch(
+        self,
+        state: Any,
+        allocs: list[Allocation],
+        ranges: list[int] | None,
+        dims: tuple[int, int, int],
+        push: bytes | None,
+        refs: list[Allocation] | None,
+        *,
+        now: bool = False,
+    ) -> int | None:
+        """:meth:`add`, then submit if it is due: ``now`` (the caller waits for the result),
+        outside ``batch()``, or every SLANGRT_BATCH_FLUSH dispatches. Returns the serial of
+        the submission that holds this dispatch, or None while it is kept."""
+        self.add(state, allocs, ranges, dims, push, refs)
+        if now or not self.batched:
+            return self.flush()
+        every = _settings.get().batch_flush
+        if every and self.count >= every:
+            self.flush()
+        return None
+
     def flush(self) -> int | None:
-        """Submit what was recorded; return its serial (None if nothing was)."""
+        """Submit what was kept; return its serial (None if nothing was)."""
         ops = self.ops
         if not ops:
             return None
-        core = self.core
+        batches = self.batches
         allocs, keys, profiled = self.allocs, self.keys, self.profiled
         self.ops, self.keys, self.allocs, self.profiled, self.count = [], [], [], False, 0
         try:
             if profiled:
                 serial = self._submit_timed(ops)
             else:
-                serial = core.programs.submit(tuple(keys), ops, self._templates)
+                serial = batches.submit(tuple(keys), ops, self._templates)
         except BaseException:
             for a in allocs:
                 if a.last_use == PENDING:
-                    a.last_use = core.queue.submitted
+                    a.last_use = batches.queue.submitted
             # Memory freed while the batch was open goes back now, not at some later batch.
-            core.memory.device.batch_submitted()
-            core.memory.host.batch_submitted()
+            batches.memory.batch_submitted()
             raise
         for a in allocs:
             a.last_use = serial
-        core.memory.device.batch_submitted()
-        core.memory.host.batch_submitted()
+        batches.memory.batch_submitted()
         return serial
 
-    def _submit_timed(self, ops: list[_Op]) -> int:
+    def _submit_timed(self, ops: list[Op]) -> int:
+        batches = self.batches
         core = self.core
         if core.timestamp_bits == 0:
             raise SlangRTError(
@@ -495,7 +356,7 @@ class Recorder:
             )
         vk = _vk.vk()
         ffi = vk.ffi
-        ctx = core.contexts.begin()
+        ctx = batches.contexts.begin()
         sets: list[tuple[Any, Any]] = []
         try:
             need = 2 * len(ops)
@@ -520,44 +381,43 @@ class Recorder:
             entries = record_ops(core, ctx.cb, ops, self._templates, (ctx.queries, 0), sets)
             core.barrier_after_compute(ctx.cb)
             _vk.check(vk.lib.vkEndCommandBuffer(ctx.cb), "recording a batch")
-            serial = core.queue.submit(ctx.command_buffers, "profiled dispatches")
+            serial = batches.queue.submit(ctx.command_buffers, "profiled dispatches")
         except BaseException:
-            core.contexts.abandon(ctx)
-            if sets and core.descriptors is not None:
-                core.descriptors.free(sets)
+            batches.contexts.abandon(ctx)
+            batches.descriptors.free(sets)
             raise
-        if sets and core.descriptors is not None:
-            core.descriptors.free_after(sets, serial)
+        batches.descriptors.free_after(sets, serial)
         if not entries:
-            core.contexts.retire(ctx, serial)
+            batches.contexts.retire(ctx, serial)
             return serial
         profiles: dict[int, tuple[Profile, list[tuple[str, tuple[int, int, int], int, int]]]] = {}
         for owners, name, grid, nbytes, q in entries:
             for p in owners:
                 profiles.setdefault(id(p), (p, []))[1].append((name, grid, nbytes, q))
-        timed = _Timed(core, ctx, serial, len(profiles))
+        timed = _Timed(batches, ctx, serial, len(profiles))
         for p, mine in profiles.values():
             p._add(timed, mine)
         return serial
 
 
-def recorder_for(core: Core) -> tuple[Recorder, bool]:
-    """This thread's recorder for ``core``, and whether it belongs to an open batch."""
-    recorders = _local.recorders
+def recorder(batches: Batches) -> Recorder | None:
+    """This thread's recorder for ``batches``' device while it is inside ``batch()`` or
+    ``profile()``; None otherwise (the dispatch goes straight to the device)."""
+    st = _local
+    recorders = st.recorders
     if recorders is not None:
+        core = batches.core
         rec = recorders.get(id(core))
         if rec is None or rec.core is not core:
-            rec = recorders[id(core)] = Recorder(core)
-        return rec, True
-    return Recorder(core), False
-
-
-def current_profiles() -> tuple[Profile, ...]:
-    return tuple(_local.profiles)
+            rec = recorders[id(core)] = Recorder(batches, batched=True)
+        return rec
+    if st.profiles:
+        return Recorder(batches, batched=False)
+    return None
 
 
 def flush_current(core: Core) -> None:
-    """Submit what this thread's open batch recorded on ``core``."""
+    """Submit what this thread's open batch recorded on ``core`` (nothing outside a batch)."""
     recorders = _local.recorders
     if recorders is not None:
         rec = recorders.get(id(core))

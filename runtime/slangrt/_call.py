@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import operator
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
@@ -121,32 +120,6 @@ def _overlap(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
 
 class Packed(np.ndarray):
     """The bytes :func:`pack` made for a params binding (a marker type for :meth:`Dims.run`)."""
-
-
-# Params that a call packs are uploaded once and kept on the device, keyed by their bytes, so
-# that a call whose other arguments are all Tensors stays asynchronous (no NumPy argument to
-# wait for) and chains with the next one. Least recently used entries beyond the limit are
-# dropped (the runtime frees them once the work using them is done).
-_PARAMS_LIMIT = 4096
-_PARAMS: OrderedDict[tuple[int, bytes], Tensor] = OrderedDict()
-_PARAMS_LOCK = threading.Lock()
-
-
-def device_params(kernel: Kernel, data: npt.NDArray[np.uint8]) -> Tensor:
-    """A device tensor holding ``data`` for ``kernel``'s device, shared by calls that pack the same."""
-    dev = kernel.device
-    key = (id(dev), data.tobytes())
-    with _PARAMS_LOCK:
-        found = _PARAMS.get(key)
-        if found is not None and not found.closed and found.device is dev:
-            _PARAMS.move_to_end(key)
-            return found
-    tensor = Tensor.from_numpy(np.asarray(data, dtype=np.uint8), device=dev)
-    with _PARAMS_LOCK:
-        _PARAMS[key] = tensor
-        while len(_PARAMS) > _PARAMS_LIMIT:
-            _PARAMS.popitem(last=False)
-    return tensor
 
 
 def _pointer(field: str, value: object) -> int:
@@ -377,12 +350,8 @@ class Dims:
         """Dispatch: ``buffers`` keyed as ``Kernel.dispatch`` takes them, ``push`` the bytes
         :meth:`pack` made for the push-constant block (None: the kernel has none). Tensors
         packed for pointer parameters go to the dispatch's ``refs``."""
-        if any(type(v) is Packed for v in buffers.values()):
-            written = {b.key for b in kernel.bindings if b.writable}
-            buffers = {
-                k: device_params(kernel, v) if type(v) is Packed and k not in written else v
-                for k, v in buffers.items()
-            }
+        # Packed params are read-only NumPy arguments: the kernel binds them from its device's
+        # params cache (same bytes, same memory), so the call does not wait for them.
         refs: list[Tensor] = []
         if self.pointers:
             dev = kernel.device

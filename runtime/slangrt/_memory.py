@@ -1,6 +1,6 @@
-"""Device memory: memory types, blocks, sub-allocation, and host <-> device transfers.
+"""Device memory: which memory types, host <-> device transfers, and the params cache.
 
-Two kinds of memory, chosen per device when it opens:
+Two kinds of memory (:class:`~slangrt._heap.Heap`), chosen per device when it opens:
 
 - ``"device"``: what tensors live in. Device-local memory. Where a device-local memory type is
   also host-visible and host-cached (lavapipe, integrated GPUs) it is mapped and the host reads
@@ -10,39 +10,32 @@ Two kinds of memory, chosen per device when it opens:
 - ``"host"``: host-visible, host-coherent memory, host-cached where possible: staging buffers and
   the scratch buffers that hold a call's NumPy arguments (kernels read those across the bus).
 
-Allocations of up to :data:`SUBALLOC_MAX` bytes are slots carved from large blocks (one
-``VkDeviceMemory`` + ``VkBuffer`` each, in size classes), so that many small tensors do not each
-cost a driver allocation; larger ones get a block of their own. A freed allocation goes back
-only after the last submission that used it has finished (``Allocation.last_use``, see
-``_queue``).
+Before the host touches an allocation, the work submitted on it must be done, and work recorded
+on it into this thread's open batch submitted: the device gives :class:`Memory` that flush (the
+batch layer sits above memory). Zero-copy transfers through imported host pages are in
+``_hostimport``.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import numpy as np
 
-from . import _vk
-from ._queue import PENDING
+from . import _settings, _vk
+from ._core import Core
+from ._errors import SlangRTError
+from ._heap import SUBALLOC_MAX, Allocation, Heap
+from ._queue import PENDING, Contexts, Queue
 
-if TYPE_CHECKING:
-    from ._device import Core
+__all__ = ["PARAMS_MAX", "Memory", "Params", "parallel_copy"]
 
-__all__ = ["CONSTANT_MAX", "SUBALLOC_MAX", "Allocation", "Constants", "Heap", "Memory", "parallel_copy"]
-
-Kind = Literal["device", "host"]
-
-# Read-only NumPy arguments up to this size are kept, by content, in the constant cache.
-CONSTANT_MAX = 4096
-# Vulkan's largest minStorageBufferOffsetAlignment / minUniformBufferOffsetAlignment is 256.
-SLOT_ALIGN = 256
-SUBALLOC_MAX = 1 << 20
+# Read-only arguments up to this size (kernel parameters) are kept, by content, in the params cache.
+PARAMS_MAX = 4096
 # Staging chunks: transfers larger than this are pipelined through a few chunks of this size.
 CHUNK = 32 << 20
 MAX_CHUNKS = 4
@@ -51,24 +44,6 @@ MAX_CHUNKS = 4
 # through staging. Off by default: on the H200 pinning cost more than the staging copy saved.
 IMPORT_MIN = 4 << 20
 IMPORT_CHUNK = 64 << 20
-
-_serials = itertools.count(1)
-# VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT (not defined by the ``vulkan`` package).
-_MEMORY_ALLOCATE_DEVICE_ADDRESS = 0x2
-
-
-def slot_size(nbytes: int) -> int:
-    """The size class of a sub-allocation: a power of two or 3/4 of one, at least 256 bytes."""
-    if nbytes <= SLOT_ALIGN:
-        return SLOT_ALIGN
-    p = 1 << (nbytes - 1).bit_length()
-    three_quarters = p // 4 * 3
-    return three_quarters if nbytes <= three_quarters and three_quarters % SLOT_ALIGN == 0 else p
-
-
-def _block_size(slot: int) -> int:
-    return max(2 << 20, 8 * slot)
-
 
 # -- copies ------------------------------------------------------------------------------------
 
@@ -79,19 +54,6 @@ _PARALLEL_MIN = 8 << 20
 _PART_MIN = 1 << 20
 
 
-def _threads() -> int:
-    raw = os.environ.get("SLANGRT_COPY_THREADS", "").strip()
-    if raw.isdigit():
-        return max(1, int(raw))
-    # On the H200's 16 cores, 16 threads copied 256 MiB at 18-21 GB/s, 8 at 18-20, one at 10.
-    # Two cores are busy enough with one copy (and, on lavapipe, with the driver's threads).
-    cpus = os.cpu_count() or 1
-    return 1 if cpus < 4 else min(16, cpus)
-
-
-_n_threads = _threads()
-
-
 def parallel_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     """``dst[...] = src`` for equal-size uint8 arrays, split over threads when large.
 
@@ -99,7 +61,7 @@ def parallel_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     move more bytes per second than one (host memory copies are the transfer bottleneck).
     """
     n = dst.size
-    threads = _n_threads
+    threads = _settings.get().copy_threads
     if n < _PARALLEL_MIN or threads == 1:
         dst[...] = src
         return
@@ -120,262 +82,16 @@ def parallel_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> None:
     list(pool.map(one, range(-(-n // step))))
 
 
-# -- blocks and allocations --------------------------------------------------------------------
-
-
-class Block:
-    """One ``VkDeviceMemory`` with one ``VkBuffer`` over all of it, mapped if host-visible."""
-
-    __slots__ = ("address", "buffer", "free_slots", "memory", "serial", "size", "slot", "used", "view")
-
-    def __init__(self, core: Core, type_index: int, size: int, mapped: bool, what: str) -> None:
-        vk = _vk.vk()
-        ffi = vk.ffi
-        lib = vk.lib
-        handle = core.handle
-        self.serial = next(_serials)
-        self.size = size
-        self.slot = 0
-        self.used = 0
-        self.free_slots: list[int] = []
-        self.address = 0  # the buffer's device address, once asked for (Tensor.device_address)
-        self.buffer: Any = None
-        self.memory: Any = None
-        self.view: np.ndarray[Any, np.dtype[np.uint8]] | None = None
-        info = ffi.new(
-            "VkBufferCreateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                "size": size,
-                "usage": core.buffer_usage,
-                "sharingMode": vk.VK_SHARING_MODE_EXCLUSIVE,
-            },
-        )
-        out_buffer = ffi.new("VkBuffer*")
-        try:
-            result = lib.vkCreateBuffer(handle, info, ffi.NULL, out_buffer)
-            if result:
-                raise _vk.error_for(_vk.result_name(result), f"creating a buffer for {what}", size)
-            self.buffer = out_buffer[0]
-            req = ffi.new("VkMemoryRequirements*")
-            lib.vkGetBufferMemoryRequirements(handle, self.buffer, req)
-            if not req.memoryTypeBits & (1 << type_index):
-                raise MemoryError(f"memory type {type_index} cannot hold a buffer for {what}")
-            flags = (
-                ffi.new(
-                    "VkMemoryAllocateFlagsInfo*",
-                    {
-                        "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
-                        "flags": _MEMORY_ALLOCATE_DEVICE_ADDRESS,
-                    },
-                )
-                if core.device_address
-                else ffi.NULL
-            )
-            alloc = ffi.new(
-                "VkMemoryAllocateInfo*",
-                {
-                    "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                    "pNext": flags,
-                    "allocationSize": req.size,
-                    "memoryTypeIndex": type_index,
-                },
-            )
-            out_memory = ffi.new("VkDeviceMemory*")
-            result = lib.vkAllocateMemory(handle, alloc, ffi.NULL, out_memory)
-            if result:
-                raise _vk.error_for(
-                    _vk.result_name(result), f"allocating {req.size} bytes of device memory for {what}", size
-                )
-            self.memory = out_memory[0]
-            _vk.check(
-                lib.vkBindBufferMemory(handle, self.buffer, self.memory, 0), f"binding memory for {what}"
-            )
-            if mapped:
-                with _vk.call(f"mapping memory for {what}"):
-                    mapping = vk.vkMapMemory(handle, self.memory, 0, size, 0)
-                # A byte view of the mapping; numpy copies into and out of it at memcpy speed.
-                self.view = np.frombuffer(mapping, dtype=np.uint8, count=size)
-        except BaseException:
-            self.destroy(core)
-            raise
-
-    def device_address(self, core: Core) -> int:
-        """The buffer's device address (its memory was allocated with the device-address flag)."""
-        if not self.address:
-            vk = _vk.vk()
-            info = vk.ffi.new(
-                "VkBufferDeviceAddressInfo*",
-                {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, "buffer": self.buffer},
-            )
-            self.address = int(vk.lib.vkGetBufferDeviceAddress(core.handle, info))
-        return self.address
-
-    def destroy(self, core: Core) -> None:
-        self.view = None
-        if not core.alive:
-            return  # vkDestroyDevice released everything made from it
-        lib = _vk.vk().lib
-        ffi = _vk.vk().ffi
-        if self.buffer is not None:
-            lib.vkDestroyBuffer(core.handle, self.buffer, ffi.NULL)
-        if self.memory is not None:
-            # Freeing mapped memory unmaps it implicitly.
-            lib.vkFreeMemory(core.handle, self.memory, ffi.NULL)
-        self.buffer = self.memory = None
-
-
-class Allocation:
-    """``nbytes`` bytes at ``offset`` in ``block``; ``capacity`` bytes are reserved."""
-
-    __slots__ = ("block", "buffer", "capacity", "heap", "key", "last_use", "nbytes", "offset", "released")
-
-    def __init__(self, heap: Heap, block: Block, offset: int, capacity: int, nbytes: int) -> None:
-        self.heap = heap
-        self.block = block
-        self.buffer: Any = block.buffer
-        self.offset = offset
-        self.capacity = capacity
-        self.nbytes = nbytes
-        # The serial of the last submission that used this memory (PENDING: an open batch).
-        self.last_use = 0
-        self.released = False
-        # Identifies what a descriptor for this allocation points at, for recorded commands:
-        # the block's serial, never its handle (a freed buffer's handle value comes back).
-        self.key = (block.serial, offset, bind_range(self, nbytes))
-
-    def view(self, nbytes: int | None = None) -> np.ndarray[Any, np.dtype[np.uint8]]:
-        """The mapped bytes (host memory, or device memory in direct mode)."""
-        view = self.block.view
-        assert view is not None, "not host-visible"
-        return view[self.offset : self.offset + (self.nbytes if nbytes is None else nbytes)]
-
-    def release(self) -> None:
-        """Give the memory back once the GPU is done with it. Idempotent."""
-        if self.released:
-            return
-        self.released = True
-        self.heap.release(self)
-
-
-def bind_range(alloc: Allocation, nbytes: int) -> int:
-    # The descriptor covers exactly the argument's bytes, so that GetDimensions/arrayLength in
-    # the shader see the argument's length, not the (rounded) slot's. Vulkan forbids an empty
-    # range: a zero-size argument is bound as 16 bytes.
-    return nbytes if nbytes > 0 else min(16, alloc.capacity)
-
-
-class Heap:
-    """Allocations of one kind of memory on one device."""
-
-    def __init__(self, core: Core, kind: Kind, type_index: int, mapped: bool) -> None:
-        self._core = core
-        self.kind = kind
-        self.type_index = type_index
-        self.mapped = mapped
-        self._lock = threading.Lock()
-        # size class -> blocks of that class with at least one free slot
-        self._partial: dict[int, list[Block]] = {}
-        self._blocks: set[Block] = set()
-        self._pending: list[Allocation] = []  # released while an open batch still uses them
-
-    def allocate(self, nbytes: int, what: str) -> Allocation:
-        if nbytes < 0:
-            raise ValueError(f"negative buffer size {nbytes}")
-        core = self._core
-        core.check_usable()
-        if nbytes > SUBALLOC_MAX:
-            size = (nbytes + SLOT_ALIGN - 1) // SLOT_ALIGN * SLOT_ALIGN
-            block = self._new_block(size, what)
-            with self._lock:
-                self._blocks.add(block)
-            return Allocation(self, block, 0, size, nbytes)
-        slot = slot_size(nbytes)
-        with self._lock:
-            partial = self._partial.get(slot)
-            if partial:
-                block = partial[-1]
-                offset = block.free_slots.pop()
-                block.used += 1
-                if not block.free_slots:
-                    partial.pop()
-                return Allocation(self, block, offset, slot, nbytes)
-        size = _block_size(slot)
-        block = self._new_block(size, f"{what} (a {size >> 20} MiB block of {slot}-byte slots)")
-        block.slot = slot
-        # Popped from the end; offset 0 is handed out now.
-        block.free_slots = list(range(slot * (size // slot - 1), 0, -slot))
-        block.used = 1
-        with self._lock:
-            self._blocks.add(block)
-            self._partial.setdefault(slot, []).append(block)
-        return Allocation(self, block, 0, slot, nbytes)
-
-    def _new_block(self, size: int, what: str) -> Block:
-        return Block(self._core, self.type_index, size, self.mapped, what)
-
-    def release(self, alloc: Allocation) -> None:
-        core = self._core
-        if not core.alive:
-            return
-        if alloc.last_use == PENDING:
-            with self._lock:
-                self._pending.append(alloc)
-        else:
-            core.queue.defer(alloc.last_use, lambda: self._free(alloc))
-
-    def batch_submitted(self) -> None:
-        """An open batch was submitted: its allocations now carry real serials."""
-        if not self._pending:
-            return
-        with self._lock:
-            ready = [a for a in self._pending if a.last_use != PENDING]
-            self._pending = [a for a in self._pending if a.last_use == PENDING]
-        for alloc in ready:
-            self._core.queue.defer(alloc.last_use, lambda a=alloc: self._free(a))  # type: ignore[misc]
-
-    def _free(self, alloc: Allocation) -> None:
-        block = alloc.block
-        if not block.slot:
-            with self._lock:
-                self._blocks.discard(block)
-            block.destroy(self._core)
-            return
-        destroy = False
-        with self._lock:
-            partial = self._partial.setdefault(block.slot, [])
-            if not block.free_slots:
-                partial.append(block)
-            block.free_slots.append(alloc.offset)
-            block.used -= 1
-            # Keep one empty block per class for the next small tensor; return the rest.
-            if block.used == 0 and len(partial) > 1:
-                partial.remove(block)
-                self._blocks.discard(block)
-                destroy = True
-        if destroy:
-            block.destroy(self._core)
-
-    def stats(self) -> tuple[int, int]:
-        """(number of blocks, their total bytes)."""
-        with self._lock:
-            return len(self._blocks), sum(b.size for b in self._blocks)
-
-    def destroy(self) -> None:
-        with self._lock:
-            blocks, self._blocks = self._blocks, set()
-            self._partial.clear()
-            self._pending.clear()
-        for block in blocks:
-            block.destroy(self._core)
-
-
-class Constants:
-    """Small read-only arguments by content: the same bytes are bound from the same memory.
+class Params:
+    """Small read-only arguments (kernel parameters) by content: the same bytes are bound from
+    the same memory. The device's one cache of parameters (``Kernel.dispatch`` puts read-only
+    NumPy arguments of up to :data:`PARAMS_MAX` bytes here, the generated wrappers' packed params
+    among them).
 
     Kernel parameters repeat from call to call; binding them from one place keeps the recorded
-    command buffers (and replayed batches) valid. Entries are never written after creation;
-    the least recently used are released (after the work that reads them) past CAPACITY.
+    command buffers (and replayed batches) valid, and needs no copy per call. Entries live in
+    host-visible memory and are never written after creation; the least recently used are
+    released (after the work that reads them) past CAPACITY.
     """
 
     CAPACITY = 4096
@@ -386,12 +102,13 @@ class Constants:
         self._items: OrderedDict[bytes, Allocation] = OrderedDict()
 
     def get(self, data: bytes) -> Allocation:
+        """The allocation holding ``data`` (made and filled on first use)."""
         with self._lock:
             alloc = self._items.get(data)
             if alloc is not None:
                 self._items.move_to_end(data)
                 return alloc
-        alloc = self._heap.allocate(len(data), "a constant argument")
+        alloc = self._heap.allocate(len(data), "kernel parameters")
         if data:
             alloc.view()[...] = np.frombuffer(data, np.uint8)
         with self._lock:
@@ -405,6 +122,9 @@ class Constants:
             evicted.release()
         return alloc
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
@@ -413,8 +133,18 @@ class Constants:
 class Memory:
     """The device's heaps and how transfers work on it."""
 
-    def __init__(self, core: Core, type_bits: int, memory_types: tuple[int, ...]) -> None:
+    def __init__(
+        self,
+        core: Core,
+        queue: Queue,
+        contexts: Contexts,
+        flush_batch: Callable[[], None],
+        type_bits: int,
+        memory_types: tuple[int, ...],
+    ) -> None:
+        """``flush_batch`` submits what this thread's open batch recorded on the device."""
         vk = _vk.vk()
+        settings = _settings.get()
         local = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
         visible = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
         coherent = vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
@@ -441,15 +171,18 @@ class Memory:
         if device_type is None:
             device_type = host_type  # no device-local memory at all: use what the host can see
             direct = host_type if memory_types[host_type] & cached else None
-        if os.environ.get("SLANGRT_STAGING", "").strip().lower() in ("1", "true", "yes", "on"):
+        if settings.staging:
             direct = None  # test the discrete-GPU path (staging copies) on any device
         self.core = core
+        self._queue = queue
+        self._contexts = contexts
+        self._flush_batch = flush_batch
         # Direct mode: tensors are mapped and read and written by the host in place.
         self.direct = direct is not None
         self.host_cached = bool(memory_types[host_type] & cached)
-        self.device = Heap(core, "device", device_type, mapped=self.direct)
-        self.host = Heap(core, "host", host_type, mapped=True)
-        self.constants = Constants(self.host)
+        self.device = Heap(core, queue, "device", device_type, mapped=self.direct)
+        self.host = Heap(core, queue, "host", host_type, mapped=True)
+        self.params = Params(self.host)
         self._import_ok = False
         self._import_align = 4096
         self._import_types: tuple[int, ...] = ()
@@ -459,16 +192,35 @@ class Memory:
         self._chunks_free = threading.Condition(self._chunks_lock)
 
     def destroy(self) -> None:
-        self.constants.clear()
+        self.params.clear()
         self._chunks.clear()
         self.device.destroy()
         self.host.destroy()
+
+    # -- host access ------------------------------------------------------------------------------
+
+    def flush_batch_using(self, alloc: Allocation) -> None:
+        """Submit this thread's open batch if it has recorded work on ``alloc``."""
+        if alloc.last_use == PENDING:
+            self._flush_batch()
+            if alloc.last_use == PENDING:
+                raise SlangRTError("this tensor is used by a batch that another thread has not submitted yet")
+
+    def settle(self, alloc: Allocation, what: str) -> None:
+        """Wait until no submitted work uses ``alloc`` (so that the host may touch it)."""
+        self.flush_batch_using(alloc)
+        self._queue.wait(alloc.last_use, what)
+
+    def batch_submitted(self) -> None:
+        """An open batch was submitted: memory released while it was open can go back."""
+        self.device.batch_submitted()
+        self.host.batch_submitted()
 
     # -- staging chunks --------------------------------------------------------------------------
 
     def _chunk(self) -> Allocation:
         """A staging chunk of :data:`CHUNK` bytes that no pending submission uses."""
-        queue = self.core.queue
+        queue = self._queue
         with self._chunks_lock:
             for c in self._chunks:
                 if c.last_use != PENDING and c.last_use <= queue.completed:
@@ -505,15 +257,14 @@ class Memory:
         n = src.size
         if n > alloc.capacity:
             raise ValueError(f"{n} bytes do not fit in a buffer of {alloc.capacity} bytes")
-        core = self.core
         if self.direct:
-            core.settle(alloc, "writing a tensor")  # no submitted work may still use it
+            self.settle(alloc, "writing a tensor")  # no submitted work may still use it
             if n:
                 parallel_copy(alloc.view(n), src)
             return
         # Staging: the copy is queued behind earlier work on the tensor, nothing to wait for
         # except recorded-but-unsubmitted batch work.
-        core.flush_batch_using(alloc)
+        self.flush_batch_using(alloc)
         if n == 0:
             return
         if n >= IMPORT_MIN and self._import_ok and self._transfer_imported(alloc, src, upload=True):
@@ -523,13 +274,12 @@ class Memory:
     def read(self, alloc: Allocation, dst: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
         """Copy the first ``dst.size`` bytes of ``alloc`` into ``dst``, after pending writes."""
         n = dst.size
-        core = self.core
         if self.direct:
-            core.settle(alloc, "reading a tensor")
+            self.settle(alloc, "reading a tensor")
             if n:
                 parallel_copy(dst, alloc.view(n))
             return
-        core.flush_batch_using(alloc)
+        self.flush_batch_using(alloc)
         if n == 0:
             return
         if n >= IMPORT_MIN and self._import_ok and self._transfer_imported(alloc, dst, upload=False):
@@ -566,13 +316,12 @@ class Memory:
 
     def _read_staged(self, alloc: Allocation, at: int, dst: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
         n = dst.size
-        core = self.core
         if n <= SUBALLOC_MAX:
             tmp = self.host.allocate(n, "a download")
             try:
                 serial = self._copy(alloc.buffer, alloc.offset + at, tmp.buffer, tmp.offset, n, "a download")
                 tmp.last_use = serial
-                core.queue.wait(serial, "copying a tensor to the host")
+                self._queue.wait(serial, "copying a tensor to the host")
                 dst[...] = tmp.view(n)
             finally:
                 tmp.release()
@@ -600,7 +349,7 @@ class Memory:
                     pending.append((chunk, start, m, serial))  # reserved until emptied
                     start += m
                 chunk, pos, m, serial = pending.pop(0)
-                core.queue.wait(serial, "copying a tensor to the host")
+                self._queue.wait(serial, "copying a tensor to the host")
                 parallel_copy(dst[pos : pos + m], chunk.view(m))
                 self._chunk_submitted(chunk, serial)
         finally:
@@ -613,12 +362,7 @@ class Memory:
         self._get_host_properties = get_properties
         self._import_align = max(1, alignment)
         self._import_types = memory_types
-        self._import_ok = os.environ.get("SLANGRT_HOST_IMPORT", "").strip().lower() in (
-            "1",
-            "true",
-            "yes",
-            "on",
-        )
+        self._import_ok = _settings.get().host_import
 
     def _import(self, arr: np.ndarray[Any, np.dtype[np.uint8]]) -> tuple[Any, Any, int] | None:
         """Wrap the pages under ``arr`` in a VkBuffer (None if the driver will not)."""
@@ -732,7 +476,7 @@ class Memory:
                     serial = self._copy(
                         alloc.buffer, alloc.offset + start, buffer, offset, part.size, "a download"
                     )
-            core.queue.wait(serial, "a zero-copy transfer")
+            self._queue.wait(serial, "a zero-copy transfer")
             done = True
             if upload:
                 alloc.last_use = max(serial, staged)
@@ -741,7 +485,7 @@ class Memory:
             if imports and not done:
                 # Never unpin pages the GPU may still be copying: wait (or leak on timeout).
                 try:
-                    core.queue.wait_idle("a zero-copy transfer")
+                    self._queue.wait_idle("a zero-copy transfer")
                     done = True
                 except Exception:
                     imports = []
@@ -753,15 +497,15 @@ class Memory:
     def fill_zero(self, alloc: Allocation) -> None:
         core = self.core
         if self.direct:
-            core.settle(alloc, "zeroing a tensor")
+            self.settle(alloc, "zeroing a tensor")
             alloc.view(alloc.capacity)[...] = 0
             return
         vk = _vk.vk()
-        ctx = core.contexts.begin()
+        ctx = self._contexts.begin()
         size = (alloc.capacity + 3) // 4 * 4
         vk.lib.vkCmdFillBuffer(ctx.cb, alloc.buffer, alloc.offset, size, 0)
         core.barrier_after_transfer(ctx.cb)
-        alloc.last_use = core.contexts.submit(ctx, "zero-filling a tensor")
+        alloc.last_use = self._contexts.submit(ctx, "zero-filling a tensor")
 
     def _copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, n: int, what: str) -> int:
         core = self.core
@@ -769,7 +513,7 @@ class Memory:
         region = _vk.vk().ffi.new(
             "VkBufferCopy*", {"srcOffset": src_offset, "dstOffset": dst_offset, "size": n}
         )
-        ctx = core.contexts.begin()
+        ctx = self._contexts.begin()
         lib.vkCmdCopyBuffer(ctx.cb, src, dst, 1, region)
         core.barrier_after_transfer(ctx.cb)
-        return core.contexts.submit(ctx, what)
+        return self._contexts.submit(ctx, what)

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import _vk
+from . import _settings, _vk
 
 __all__ = ["PipelineCache", "cache_dir"]
 
@@ -28,12 +28,7 @@ _log = logging.getLogger("slangrt")
 
 def cache_dir() -> Path | None:
     """The directory of the on-disk pipeline cache, or None when it is turned off."""
-    raw = os.environ.get("SLANGRT_CACHE_DIR")
-    if raw is not None:
-        return Path(raw).expanduser() if raw.strip() else None
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "slangrt"
+    return _settings.get().cache_dir
 
 
 class PipelineCache:

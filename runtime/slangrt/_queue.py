@@ -22,13 +22,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import _vk
+from ._core import Core
 from ._errors import DeviceLostError, DispatchTimeoutError
-
-if TYPE_CHECKING:
-    from ._device import Core
 
 __all__ = ["PENDING", "Context", "Contexts", "Queue"]
 
@@ -42,14 +40,15 @@ PENDING = 1 << 62
 class Queue:
     """The device's one queue, its timeline semaphore and the callbacks waiting on it."""
 
-    def __init__(self, core: Core, handle: Any, queue: Any, timeout_ns: int, spin_s: float) -> None:
+    def __init__(self, core: Core, timeout_ns: int, spin_s: float) -> None:
         vk = _vk.vk()
         ffi = vk.ffi
+        handle = core.handle
         self._core = core
         self._lib = vk.lib
         self._ffi = ffi
         self._device = handle
-        self._queue = queue
+        self._queue = core.queue_handle
         self.timeout_ns = timeout_ns
         self.spin_s = spin_s
         type_info = ffi.new(
@@ -169,6 +168,10 @@ class Queue:
         """Wait for everything submitted so far."""
         self.wait(self.submitted, what, timeout_ns)
 
+    def drain(self, timeout_ns: int) -> None:
+        """Wait for everything submitted, at most ``timeout_ns`` (the device is closing)."""
+        self.wait_idle("closing the device", timeout_ns=min(self.timeout_ns, timeout_ns))
+
     # -- deferred work -------------------------------------------------------------------------
 
     def defer(self, serial: int, callback: Callable[[], None]) -> None:
@@ -211,6 +214,9 @@ class Queue:
         _vk.check(result, what)
 
     def destroy(self) -> None:
+        """Forget the callbacks still waiting (the device is being destroyed, which frees
+        everything they would free) and destroy the semaphore."""
+        self.drop_deferred()
         self._lib.vkDestroySemaphore(self._device, self.semaphore, self._ffi.NULL)
 
 
@@ -239,9 +245,10 @@ class Context:
 class Contexts:
     """Recycles :class:`Context` objects: reused once the submission that used them is done."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, queue: Queue) -> None:
         vk = _vk.vk()
         self._core = core
+        self._queue = queue
         self._lock = threading.Lock()
         self._in_flight: deque[Context] = deque()
         self._free: list[Context] = []
@@ -263,7 +270,7 @@ class Contexts:
                 ctx = self._free.pop()
             elif self._in_flight:
                 front = self._in_flight[0]
-                if front.serial <= core.queue.completed or front.serial <= core.queue.poll():
+                if front.serial <= self._queue.completed or front.serial <= self._queue.poll():
                     ctx = self._in_flight.popleft()
         lib = _vk.vk().lib
         if ctx is None:
@@ -280,7 +287,7 @@ class Contexts:
         lib = _vk.vk().lib
         try:
             _vk.check(lib.vkEndCommandBuffer(ctx.cb), f"recording {what}")
-            serial = self._core.queue.submit(ctx.command_buffers, what)
+            serial = self._queue.submit(ctx.command_buffers, what)
         except BaseException:
             self.abandon(ctx)
             raise

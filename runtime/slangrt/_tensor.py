@@ -17,10 +17,12 @@ from typing import Any, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from ._device import Core, Device
+from ._core import Core
+from ._device import Device
 from ._device import device as default_device
 from ._errors import SlangRTError, UnsupportedFeatureError
-from ._memory import Allocation
+from ._heap import Allocation
+from ._memory import Memory
 
 __all__ = ["Tensor"]
 
@@ -71,6 +73,7 @@ class Tensor:
         "_device",
         "_dtype",
         "_finalizer",
+        "_memory",
         "_nbytes",
         "_shape",
         "_size",
@@ -80,21 +83,24 @@ class Tensor:
         self, shape: tuple[int, ...], dtype: np.dtype[Any], dev: Device, *, _zero: bool = True
     ) -> None:
         # Private: use from_numpy/empty/zeros.
-        core = dev._core
+        parts = dev.parts
+        core = parts.core
         core.check_usable()
+        memory = parts.memory
         self._shape = shape
         self._dtype = dtype
         self._device = dev
         self._core: Core = core
+        self._memory: Memory = memory
         self._size = math.prod(shape)
         self._nbytes = self._size * dtype.itemsize
-        alloc = core.memory.device.allocate(self._nbytes, f"a {dtype} tensor of shape {shape}")
+        alloc = memory.device.allocate(self._nbytes, f"a {dtype} tensor of shape {shape}")
         self._alloc: Allocation | None = alloc
         self._finalizer = weakref.finalize(self, _release, alloc)
         # At exit, destroying the device frees everything at once.
         self._finalizer.atexit = False
         if _zero:
-            core.memory.fill_zero(alloc)
+            memory.fill_zero(alloc)
         if core.validation:
             core.check_validation()
 
@@ -151,7 +157,7 @@ class Tensor:
                 )
             if not (out.flags.c_contiguous and out.flags.writeable):
                 raise ValueError("out must be a writeable C-contiguous array")
-        self._core.memory.read(alloc, _bytes_of(out))
+        self._memory.read(alloc, _bytes_of(out))
         if self._core.validation:
             self._core.check_validation()
         return out
@@ -168,7 +174,7 @@ class Tensor:
         self._write(np.ascontiguousarray(a, dtype=self._dtype))
 
     def _write(self, arr: np.ndarray[Any, Any]) -> None:
-        self._core.memory.write(self._allocation(), _bytes_of(arr))
+        self._memory.write(self._allocation(), _bytes_of(arr))
         if self._core.validation:
             self._core.check_validation()
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import ADD_BINDINGS, DATA, MOE_BINDINGS, SCALE_BINDINGS, has_vulkan_device, run_python, spirv
-from slangrt import BindingSpec
+from slangrt import BindingSpec, _settings
 
 pytestmark = [
     pytest.mark.gpu,
@@ -28,12 +28,9 @@ pytestmark = [
 
 
 @pytest.fixture(params=["native", "staging"])
-def dev(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[slangrt.Device]:
-    if request.param == "staging":
-        monkeypatch.setenv("SLANGRT_STAGING", "1")
-    else:
-        monkeypatch.delenv("SLANGRT_STAGING", raising=False)
-    d = slangrt.Device(slangrt.device().info.index)
+def dev(request: pytest.FixtureRequest) -> Iterator[slangrt.Device]:
+    with _settings.overridden(staging=request.param == "staging"):  # SLANGRT_STAGING=1 or unset
+        d = slangrt.Device(slangrt.device().info.index)
     if request.param == "staging":
         assert not d.direct_memory
     yield d
@@ -102,18 +99,13 @@ def test_batch_gives_the_same_results_as_unbatched_calls(
         np.testing.assert_array_equal(b.numpy(), a.numpy())
 
 
-def test_batch_flushing_every_few_dispatches(
-    dev: slangrt.Device, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from slangrt import _batch
-
-    monkeypatch.setattr(_batch, "FLUSH_EVERY", 3)
+def test_batch_flushing_every_few_dispatches(dev: slangrt.Device, rng: np.random.Generator) -> None:
     k = Kernels(dev)
     inputs = chain_inputs(rng, 100, 256)
     plain = [k.tensor(a) for a in inputs]
     batched = [k.tensor(a) for a in inputs]
     chain(k, *plain, n=100, hidden=256, steps=7)
-    with slangrt.batch():
+    with _settings.overridden(batch_flush=3), slangrt.batch():  # SLANGRT_BATCH_FLUSH=3
         chain(k, *batched, n=100, hidden=256, steps=7)
     for a, b in zip(plain, batched):
         np.testing.assert_array_equal(b.numpy(), a.numpy())
@@ -164,7 +156,7 @@ def test_tensor_calls_return_before_the_kernel_finishes(dev: slangrt.Device) -> 
     )
     out = slangrt.Tensor.zeros(64 * 64, np.uint32, device=dev)
     params = slangrt.Tensor.from_numpy(np.array([20000], np.uint32), device=dev)
-    queue = dev._core.queue
+    queue = dev.parts.queue
     busy.dispatch({0: out, 1: params}, (64, 1, 1))
     serial = queue.submitted
     assert serial > queue.completed or queue.poll() >= serial  # (a fast GPU may be done already)
@@ -186,9 +178,9 @@ def test_closed_tensor_memory_is_not_reused_while_a_kernel_may_use_it(dev: slang
     alloc = t._alloc
     assert alloc is not None
     busy.dispatch({0: t, 1: params}, (64, 1, 1))
-    serial = dev._core.queue.submitted
+    serial = dev.parts.queue.submitted
     t.close()
-    if dev._core.queue.poll() >= serial:
+    if dev.parts.queue.poll() >= serial:
         pytest.skip("the kernel finished before the tensor was closed")
     t2 = slangrt.Tensor.zeros(64 * 64, np.uint32, device=dev)
     assert t2._alloc is not None
@@ -244,7 +236,7 @@ def test_large_round_trip_through_several_staging_chunks(
 ) -> None:
     # Staging: either the GPU copies straight from/to the array's pages (imported host memory,
     # where the driver can) or through 16 MiB staging chunks.
-    mem = dev._core.memory
+    mem = dev.parts.memory
     mem._import_ok = host_import and mem._get_host_properties is not None
     arr = rng.integers(0, 1 << 30, size=(5, 3 << 20), dtype=np.int32)  # 60 MiB: four 16 MiB chunks
     t = slangrt.Tensor.from_numpy(arr, device=dev)
@@ -364,7 +356,7 @@ def test_device_loss_raises_and_sticks(monkeypatch: pytest.MonkeyPatch) -> None:
     k = Kernels(dev)
     a = k.tensor(np.zeros(64, np.float32))
     n = k.tensor(np.array([64], np.uint32))
-    queue = dev._core.queue
+    queue = dev.parts.queue
     real = queue._lib
 
     class Lost:
@@ -425,7 +417,7 @@ def test_a_repeated_batch_is_replayed_and_stays_correct(dev: slangrt.Device) -> 
     n = k.tensor(np.array([128], np.uint32))
     expected = np.zeros(128, np.float32)
     a = k.tensor(expected)
-    programs = dev._core.programs
+    programs = dev.parts.batches
     for _ in range(4):
         with slangrt.batch():
             for _ in range(10):
@@ -490,10 +482,10 @@ def test_batches_with_parameter_arrays_are_replayed(dev: slangrt.Device) -> None
     k = Kernels(dev)
     a = k.tensor(np.zeros(128, np.float32))
     b = k.tensor(np.ones(128, np.float32))
-    before = len(dev._core.programs._items)
+    before = len(dev.parts.batches._items)
     for _ in range(3):
         with slangrt.batch():
             for _ in range(10):
                 k.add.dispatch({0: a, 1: b, 2: np.array([128], np.uint32)}, (2, 1, 1))
-    assert len(dev._core.programs._items) == before + 1
+    assert len(dev.parts.batches._items) == before + 1
     np.testing.assert_array_equal(a.numpy(), np.full(128, 30.0))

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from slangrt._errors import INSTALL_HINT, install_hint
 
 

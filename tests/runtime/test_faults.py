@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import ADD_BINDINGS, has_vulkan_device, spirv
-from slangrt import _device, _vk
+from slangrt import _instance, _settings, _vk
 
 pytestmark = [
     pytest.mark.gpu,
@@ -173,13 +173,11 @@ def vk(monkeypatch: pytest.MonkeyPatch) -> Iterator[VkProxy]:
 
 
 @pytest.fixture(params=["native", "staging"])
-def dev(
-    request: pytest.FixtureRequest, vk: VkProxy, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[slangrt.Device]:
+def dev(request: pytest.FixtureRequest, vk: VkProxy) -> Iterator[slangrt.Device]:
     """A device of its own, opened through the proxy; closing it must destroy all it made."""
-    monkeypatch.setenv("SLANGRT_STAGING", "1" if request.param == "staging" else "0")
-    monkeypatch.setenv("SLANGRT_CACHE_DIR", "")  # every pipeline is created afresh
-    d = slangrt.Device(slangrt.device().info.index)
+    # SLANGRT_STAGING=1 or 0; SLANGRT_CACHE_DIR= (every pipeline is created afresh).
+    with _settings.overridden(staging=request.param == "staging", cache_dir=None):
+        d = slangrt.Device(slangrt.device().info.index)
     yield d
     vk.clear()
     handle = vk.key(d._core.handle)
@@ -198,19 +196,18 @@ def snapshot(vk: VkProxy, dev: slangrt.Device) -> Snapshot:
     vk.frozen = None
     dev.synchronize()
     gc.collect()
-    core = dev._core
-    core.queue.poll()
-    memory = core.memory
+    core, parts = dev._core, dev.parts
+    parts.queue.poll()
+    memory = parts.memory
     heaps = (memory.device, memory.host)
     held: Counter[str] = Counter(Device=1, Semaphore=1)
     held["PipelineCache"] += core.pipeline_cache is not None
     blocks = [b for heap in heaps for b in heap._blocks]
     held["Buffer"] += len(blocks)
     held["DeviceMemory"] += len(blocks)
-    held["CommandPool"] += len(core.contexts._all) + len(core.programs._items) + len(core.kernel_pools)
-    held["QueryPool"] += sum(c.queries is not None for c in core.contexts._all)
-    if core.descriptors is not None:
-        held["DescriptorPool"] += len(core.descriptors._pools)
+    held["CommandPool"] += len(parts.contexts._all) + len(parts.batches._items) + len(core.kernel_pools)
+    held["QueryPool"] += sum(c.queries is not None for c in parts.contexts._all)
+    held["DescriptorPool"] += len(parts.descriptors._pools)
     for p in core.pipelines.values():
         held["DescriptorSetLayout"] += len(p.set_layouts)
         for kind, obj in (
@@ -223,7 +220,7 @@ def snapshot(vk: VkProxy, dev: slangrt.Device) -> Snapshot:
     live.subtract(held)
     allocations = sum(b.used if b.slot else 1 for b in blocks)
     # Kept on purpose: small read-only arguments by content, and the staging chunks.
-    allocations -= len(memory.constants._items) + len(memory._chunks)
+    allocations -= len(memory.params) + len(memory._chunks)
     return Snapshot({k: n for k, n in live.items() if n}, allocations)
 
 
@@ -259,7 +256,7 @@ def expect_fault(
 
 
 def test_instance_creation_failure(vk: VkProxy, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_device, "_instance", None)
+    monkeypatch.setattr(_instance, "_instance", None)
     vk.fail("vkCreateInstance", INITIALIZATION_FAILED)
     with pytest.raises(slangrt.VulkanUnavailableError, match="Vulkan instance"):
         slangrt.devices()
@@ -503,7 +500,7 @@ def test_wait_timeouts(vk: VkProxy, dev: slangrt.Device) -> None:
     run_add(k, host, ones, n)  # warm up
     before = snapshot(vk, dev)
 
-    vk.frozen = dev._core.queue.submitted  # nothing submitted from now on seems to finish
+    vk.frozen = dev.parts.queue.submitted  # nothing submitted from now on seems to finish
     vk.fail("vkWaitSemaphores", VK_TIMEOUT)
     run_add(k, a, b, n)  # tensors only: submitted, not waited for
     with pytest.raises(slangrt.DispatchTimeoutError, match="SLANGRT_TIMEOUT_S") as info:

@@ -119,7 +119,7 @@ def test_many_variants_give_their_descriptor_sets_back(sets_kernel: Kernel) -> N
         b = Tensor.from_numpy(np.full(n, float(i), np.float32))
         sets_kernel.dispatch({0: out, 1: a, (1, 2): b, (3, 0): params}, groups(n))
     np.testing.assert_array_equal(out.numpy(), np.full(n, 599.0))
-    descriptors = dev._core.descriptors
+    descriptors = dev.parts.descriptors
     assert descriptors is not None
     assert len(descriptors._pools) <= 2
 
