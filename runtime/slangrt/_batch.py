@@ -263,6 +263,7 @@ class Recorder:
         #: Dispatches kept since the last submission.
         self.count = 0
         self._templates: dict[int, Any] = {}
+        self._flush_every = _settings.get().batch_flush
 
     def add(
         self,
@@ -283,7 +284,8 @@ class Recorder:
             keys = tuple([(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
         for a in allocs:
             a.last_use = PENDING
-        profiles = tuple(_local.profiles)
+        open_profiles = _local.profiles
+        profiles = tuple(open_profiles) if open_profiles else ()
         self.ops.append((state, allocs, ranges, dims, profiles, push, refs))
         if push is None and refs is None:
             self.keys.append((id(state.pipeline), state.writable, dims, keys))
@@ -317,7 +319,7 @@ class Recorder:
         self.add(state, allocs, ranges, dims, push, refs)
         if now or not self.batched:
             return self.flush()
-        every = _settings.get().batch_flush
+        every = self._flush_every
         if every and self.count >= every:
             self.flush()
         return None

@@ -98,6 +98,7 @@ class Kernel(ArgumentChecks):
             raise ValueError(f"kernel {self.name!r}: threads must be three positive ints, got {threads!r}")
         self.threads = (int(threads[0]), int(threads[1]), int(threads[2]))
         self._writable = tuple(b.writable for b in self.bindings)
+        self._uniforms = tuple(i for i, b in enumerate(self.bindings) if b.kind == "uniform")
         self._keys: tuple[BindingKey, ...] = tuple(b.key for b in self.bindings)
         self._pipeline_key = (
             hashlib.sha256(code).digest(),
@@ -189,14 +190,9 @@ class Kernel(ArgumentChecks):
                         inputs = []
                     inputs.append((i, arr))  # copied at the call: nothing to wait for
                 allocs.append(None)  # type: ignore[arg-type]  # filled below
-        if self.bindings and any(b.kind == "uniform" for b in self.bindings):
-            for i, b in enumerate(self.bindings):
-                if (
-                    b.kind == "uniform"
-                    and allocs[i] is not None
-                    and allocs[i].nbytes > core.max_uniform_range
-                ):
-                    self._check_range(dev, i, allocs[i].nbytes)
+        for i in self._uniforms:
+            if allocs[i] is not None and allocs[i].nbytes > core.max_uniform_range:
+                self._check_range(dev, i, allocs[i].nbytes)
         pushed = self._check_push(push) if push is not None or self.push_size else None
         ref_allocs = self._check_refs(core, dev, refs) if refs else None
         if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:

@@ -198,6 +198,7 @@ class KernelState:
         self.descriptors = descriptors
         self.pipeline = pipeline
         self.name = name
+        self.what = f"kernel {name!r}"  # for messages
         self.writable = tuple(b.writable for b in bindings)
         # The push-descriptor set's bindings come first (bindings are sorted by set).
         pushed = [b for b in bindings if b.set == pipeline.push_set]
@@ -263,7 +264,7 @@ class KernelState:
         variant = self.variants.get(key)
         if variant is None:
             variant = self._record(key, allocs, ranges, dims, push)
-        serial = self.queue.submit(variant.command_buffers, f"kernel {self.name!r}")
+        serial = self.queue.submit(variant.command_buffers, self.what)
         variant.serial = serial
         for a in allocs:
             a.last_use = serial
