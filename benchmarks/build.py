@@ -272,6 +272,9 @@ def best(f: Callable[[], float], repeat: int) -> tuple[float, float]:
 
 
 def clean(root: Path) -> None:
+    from hatch_slang.cache import default_cache_dir
+
+    shutil.rmtree(default_cache_dir(root), ignore_errors=True)  # under main()'s $HATCH_SLANG_CACHE_DIR
     shutil.rmtree(root / "build", ignore_errors=True)
     shutil.rmtree(root / "benchpkg" / "kernels", ignore_errors=True)
     shutil.rmtree(root / "dist", ignore_errors=True)
@@ -406,7 +409,9 @@ def main() -> None:
     print(f"load average at the start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     results = []
     with tempfile.TemporaryDirectory(prefix="hatch-slang-bench-") as tmp:
-        env_cache = os.environ.pop("HATCH_SLANG_CACHE_DIR", None)
+        # A cache of its own, emptied by clean(): cold builds stay cold, the user's cache untouched.
+        env_cache = os.environ.get("HATCH_SLANG_CACHE_DIR")
+        os.environ["HATCH_SLANG_CACHE_DIR"] = str(Path(tmp) / "cache")
         try:
             if args.only in (None, "generated"):
                 root = Path(tmp) / "generated"
@@ -417,7 +422,9 @@ def main() -> None:
                 root = Path(tmp) / "repo"
                 results.append(bench_corpus("repo shaders/", root, repo_corpus(root), args.repeat))
         finally:
-            if env_cache is not None:
+            if env_cache is None:
+                del os.environ["HATCH_SLANG_CACHE_DIR"]
+            else:
                 os.environ["HATCH_SLANG_CACHE_DIR"] = env_cache
     load = os.getloadavg()
     print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (other work on the machine)")
