@@ -2,7 +2,10 @@
 
 References live beside the shaders: ``shaders/<name>.py`` next to ``shaders/<name>.slang``,
 defining ``cases(rng)`` that yields :class:`Case` objects. The kernels themselves are imported
-from the configured package (built by ``pip install`` or ``hatch-slang build``).
+from the configured package: from the project tree when it holds the generated files
+(``hatch-slang build``, an editable install; the project need not be installed), else as
+installed (``pip install .``). :func:`reference_cases` is the loop ``validate`` and ``bench``
+share.
 
 A case names the entry, the sizes (``dims``) and whatever arguments it wants to choose itself
 (indices that must be in range, well-separated scores, params). Every buffer argument it leaves
