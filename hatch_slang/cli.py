@@ -171,6 +171,15 @@ def main(ctx: click.Context, color: bool | None) -> None:
     ctx.color = color
 
 
+
+def _select_device(device: str | None) -> None:
+    """Make ``device`` slangrt's default (its settings are read once: read them again)."""
+    if device is None:
+        return
+    os.environ["SLANGRT_DEVICE"] = device
+    if "slangrt._settings" in sys.modules:
+        sys.modules["slangrt._settings"].reload()
+
 @main.command(epilog=EXIT_CODES)
 @click.argument("shaders", nargs=-1)
 @_root_option
@@ -490,8 +499,7 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
     """
     from hatch_slang.validate import validate as validate_kernels  # imports NumPy: only here
 
-    if device is not None:
-        os.environ["SLANGRT_DEVICE"] = device  # read when slangrt opens its default device
+    _select_device(device)
     config = _config(root)
     rows = []
     try:
@@ -563,8 +571,7 @@ def bench(
     """
     from hatch_slang.bench import bench as bench_kernels  # imports NumPy and slangrt: only here
 
-    if device is not None:
-        os.environ["SLANGRT_DEVICE"] = device
+    _select_device(device)
     config = _config(root)
     rows = []
     try:
