@@ -127,7 +127,8 @@ def find_access(text: str) -> tuple[Access, tuple[int, int]] | None:
 # --- binding references ------------------------------------------------------------------------
 
 _SEP = r"\s*(?:[:.)]|-{1,2}|–|—|=)?\s*"
-_NAME = r"`?(?P<name>[A-Za-z_][\w]*)`?"
+# The whole name token, so that `a.b` or `x;y` is read as that name (and refused as one), not as `a`.
+_NAME = r"`?(?P<name>[^\s:,`(\[–—=-][^\s:,`(\[–—]*)`?"
 _REF = (
     r"(?:"
     r"(?P<reg>[tubTUB])(?P<i1>\d+)(?![\w])"
@@ -163,7 +164,7 @@ def binding_ref(text: str) -> BindingRef | None:
     if reg:
         low = reg.lower()
         register = "t" if low == "t" else "u" if low == "u" else "b"
-    name = m.group("name")
+    name = m.group("name").rstrip(".;")
     if name.lower() in ("set", "binding", "buffer"):
         return None
     return BindingRef(
@@ -276,6 +277,8 @@ def find_shape(text: str) -> Shape | None:
     """The first shape written in ``text``: ``[a][b]``, ``[a, b]``, ``(a x b)``, ``a×b``, ``n floats``."""
     m = _BRACKETS.search(text)
     if m is not None:
+        if text[m.end() :].startswith("["):  # `[n][m][n[0]]`: a dimension holding brackets
+            raise Unreadable(f"shape `{text[m.start() :].split()[0]}`: brackets inside a dimension")
         raw = _DIM.findall(m.group("dims"))
         parts = raw[0].split(",") if len(raw) == 1 and "," in raw[0] and "(" not in raw[0] else raw
         if len(parts) == 1 and not parts[0].strip():
@@ -438,6 +441,8 @@ def looks_like_params(rest: str, name: str = "") -> bool:
     body = _strip_type_prefix(rest)
     if _ELEMENT_LIST.match(body):
         return True
+    if name.lower() in PARAMS_NAMES and body.lstrip().startswith("("):
+        return True  # `params (...)`: a tuple, whatever it holds (read_params says what is wrong)
     m = _GROUP.match(body)
     if m is None:
         return False
@@ -495,7 +500,7 @@ def read_params(rest: str) -> ParamsDoc:
         groups.append((int(m.group("elem")) if m.group("elem") is not None else None, m.group("fields")))
         pos = m.end()
     if not groups:
-        raise Unreadable(f"expected a params tuple `(a, b, ...)`, got `{rest.strip()}`")
+        raise Unreadable(f"cannot read `{rest.strip()}` as a params tuple `(a, b, ...)`")
     labelled = [g for g in groups if g[0] is not None]
     if labelled and len(labelled) != len(groups):
         raise Unreadable("params tuples mix `p[k] = (...)` and bare `(...)`")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hatch_slang.contract import parse_contract
@@ -46,3 +48,30 @@ def test_a_single_field_tuple_is_still_params(line: str) -> None:
     assert c.bindings is not None and not c.notes
     (b,) = c.bindings
     assert b.role == "params" and [f.name for f in b.fields] == ["n"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # the whole name token is the name, and refused as one (not silently read as `a`)
+        ("t0: a.b  f32, [n]", "the name `a.b` is not a valid identifier"),
+        ("t0: x;y  f32, [n]", "the name `x;y` is not a valid identifier"),
+        ("t0: 1abc  f32, [n]", "the name `1abc` is not a valid identifier"),
+        # a dimension holding brackets is unreadable, not a shorter shape
+        ("t0: x  f32, [n][m][n[0]]", r"shape `\[n\]\[m\]\[n\[0\]\]`: brackets inside a dimension"),
+        # a params binding's tuple is read as one, whatever it holds
+        ("t2: params  (n, m][n[0], s)", "params field `m\\]\\[n\\[0\\]` is not a valid identifier"),
+        ("t2: params  (n, m", "cannot read `\\(n, m` as a params tuple"),
+    ],
+)
+def test_unreadable_binding_lines_are_named(line: str, message: str) -> None:
+    c = parse_contract("k.slang", f"// Bindings:\n//   {line}\n")
+    assert [n.line for n in c.notes] == [2], c.notes
+    assert re.search(message, c.notes[0].message), c.notes[0].message
+    assert c.binding_sets[0].unread  # the wrapper takes that binding from reflection
+
+
+def test_a_name_still_ends_at_its_separators() -> None:
+    for line in ["t0: x. f32, [n]", "t0: x, f32, [n]", "t0: `x` f32 [n]", "t0: x[n] f32", "t0: x -- f32 [n]"]:
+        c = parse_contract("k.slang", f"// Bindings:\n//   {line}\n")
+        assert c.bindings is not None and [b.name for b in c.bindings] == ["x"], (line, c.notes)

@@ -1,10 +1,12 @@
 """Hostile comments: nothing in a shader comment can reach generated code except as data.
 
-Property-based (hypothesis) over arbitrary comment text, names and expressions: the parser either
-returns a contract or raises the project's own ShaderError naming file:line, and every module the
-generator writes is checked structurally (its AST calls only the wrapper helpers, every name it
-reads is a parameter, a local it assigned, or a module-level name it imported) and its docstrings
-hold the comment text verbatim as data.
+Property-based (hypothesis) over arbitrary comment text, names and expressions: the parser always
+returns a contract; a line it cannot read is a warning naming file:line and the build goes on with
+the fallback (reflection's binding, ``grid=``), while a contradiction with the code fails naming
+file:line. Every module the generator writes is checked structurally (its AST calls only the
+wrapper helpers, every name it reads is a parameter, a local it assigned, or a module-level name
+it imported) and its docstrings hold the comment text verbatim as data; nothing from the comment
+is ever executed.
 """
 
 from __future__ import annotations
@@ -12,17 +14,19 @@ from __future__ import annotations
 import ast
 import builtins
 import keyword
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hatch_slang import codegen
+from hatch_slang import codegen, dialect
 from hatch_slang.compiler import CompileJob, CompileOptions, CompileResult, CompilerPool
-from hatch_slang.contract import parse_contract
+from hatch_slang.contract import leading_comment, parse_contract
 from hatch_slang.discover import Shader, discover, module_name
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
+from hatch_slang.expr import check_identifier
 from hatch_slang.spec import build_spec
 
 SETTINGS = settings(
@@ -131,9 +135,29 @@ def _in_annotation(tree: ast.Module, target: ast.AST) -> bool:
     return False
 
 
-def render(compiled: CompileResult, **fields: str) -> str:
+def render_with_warnings(compiled: CompileResult, **fields: str) -> tuple[str, tuple[str, ...]]:
     shader = shader_from("// slang-entries: k\n" + SHADER.format(**{**BASE, **fields}))
-    return codegen.render_module(build_spec(shader, compiled), codegen.Templates.load())
+    spec = build_spec(shader, compiled)
+    return codegen.render_module(spec, codegen.Templates.load()), spec.warnings
+
+
+def render(compiled: CompileResult, **fields: str) -> str:
+    return render_with_warnings(compiled, **fields)[0]
+
+
+# Lines of SHADER once `// slang-entries: k` is prepended.
+BINDING_LINES = {"a": 5, "b": 6, "params": 7}
+DISPATCH_LINE = 9
+
+
+def comment_warnings(warnings: tuple[str, ...]) -> dict[int, str]:
+    """The comment warnings, by the line they name (every one names shaders/k.slang and a line)."""
+    out = {}
+    for w in warnings:
+        m = re.match(r"^shaders/k\.slang:(\d+): (?:warning|note): (.*)$", w, re.S)
+        assert m is not None, w
+        out[int(m.group(1))] = m.group(2)
+    return out
 
 
 def test_baseline_module_is_safe(compiled: CompileResult) -> None:
@@ -151,22 +175,40 @@ comment_text = st.text(
 )
 
 
+def _structure_word(word: str) -> bool:
+    """A word a binding line's reader takes as structure (dtype, access) rather than its doc."""
+    return (
+        dialect.dtype_word(word) is not None
+        or dialect.find_access(word) is not None
+        or word.lower() == "blocks"  # `q4_0 blocks`
+    )
+
+
 @SETTINGS
 @given(prose=comment_text, doc=comment_text)
 def test_any_prose_and_docs_become_docstring_data(compiled: CompileResult, prose: str, doc: str) -> None:
     try:
-        source = render(compiled, prose=prose, doc=doc)
+        source, warnings = render_with_warnings(compiled, prose=prose, doc=doc)
     except HatchSlangError as e:
-        # Only the binding line can become unreadable (a doc that changes its shape); it is named.
+        # A doc that reads as a contradiction (another access, dtype, or binding): named.
         assert_located(e)
         return
+    comment_warnings(warnings)  # any line it could not read is named
     tree = assert_safe_module(source)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
     docstring = ast.get_docstring(fn, clean=False) or ""
-    for text in (prose, doc):
-        visible = text.replace("\t", "    ").strip()
-        if visible and not visible.startswith(("Bindings", "Dispatch", "slang-entries")):
-            assert all(part in docstring for part in visible.split()), (visible, docstring)
+    visible = prose.replace("\t", "    ").strip()
+    structural = dialect.binding_ref(prose) is not None or re.match(
+        r"^\s*(?:[-*•]\s*)?(?:bindings?|buffers?|resources?|dispatch|slang-entries|entr)", prose, re.I
+    )
+    if visible and not structural:
+        assert all(part in docstring for part in visible.split()), (visible, docstring)
+    if BINDING_LINES["a"] not in comment_warnings(warnings):
+        # The doc is the line's description: every word is in the docstring, but for the dtype and
+        # access words the reader took as structure and the separators around them.
+        for part in doc.replace("\t", "    ").split():
+            word = part.strip("`,;:-–—()[]")
+            assert not word or _structure_word(word) or word in docstring, (part, docstring)
 
 
 hostile_names = st.sampled_from(
@@ -201,16 +243,27 @@ hostile_names = st.sampled_from(
 
 @SETTINGS
 @given(name=hostile_names, where=st.sampled_from(["a", "b", "dim"]))
-def test_hostile_names_fail_naming_file_and_line(compiled: CompileResult, name: str, where: str) -> None:
-    if "\n" in name or "\r" in name or not name.strip():
-        name = f"x{name!r}"
+def test_hostile_names_are_warnings_naming_file_and_line(
+    compiled: CompileResult, name: str, where: str
+) -> None:
+    if len(name.splitlines()) > 1 or not name.strip():
+        name = f"x{name!r}"  # a line break would end the comment
     try:
-        source = render(compiled, **{where: name})
+        source, warnings = render_with_warnings(compiled, **{where: name})
     except HatchSlangError as e:
+        # A name that reads as something the code contradicts (`int` as a dtype ...): named.
         assert_located(e)
         return
-    # Parsed after all (e.g. the text split on whitespace into a valid name + doc): still safe.
-    assert_safe_module(source)
+    tree = assert_safe_module(source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+    assert all(check_identifier(p) is None or p in {"grid"} for p in params), params
+    if name not in params and check_identifier(name) is not None:
+        # Not taken as a name: unless the text split into a valid name and a doc, its line says so.
+        lines = comment_warnings(warnings)
+        # A name ends at a space, `:`, `,`, a backtick, `(` or `[` (`x[n] f32`): what comes before.
+        split = re.split(r"[\s:,`(\[–—]", name.strip().strip("`"))[0]
+        assert lines or (split.isidentifier() and split in params) or where == "dim", (name, warnings)
 
 
 hostile_exprs = st.sampled_from(
@@ -250,23 +303,35 @@ hostile_exprs = st.sampled_from(
 
 @SETTINGS
 @given(expr=hostile_exprs, where=st.sampled_from(["grid", "dim_expr"]))
-def test_hostile_expressions_fail_naming_file_and_line(
+def test_hostile_expressions_are_warnings_naming_file_and_line(
     compiled: CompileResult, expr: str, where: str
 ) -> None:
     fields = {"grid": expr} if where == "grid" else {"dim": f"m][{expr}"}
-    with pytest.raises(HatchSlangError) as info:
-        render(compiled, **fields)
-    assert_located(info.value)
+    source, warnings = render_with_warnings(compiled, **fields)
+    lines = comment_warnings(warnings)
+    tree = assert_safe_module(source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    params = [a.arg for a in fn.args.kwonlyargs]
+    if where == "grid":
+        # The Dispatch line is named and the wrapper takes grid= instead.
+        assert DISPATCH_LINE in lines and "grid=" in lines[DISPATCH_LINE], warnings
+        assert "grid" in params
+    else:
+        # Every line the expression is on is named; those bindings come from reflection.
+        assert {BINDING_LINES["a"], BINDING_LINES["b"], BINDING_LINES["params"]} <= set(lines), warnings
+    # Nothing of the expression reaches code: it is in the docstrings at most.
+    for node in fn.body[1:]:
+        assert "import" not in ast.unparse(node) and "lambda" not in ast.unparse(node)
 
 
 @SETTINGS
 @given(text=st.text(max_size=400))
-def test_arbitrary_comment_blocks_never_raise_anything_else(text: str) -> None:
+def test_arbitrary_comment_blocks_never_raise(text: str) -> None:
     commented = "\n".join("//" + line for line in text.splitlines())
-    try:
-        parse_contract("shaders/k.slang", commented + "\nvoid k() {}\n")
-    except ShaderError as e:
-        assert e.line is not None and e.path == "shaders/k.slang"
+    source = commented + "\nvoid k() {}\n"
+    c = parse_contract("shaders/k.slang", source)
+    block = {number for number, _ in leading_comment(source)}
+    assert all(n.line in block for n in c.notes), c.notes
 
 
 @pytest.mark.parametrize(
@@ -286,11 +351,25 @@ def test_file_names_become_module_names(stem: str, module: str) -> None:
 
 
 def test_entry_names_that_are_not_identifiers(tmp_path: Path) -> None:
-    (tmp_path / "k.slang").write_text("// slang-entries: good bad-name\nvoid good() {}\n")
-    with pytest.raises(ShaderError, match=r"^k.slang:1: entry point `bad-name` is not a valid identifier"):
-        discover(tmp_path, ["*.slang"])
+    # Left out, with a warning naming the line; the valid names on it are the entries.
+    (tmp_path / "k.slang").write_text("// slang-entries: good bad-name os.system\nvoid good() {}\n")
+    (shader,) = discover(tmp_path, ["*.slang"])
+    assert shader.entries == ("good",)
+    assert [(n.line, n.message) for n in shader.contract.notes] == [
+        (1, "entry point `bad-name` is not a valid identifier; it is left out"),
+        (1, "entry point `os.system` is not a valid identifier; it is left out"),
+    ]
+    # A line with no valid name: the default rule finds the entries instead.
+    (tmp_path / "k.slang").write_text(
+        '// slang-entries: __init__\n[shader("compute")]\n[numthreads(1, 1, 1)]\nvoid main() {}\n'
+    )
+    (shader,) = discover(tmp_path, ["*.slang"])
+    assert shader.entries == ("main",)
+    (note,) = shader.contract.notes
+    assert note.line == 1 and "underscore" in note.message
+    # ... and when it finds none, the build fails naming the file.
     (tmp_path / "k.slang").write_text("// slang-entries: __init__\n")
-    with pytest.raises(ShaderError, match="underscore"):
+    with pytest.raises(ShaderError, match=r"^k.slang: cannot tell the entry points"):
         discover(tmp_path, ["*.slang"])
 
 
@@ -301,9 +380,16 @@ def test_a_file_name_that_is_no_module_name_still_builds(tmp_path: Path) -> None
 
     (tmp_path / "shaders").mkdir()
     (tmp_path / "shaders" / "my-kernel.v2.slang").write_text("// slang-entries: k\n" + SHADER.format(**BASE))
+    # ... next to a file whose comment has unreadable lines: both build, its lines are named.
+    (tmp_path / "shaders" / "other.slang").write_text(
+        "// slang-entries: k\n" + SHADER.format(**{**BASE, "a": "class", "grid": "__import__('os')"})
+    )
     out = pipeline.build(parse_config(tmp_path, {"shaders": ["shaders/*.slang"], "package": "p/k"}))
-    assert "my_kernel_v2.py" in out.files
+    assert "my_kernel_v2.py" in out.files and "other.py" in out.files
     assert_safe_module(out.files["my_kernel_v2.py"].decode())
+    assert_safe_module(out.files["other.py"].decode())
+    where = sorted(w.split(": ")[0] for w in out.warnings)
+    assert where == ["shaders/other.slang:5", "shaders/other.slang:9"]
 
 
 def test_builtins_are_not_callable_from_generated_code(compiled: CompileResult) -> None:
