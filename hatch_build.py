@@ -8,7 +8,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from hatch_slang.hook import SlangBuildHook
+from hatch_slang.plugin import SlangBuildHook
 
 
 class CustomBuildHook(SlangBuildHook):

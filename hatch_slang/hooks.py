@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hatchling.plugin import hookimpl
 
-from hatch_slang.hook import SlangBuildHook
+from hatch_slang.plugin import SlangBuildHook
 
 
 @hookimpl

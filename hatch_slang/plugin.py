@@ -1,4 +1,5 @@
-"""The hatchling build hook: a thin front end over :mod:`hatch_slang.pipeline`.
+"""The hatchling build hook (registered by :mod:`hatch_slang.hooks`): a thin front end over
+:mod:`hatch_slang.pipeline`.
 
 - wheel: the generated package goes in through ``force_include`` from a temporary directory
   removed in ``finalize``; generated files lying in the source tree (from an editable install
@@ -8,12 +9,15 @@
   imports it and ``hatch-slang build`` keeps it up to date.
 - sdist: sources only. The shader files and a custom templates directory are always included;
   generated files and the build cache never are.
+- clean (``hatch clean``, ``hatch build --clean``): the generated files lying in the source
+  tree are removed (only those a build wrote, per the package's manifest and ``__init__``).
 
 Every build goes through the project's build cache (:mod:`hatch_slang.cache`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -122,3 +126,36 @@ class SlangBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+    def clean(self, versions: list[str]) -> None:
+        """Remove the generated files an editable build (or ``hatch-slang build``) wrote into the
+        source tree, and say what was removed. Files a build did not write are left alone; the
+        package directory goes too when nothing else is left in it."""
+        if self.target_name != "wheel":  # only wheel builds write into the tree
+            return
+        try:
+            config = parse_config(Path(self.root), self.config)
+        except HatchSlangError as e:
+            raise self._fail(e) from None
+        removed = remove_tree_outputs(config)
+        if removed:
+            self.app.display_info(
+                f"hatch-slang: removed {len(removed)} generated file(s) from {config.package}: "
+                + ", ".join(removed)
+            )
+
+
+def remove_tree_outputs(config: BuildConfig) -> list[str]:
+    """Delete the generated files in ``config.package_dir``; return their names, sorted."""
+    dest = config.package_dir
+    if not dest.is_dir():
+        return []
+    removed = sorted(pipeline.generated_files(dest))
+    for name in removed:
+        (dest / name).unlink(missing_ok=True)
+        for cached in (dest / "__pycache__").glob(f"{Path(name).stem}.*.pyc"):
+            cached.unlink(missing_ok=True)
+    for directory in (dest / "__pycache__", dest):
+        with contextlib.suppress(OSError):  # missing, or holding what no build wrote
+            directory.rmdir()
+    return removed
