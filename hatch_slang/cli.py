@@ -21,7 +21,7 @@ from hatch_slang import __version__, pipeline
 from hatch_slang.config import BuildConfig, load_project_config
 from hatch_slang.discover import Shader
 from hatch_slang.errors import BuildErrors, HatchSlangError
-from hatch_slang.spec import BufferSpec, ShaderSpec
+from hatch_slang.spec import BufferSpec, EntrySpec, ShaderSpec
 
 EXIT_CODES = """\b
 Exit codes:
@@ -280,6 +280,43 @@ def _register(b: BufferSpec) -> str:
     return ("b" if b.kind == "uniform" else "u" if b.writable else "t") + str(b.index)
 
 
+def _origin(line: int | None) -> str:
+    """Where a piece of a wrapper comes from: the comment (with its line) or reflection."""
+    return f"comment line {line}" if line is not None else "reflection"
+
+
+def _arguments(e: EntrySpec) -> list[dict[str, str]]:
+    """Every argument of an entry's wrapper, what it is and where it comes from."""
+    out = []
+    for b in e.buffers:
+        if b.role == "data":
+            shape = "".join(f"[{d.text}]" for d in b.shape or ())
+            shape = (f"flat{shape}" if b.flat else shape or "1-D") if b.shape_checked else "any shape"
+            kind = f"array {b.dtype or 'any dtype'} {shape}"
+            out.append({"name": b.name, "kind": kind, "from": _origin(b.line)})
+    dims: dict[str, BufferSpec] = {}
+    for b in e.buffers:
+        for d in b.shape or ():
+            dims.setdefault(d.text, b)
+    fields = {p.name: b for b in e.buffers for p in b.params if p.name}
+    for name in [*e.params_required, *e.params_optional, *e.params_unread]:
+        b = fields[name]
+        kind = "params field" + (
+            f", inferred from `{dims[name].name}` when omitted" if name in e.params_optional else ""
+        )
+        kind += ", not read by this entry" if name in e.params_unread else ""
+        out.append({"name": name, "kind": kind, "from": _origin(b.line)})
+    for name in e.inferable:
+        if name not in fields:
+            b = dims[name]
+            out.append({"name": name, "kind": f"dimension of `{b.name}`", "from": _origin(b.line)})
+    for name in e.grid_only:
+        out.append({"name": name, "kind": "Dispatch size", "from": _origin(e.grid_line)})
+    if e.grid is None:
+        out.append({"name": "grid", "kind": "grid=(x, y, z)", "from": "caller (no Dispatch line)"})
+    return out
+
+
 def _show_data(spec: ShaderSpec) -> dict[str, Any]:
     buffers: dict[int, BufferSpec] = {}
     for e in spec.entries:
@@ -306,6 +343,8 @@ def _show_data(spec: ShaderSpec) -> dict[str, Any]:
                 ],
                 "doc": b.doc,
                 "line": b.line,
+                "from": _origin(b.line),
+                "shape_from": _origin(b.line) if b.shape_checked else "not documented: not checked",
             }
         )
     entries = [
@@ -318,6 +357,8 @@ def _show_data(spec: ShaderSpec) -> dict[str, Any]:
             "uses": [_register(b) + " " + b.name for b in e.buffers],
             "params_required": list(e.params_required),
             "params_inferred": list(e.params_optional),
+            "grid_from": _origin(e.grid_line) if e.grid is not None else "caller (grid=)",
+            "arguments": _arguments(e),
         }
         for e in spec.entries
     ]
@@ -370,9 +411,9 @@ def show(name: str, root: str, as_json: bool) -> None:
             what = f"{b['dtype'] or 'any'} {b['shape'] if b['shape'] is not None else '(1-D)'}"
             if not b["shape_checked"]:
                 what = f"{b['dtype'] or 'any'} (not documented)"
-        rows.append([b["register"], b["name"], b["access"], what, b["doc"]])
+        rows.append([b["register"], b["name"], b["access"], what, b["doc"], b["from"]])
     click.secho("bindings", bold=True)
-    _table(["reg", "name", "access", "dtype / shape", "doc"], rows, lambda s: click.echo("  " + s))
+    _table(["reg", "name", "access", "dtype / shape", "doc", "from"], rows, lambda s: click.echo("  " + s))
     for b in data["bindings"]:
         if b["params"]:
             click.echo()
@@ -385,10 +426,15 @@ def show(name: str, root: str, as_json: bool) -> None:
         click.secho(f"entry {entry['name']}", bold=True)
         click.echo(f"  threads per group: {t[0]} x {t[1]} x {t[2]} = {entry['threads_per_group']}")
         click.echo(f"  dispatch: {entry['dispatch'] or 'not documented: the caller passes grid=(x, y, z)'}")
+        grid = f"({', '.join(entry['grid'])})" if entry["grid"] is not None else "grid="
+        click.echo(f"  grid: {grid}  [{entry['grid_from']}]")
         click.echo(f"  uses: {', '.join(entry['uses']) or 'no bindings'}")
         if entry["params_required"] or entry["params_inferred"]:
             params = entry["params_required"] + [f"{p} (inferred)" for p in entry["params_inferred"]]
             click.echo(f"  params: {', '.join(params)}")
+        click.echo("  arguments:")
+        arows = [[a["name"], a["kind"], a["from"]] for a in entry["arguments"]]
+        _table(["name", "what", "from"], arows, lambda s: click.echo("    " + s))
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow", err=True)
 
