@@ -163,6 +163,23 @@ class ArgumentChecks:
             raise ValueError(f"{self._what(i)}: the tensor has been closed")
         raise ValueError(f"{self._what(i)}: the tensor is on {arg.device!r}, the kernel runs on {dev!r}")
 
+    def _check_misaligned(self, dev: Device, i: int, arg: Tensor) -> None:
+        """A view whose start the device cannot bind: read-only ones are copied (the caller
+        does that); a written one is refused, since a copy would not be written back in order."""
+        if not self.bindings[i].writable:
+            return
+        spec = self.bindings[i]
+        core = dev.parts.core
+        uniform = spec.kind == "uniform"
+        align = core.uniform_align if uniform else core.storage_align
+        limit = "minUniformBufferOffsetAlignment" if uniform else "minStorageBufferOffsetAlignment"
+        raise ValueError(
+            f"{self._what(i)}: the tensor view starts {arg.offset} bytes into its tensor, not a "
+            f"multiple of {align} ({limit} on {dev.info.name}), so it cannot be bound there, and "
+            "the kernel writes it; start written views at a multiple of "
+            f"{align} bytes (read-only ones are copied)"
+        )
+
     def _check_range(self, dev: Device, i: int, nbytes: int) -> None:
         spec = self.bindings[i]
         core = dev.parts.core

@@ -264,15 +264,20 @@ class Dims:
         writable: bool,
         checked: bool,
         flat: bool = False,
+        raw: bool = False,
     ) -> Bound:
-        if isinstance(value, Tensor | np.ndarray):
-            got_dtype, got_shape = value.dtype, value.shape
-        else:
-            raise TypeError(
-                self._err(
-                    f"argument `{name}` must be a numpy.ndarray or slangrt.Tensor, got {type(value).__name__}"
-                )
-            )
+        """Check the argument for one binding; return what to bind.
+
+        ``value``: a :class:`Tensor` (a view included), a NumPy array, or any host array NumPy
+        can wrap without a copy (``__dlpack__``, ``__array_interface__``, the buffer protocol;
+        ``__array__`` for read-only bindings). ``raw``: the kernel reads the binding as bytes in
+        4-byte words (a byte-address buffer, or 32-bit words documented as holding bytes or
+        quantised blocks): a read-only argument whose size is not a multiple of 4 is bound from a
+        zero-padded copy, a written one is refused.
+        """
+        if not isinstance(value, Tensor | np.ndarray):
+            value = self._host_array(name, value, writable)
+        got_dtype, got_shape = value.dtype, value.shape
         if dtype is not None and got_dtype != np.dtype(dtype):
             raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
         if got_dtype.byteorder == ">":
@@ -305,6 +310,8 @@ class Dims:
                     )
         if writable:
             self._not_aliased(name, value)
+        if raw and value.nbytes % 4:
+            return self._padded(name, value, writable)
         if isinstance(value, Tensor):
             return value
         assert isinstance(value, np.ndarray)
@@ -322,6 +329,62 @@ class Dims:
             self.writebacks.append((value, copy))
         return copy
 
+    def _host_array(self, name: str, value: object, writable: bool) -> npt.NDArray[Any]:
+        """A NumPy array over another host array's memory (no copy), else a TypeError."""
+        what = f"argument `{name}` must be a numpy.ndarray or slangrt.Tensor, got {type(value).__name__}"
+        if isinstance(value, list | tuple):
+            raise TypeError(self._err(f"{what}: pass np.asarray({name}, dtype=...) for a sequence"))
+        if value is None or isinstance(value, np.generic | int | float | complex | str):
+            raise TypeError(self._err(what))
+        try:
+            if hasattr(value, "__dlpack__"):
+                try:
+                    arr = np.from_dlpack(value)
+                except TypeError as e:
+                    raise BufferError(str(e)) from None
+            elif hasattr(value, "__array_interface__"):
+                arr = np.asarray(value)
+            else:
+                try:
+                    mem = memoryview(value)  # type: ignore[arg-type]
+                except TypeError:
+                    mem = None
+                if mem is not None:
+                    arr = np.asarray(mem)
+                elif hasattr(value, "__array__"):
+                    arr = np.asarray(value, copy=False) if writable else np.asarray(value)
+                else:
+                    raise TypeError(
+                        self._err(
+                            f"{what} (or an array exposing __dlpack__, __array_interface__ or the "
+                            "buffer protocol)"
+                        )
+                    )
+        except (BufferError, ValueError, RuntimeError) as e:
+            raise TypeError(
+                self._err(f"argument `{name}`: cannot read {type(value).__name__} as a host array ({e})")
+            ) from None
+        if arr.dtype.hasobject or arr.dtype.kind not in "biufc":
+            raise TypeError(self._err(f"argument `{name}` must be a numeric array, got dtype {arr.dtype}"))
+        return arr
+
+    def _padded(self, name: str, value: Bound, writable: bool) -> Bound:
+        """A byte buffer whose size is not a multiple of 4: zero-padded to one (read-only)."""
+        n = value.nbytes
+        if writable:
+            raise ValueError(
+                self._err(
+                    f"argument `{name}` holds {n} bytes, but the kernel reads and writes it in 4-byte "
+                    f"words; pass {-(-n // 4) * 4} bytes (a multiple of 4)"
+                )
+            )
+        size = -(-n // 4) * 4
+        if isinstance(value, Tensor):
+            return value._padded(size)
+        out = np.zeros(size, np.uint8)
+        out[:n] = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+        return out
+
     def _not_aliased(self, name: str, value: Bound) -> None:
         """Two written bindings may not share memory: which write would win is undefined.
 
@@ -329,8 +392,12 @@ class Dims:
         at the call, so the kernel reads the values they had when it was called.)
         """
         for other_name, other in self.written:
-            if other is value or (
-                isinstance(value, np.ndarray) and isinstance(other, np.ndarray) and _overlap(value, other)
+            if (
+                other is value
+                or (
+                    isinstance(value, np.ndarray) and isinstance(other, np.ndarray) and _overlap(value, other)
+                )
+                or (isinstance(value, Tensor) and isinstance(other, Tensor) and value._overlaps(other))
             ):
                 raise ValueError(
                     self._err(

@@ -70,6 +70,10 @@ class Core:
         self.max_uniform_range = 0
         self.max_storage_range = 0
         self.max_push_constants = 0
+        # minStorageBufferOffsetAlignment / minUniformBufferOffsetAlignment: where a tensor view
+        # may start in its buffer when it is bound (else it is copied, or refused if written).
+        self.storage_align = 1
+        self.uniform_align = 1
         # Shared by the kernels on it.
         self.pipeline_cache: PipelineCache | None = None
         self.pipelines: dict[Any, Pipeline] = {}

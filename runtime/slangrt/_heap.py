@@ -19,7 +19,7 @@ from . import _vk
 from ._core import Core
 from ._queue import PENDING, Queue
 
-__all__ = ["SUBALLOC_MAX", "Allocation", "Block", "Heap", "bind_range", "slot_size"]
+__all__ = ["SUBALLOC_MAX", "Allocation", "Block", "Heap", "View", "bind_range", "slot_size"]
 
 Kind = Literal["device", "host"]
 
@@ -154,6 +154,8 @@ class Allocation:
     """``nbytes`` bytes at ``offset`` in ``block``; ``capacity`` bytes are reserved."""
 
     __slots__ = ("block", "buffer", "capacity", "heap", "key", "last_use", "nbytes", "offset", "released")
+    #: Whether this is a :class:`View` into another allocation (class-level: views override it).
+    is_view = False
 
     def __init__(self, heap: Heap, block: Block, offset: int, capacity: int, nbytes: int) -> None:
         self.heap = heap
@@ -181,6 +183,50 @@ class Allocation:
             return
         self.released = True
         self.heap.release(self)
+
+
+class View(Allocation):
+    """``nbytes`` bytes at byte ``start`` of another allocation (``root``): a tensor view.
+
+    Binds ``root``'s buffer at ``root.offset + start``. Its use is ``root``'s use (``last_use``
+    reads and writes the root's), so the root's memory goes back only after the work on every
+    view of it; releasing a view releases nothing (the root's owner does).
+    """
+
+    __slots__ = ("root",)
+    is_view = True
+    root: Allocation
+
+    def __init__(self, root: Allocation, start: int, nbytes: int) -> None:
+        if root.is_view:
+            assert isinstance(root, View)
+            parent: Allocation = root.root
+            start += root.offset - parent.offset
+            root = parent
+        self.root = root
+        self.heap = root.heap
+        self.block = root.block
+        self.buffer = root.buffer
+        self.released = False
+        self.nbytes = nbytes
+        if nbytes == 0:
+            # Bound as the root's first bytes (Vulkan has no empty ranges); nothing is read.
+            start, self.capacity = 0, min(16, root.capacity)
+        else:
+            self.capacity = nbytes
+        self.offset = root.offset + start
+        self.key = (root.block.serial, self.offset, bind_range(self, nbytes))
+
+    @property
+    def last_use(self) -> int:
+        return self.root.last_use
+
+    @last_use.setter
+    def last_use(self, serial: int) -> None:
+        self.root.last_use = serial
+
+    def release(self) -> None:
+        self.released = True
 
 
 def bind_range(alloc: Allocation, nbytes: int) -> int:

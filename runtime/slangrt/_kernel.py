@@ -165,6 +165,7 @@ class Kernel(ArgumentChecks):
         allocs: list[Allocation] = []
         arrays: list[tuple[int, np.ndarray[Any, Any]]] | None = None
         inputs: list[tuple[int, np.ndarray[Any, Any]]] | None = None
+        misaligned: list[int] | None = None
         max_storage = core.max_storage_range
         for i, binding in enumerate(self._keys):
             try:
@@ -178,6 +179,13 @@ class Kernel(ArgumentChecks):
                 assert alloc is not None
                 if alloc.nbytes > max_storage:
                     self._check_range(dev, i, alloc.nbytes)
+                if alloc.is_view and alloc.offset % (
+                    core.uniform_align if self.bindings[i].kind == "uniform" else core.storage_align
+                ):
+                    self._check_misaligned(dev, i, arg)  # raises for a written binding
+                    if misaligned is None:
+                        misaligned = []
+                    misaligned.append(i)  # read through an aligned copy
                 allocs.append(alloc)
             else:
                 arr = self._check_array(dev, i, arg)
@@ -199,6 +207,8 @@ class Kernel(ArgumentChecks):
             return
         state = self._state or self._ensure_state(dev)
         owned = self._bind_inputs(parts, inputs, allocs) if inputs is not None else None
+        if misaligned is not None:
+            owned = (owned or []) + self._realign(parts, misaligned, allocs)
         try:
             if arrays is None:
                 self._run(parts, state, allocs, None, dims, pushed, ref_allocs)
@@ -322,6 +332,27 @@ class Kernel(ArgumentChecks):
         except BaseException:
             for a in owned:
                 a.release()  # a later argument failed: the earlier ones' memory goes back
+            raise
+        return owned
+
+    def _realign(self, parts: Parts, indices: list[int], allocs: list[Allocation]) -> list[Allocation]:
+        """Copy read-only tensor views that start where the device cannot bind a buffer into
+        memory of their own, on the device (after the work already submitted on them; an open
+        batch that used them is submitted first). Returns the copies, to be released once
+        submitted."""
+        memory = parts.memory
+        owned: list[Allocation] = []
+        try:
+            for i in indices:
+                src = allocs[i]
+                what = f"an aligned copy of argument {self.bindings[i].name} of kernel {self.name!r}"
+                tmp = memory.device.allocate(src.nbytes, what)
+                owned.append(tmp)
+                memory.copy(src, tmp, src.nbytes, what)
+                allocs[i] = tmp
+        except BaseException:
+            for a in owned:
+                a.release()
             raise
         return owned
 

@@ -507,6 +507,17 @@ class Memory:
         core.barrier_after_transfer(ctx.cb)
         alloc.last_use = self._contexts.submit(ctx, "zero-filling a tensor")
 
+    def copy(self, src: Allocation, dst: Allocation, n: int, what: str) -> None:
+        """Copy the first ``n`` bytes of ``src`` to ``dst`` on the device, ordered after the work
+        submitted on both (this thread's open batch is submitted first if it used ``src``) and
+        before any later work. Returns without waiting."""
+        self.flush_batch_using(src)
+        self.flush_batch_using(dst)
+        if n == 0:
+            return
+        serial = self._copy(src.buffer, src.offset, dst.buffer, dst.offset, n, what)
+        src.last_use = dst.last_use = serial
+
     def _copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, n: int, what: str) -> int:
         core = self.core
         lib = _vk.vk().lib

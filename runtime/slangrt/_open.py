@@ -174,6 +174,8 @@ def _describe_core(core: Core, pd: Any, info: DeviceInfo, instance: Instance, de
     core.max_uniform_range = int(limits.maxUniformBufferRange)
     core.max_storage_range = int(limits.maxStorageBufferRange)
     core.max_push_constants = int(limits.maxPushConstantsSize)
+    core.storage_align = max(1, int(limits.minStorageBufferOffsetAlignment))
+    core.uniform_align = max(1, int(limits.minUniformBufferOffsetAlignment))
     core.timestamp_period_ns = float(limits.timestampPeriod)
     families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
     core.timestamp_bits = int(families[core.queue_family].timestampValidBits)

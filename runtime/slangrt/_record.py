@@ -14,7 +14,7 @@ from typing import Any
 
 from . import _vk
 from ._core import Core
-from ._heap import Allocation, bind_range
+from ._heap import Allocation, View, bind_range
 from ._queue import Queue
 
 __all__ = ["DescriptorSets", "Op", "record_ops"]
@@ -216,6 +216,18 @@ def _template(state: Any, templates: dict[int, Any]) -> Any:
     return t
 
 
+def _hits(spans: dict[int, list[tuple[int, int]]], block: int, lo: int, hi: int) -> bool:
+    """Whether bytes ``[lo, hi)`` of ``block`` overlap any of ``spans``' for it."""
+    found = spans.get(block)
+    return found is not None and any(a < hi and lo < b for a, b in found)
+
+
+def _whole(a: Allocation) -> tuple[int, int, int]:
+    """The bytes a kernel may reach through ``a``'s device address: all of its root's."""
+    root = a.root if isinstance(a, View) else a
+    return root.block.serial, root.offset, root.offset + root.capacity
+
+
 def record_ops(
     core: Core,
     cb: Any,
@@ -236,8 +248,10 @@ def record_ops(
     vk = _vk.vk()
     lib = vk.lib
     push = core.push_descriptor
-    written: set[int] = set()
-    read: set[int] = set()
+    # Bytes each buffer (block) was bound over since the last barrier: views of one tensor are
+    # separate allocations over the same memory, so hazards are found by overlapping bytes.
+    written: dict[int, list[tuple[int, int]]] = {}
+    read: dict[int, list[tuple[int, int]]] = {}
     pipeline = None
     bound: Any = None
     entries: list[Any] = []
@@ -245,27 +259,28 @@ def record_ops(
     q = timed[1] if timed is not None else 0
     for state, allocs, ranges, dims, profiles, push_data, refs in ops:
         writable = state.writable
+        rs = ranges if ranges is not None else [a.nbytes for a in allocs]
+        spans = [(a.block.serial, a.offset, a.offset + bind_range(a, r)) for a, r in zip(allocs, rs)]
         need = False
-        for a, w in zip(allocs, writable):
-            i = id(a)
-            if i in written or (w and i in read):
+        for (b, lo, hi), w in zip(spans, writable):
+            if _hits(written, b, lo, hi) or (w and _hits(read, b, lo, hi)):
                 need = True
                 break
-        if refs and not need:
-            need = any(id(a) in written or id(a) in read for a in refs)
+        ref_spans = [_whole(a) for a in refs] if refs else []
+        if ref_spans and not need:
+            need = any(_hits(written, *s) or _hits(read, *s) for s in ref_spans)
         if need:
             core.barrier_between_dispatches(cb)
             written.clear()
             read.clear()
-        for a, w in zip(allocs, writable):
-            (written if w else read).add(id(a))
-        if refs:
-            written.update(id(a) for a in refs)
+        for (b, lo, hi), w in zip(spans, writable):
+            (written if w else read).setdefault(b, []).append((lo, hi))
+        for b, lo, hi in ref_spans:
+            written.setdefault(b, []).append((lo, hi))
         if state.pipeline is not pipeline:
             pipeline = state.pipeline
             lib.vkCmdBindPipeline(cb, 1, pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
             bound = None
-        rs = ranges if ranges is not None else [a.nbytes for a in allocs]
         key = [(a.buffer, a.offset, r) for a, r in zip(allocs, rs)]
         if key != bound and allocs:
             n_push = state.n_push

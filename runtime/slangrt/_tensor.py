@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
@@ -21,7 +22,7 @@ from ._core import Core
 from ._device import Device
 from ._device import device as default_device
 from ._errors import SlangRTError, UnsupportedFeatureError
-from ._heap import Allocation
+from ._heap import Allocation, View
 from ._memory import Memory
 
 __all__ = ["Tensor"]
@@ -49,8 +50,62 @@ def _normalize_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     return dt.newbyteorder("=")
 
 
-def _release(alloc: Allocation) -> None:
-    alloc.release()
+class _Storage:
+    """A tensor's memory, shared by the tensor and its views: released when the last of them
+    (and the last host array exported from them) is closed or collected."""
+
+    __slots__ = ("alloc", "holders")
+    _lock = threading.Lock()
+
+    def __init__(self, alloc: Allocation) -> None:
+        self.alloc = alloc
+        self.holders = 1
+
+    def hold(self) -> None:
+        with self._lock:
+            self.holders += 1
+
+    def drop(self) -> None:
+        with self._lock:
+            self.holders -= 1
+            last = self.holders == 0
+        if last:
+            self.alloc.release()
+
+
+def _drop(storage: _Storage) -> None:
+    storage.drop()
+
+
+class _HostMemory:
+    """A tensor's mapped bytes as an ``__array_interface__`` (for ``Tensor.__dlpack__``): the
+    array made from it keeps the memory alive (it holds the storage) until it is collected."""
+
+    def __init__(self, storage: _Storage, address: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+        storage.hold()
+        self._finalizer = weakref.finalize(self, _drop, storage)
+        self._finalizer.atexit = False
+        self.__array_interface__ = {
+            "shape": shape,
+            "typestr": dtype.str,
+            "data": (address, False),
+            "version": 3,
+        }
+
+
+def _index_key(key: object) -> tuple[object, ...]:
+    parts = key if isinstance(key, tuple) else (key,)
+    for k in parts:
+        if k is None or k is Ellipsis or isinstance(k, slice):
+            continue
+        try:
+            operator.index(k)
+        except TypeError:
+            raise TypeError(
+                "Tensor indexing takes ints, slices, ... and None (basic indexing, a view); "
+                f"got {type(k).__name__}: copy to the host with .numpy() for other indexing"
+            ) from None
+    return parts
 
 
 def _bytes_of(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.uint8]]:
@@ -75,8 +130,10 @@ class Tensor:
         "_finalizer",
         "_memory",
         "_nbytes",
+        "_offset",
         "_shape",
         "_size",
+        "_storage",
     )
 
     def __init__(
@@ -96,7 +153,9 @@ class Tensor:
         self._nbytes = self._size * dtype.itemsize
         alloc = memory.device.allocate(self._nbytes, f"a {dtype} tensor of shape {shape}")
         self._alloc: Allocation | None = alloc
-        self._finalizer = weakref.finalize(self, _release, alloc)
+        self._offset = 0  # bytes from the start of the storage (views)
+        self._storage = _Storage(alloc)
+        self._finalizer = weakref.finalize(self, _drop, self._storage)
         # At exit, destroying the device frees everything at once.
         self._finalizer.atexit = False
         if _zero:
@@ -177,6 +236,174 @@ class Tensor:
         self._memory.write(self._allocation(), _bytes_of(arr))
         if self._core.validation:
             self._core.check_validation()
+
+    @classmethod
+    def from_dlpack(cls, x: Any, device: Device | None = None) -> Tensor:
+        """A new tensor holding a copy of ``x``, any object with ``__dlpack__`` whose memory the
+        host can read (NumPy, PyTorch or JAX CPU arrays, another host-visible tensor)."""
+        if not hasattr(x, "__dlpack__"):
+            raise TypeError(
+                f"Tensor.from_dlpack takes an object with __dlpack__, got {type(x).__name__} "
+                "(for other arrays use Tensor.from_numpy)"
+            )
+        return cls.from_numpy(x.numpy() if isinstance(x, Tensor) else np.from_dlpack(x), device)
+
+    # -- views -------------------------------------------------------------------------------
+
+    def _view(self, start: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tensor:
+        """A tensor of ``shape`` and ``dtype`` over this one's bytes from ``start``: same memory."""
+        alloc = self._allocation()
+        t = object.__new__(Tensor)
+        t._shape = shape
+        t._dtype = dtype
+        t._device = self._device
+        t._core = self._core
+        t._memory = self._memory
+        t._size = math.prod(shape)
+        t._nbytes = t._size * dtype.itemsize
+        t._offset = self._offset + start
+        t._alloc = View(alloc, start, t._nbytes)
+        storage = t._storage = self._storage
+        storage.hold()
+        t._finalizer = weakref.finalize(t, _drop, storage)
+        t._finalizer.atexit = False
+        return t
+
+    def __getitem__(self, key: object) -> Tensor:
+        """Basic indexing (ints, slices, ``...``, ``None``) as NumPy does it, as a view sharing
+        this tensor's memory. The result must be contiguous (a slice along the leading axis
+        always is); anything else is a ``ValueError``."""
+        shape = self._shape
+        itemsize = self._dtype.itemsize
+        if isinstance(key, slice) and shape and key.step in (None, 1):  # the common case, fast
+            start, stop, _ = key.indices(shape[0])
+            n = max(0, stop - start)
+            row = math.prod(shape[1:]) * itemsize
+            return self._view(start * row if n else 0, (n, *shape[1:]), self._dtype)
+        parts = _index_key(key)
+        strides = [itemsize] * len(shape)
+        for i in range(len(shape) - 2, -1, -1):
+            strides[i] = strides[i + 1] * max(shape[i + 1], 1)
+        # Index a stand-in with the tensor's layout (never read): NumPy works out the result.
+        probe = np.lib.stride_tricks.as_strided(np.zeros(1, self._dtype), shape, tuple(strides))
+        sub = probe[parts]  # type: ignore[index]
+        if sub.size > 1 and not sub.flags.c_contiguous:
+            raise ValueError(
+                f"tensor[{key!r}] is not contiguous (shape {sub.shape}, strides {sub.strides}); a tensor "
+                "view must be: slice along the leading axes, or copy with .numpy()"
+            )
+        start = sub.__array_interface__["data"][0] - probe.__array_interface__["data"][0] if sub.size else 0
+        return self._view(start, tuple(sub.shape), self._dtype)
+
+    def view(self, dtype: npt.DTypeLike) -> Tensor:
+        """The same bytes read as ``dtype`` (like ``ndarray.view``): the last axis scales by the
+        ratio of the item sizes."""
+        dt = _normalize_dtype(dtype)
+        shape = self._shape
+        if dt.itemsize != self._dtype.itemsize:
+            if not shape:
+                raise ValueError(f"a 0-d {self._dtype} tensor cannot be viewed as {dt} (another item size)")
+            last = shape[-1] * self._dtype.itemsize
+            if last % dt.itemsize:
+                raise ValueError(
+                    f"cannot view a {self._dtype} tensor of shape {shape} as {dt}: its last axis holds "
+                    f"{last} bytes, not a multiple of {dt.itemsize}"
+                )
+            shape = (*shape[:-1], last // dt.itemsize)
+        return self._view(0, shape, dt)
+
+    def reshape(self, *shape: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
+        """The same elements in another shape (one dimension may be -1), as a view."""
+        dims: Any = shape[0] if len(shape) == 1 and isinstance(shape[0], Sequence) else shape
+        out = [operator.index(d) for d in dims]
+        if out.count(-1) > 1 or any(d < -1 for d in out):
+            raise ValueError(f"reshape: bad shape {tuple(out)}")
+        if -1 in out:
+            known = math.prod(d for d in out if d != -1)
+            if known == 0 or self._size % known:
+                raise ValueError(f"cannot reshape a tensor of {self._size} elements into {tuple(out)}")
+            out[out.index(-1)] = self._size // known
+        if math.prod(out) != self._size:
+            raise ValueError(f"cannot reshape a tensor of {self._size} elements into {tuple(out)}")
+        return self._view(0, tuple(out), self._dtype)
+
+    def at(
+        self,
+        offset: SupportsIndex,
+        shape: SupportsIndex | Sequence[SupportsIndex],
+        dtype: npt.DTypeLike | None = None,
+    ) -> Tensor:
+        """A view of ``shape`` and ``dtype`` (default: this tensor's) starting ``offset`` bytes
+        into this tensor: one weight of a model file uploaded whole, say."""
+        start = operator.index(offset)
+        dims = _normalize_shape(shape)
+        dt = self._dtype if dtype is None else _normalize_dtype(dtype)
+        n = math.prod(dims) * dt.itemsize
+        if start < 0 or start + n > self._nbytes:
+            raise ValueError(
+                f"Tensor.at: bytes [{start}, {start + n}) are outside the tensor's {self._nbytes} bytes"
+            )
+        return self._view(start, dims, dt)
+
+    def _overlaps(self, other: Tensor) -> bool:
+        """Whether the two tensors share any byte of memory (views of one tensor may)."""
+        if self._storage is not other._storage or not (self._nbytes and other._nbytes):
+            return False
+        a, b = self._offset, other._offset
+        return a < b + other._nbytes and b < a + self._nbytes
+
+    def _padded(self, nbytes: int) -> Tensor:
+        """A new uint8 tensor of ``nbytes``: this tensor's bytes, then zeros (copied on the device)."""
+        out = Tensor((nbytes,), np.dtype(np.uint8), self._device, _zero=True)
+        self._memory.copy(self._allocation(), out._allocation(), self._nbytes, "padding a byte buffer")
+        return out
+
+    @property
+    def offset(self) -> int:
+        """Where this tensor starts in the memory it shares, in bytes (0 unless it is a view)."""
+        return self._offset
+
+    # -- DLPack ------------------------------------------------------------------------------
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        # kDLCPU where the host reads the tensor in place (lavapipe, integrated GPUs); else
+        # kDLVulkan, which __dlpack__ cannot export to host consumers.
+        return (1, 0) if self._memory.direct else (7, self._device.info.index)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """Export the tensor's memory in place where the host can map it (``np.from_dlpack``).
+
+        Waits for the work submitted on the tensor first. The consumer's array shares the
+        memory (and keeps it alive) but is not ordered with later kernels: synchronize before
+        reading what they write. Raises ``BufferError`` where the memory is not host-visible
+        (discrete GPUs): use :meth:`numpy` there.
+        """
+        alloc = self._allocation()
+        if not self._memory.direct:
+            raise BufferError(
+                f"this tensor is in device memory the host cannot map ({self._device.info.name}); "
+                "copy it to the host with .numpy()"
+            )
+        self._memory.settle(alloc, "exporting a tensor")
+        view = alloc.block.view
+        assert view is not None
+        address = view.ctypes.data + alloc.offset
+        arr = np.asarray(_HostMemory(self._storage, address, self._shape, self._dtype))
+        kwargs: dict[str, Any] = {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return arr.__dlpack__(stream=stream, **kwargs)
 
     # -- properties --------------------------------------------------------------------------
 
