@@ -27,22 +27,10 @@ from typing import Any
 import pathspec
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-from hatch_slang import __version__, pipeline
+from hatch_slang import pipeline, runtime_requirement
 from hatch_slang.config import HOOK, BuildConfig, parse_config
 from hatch_slang.discover import Shader, find_shaders
 from hatch_slang.errors import HatchSlangError
-
-
-def runtime_requirement(version: str = __version__) -> str:
-    """The runtime a package built by this hatch-slang needs (its ``Requires-Dist``).
-
-    hatch-slang and hatch-slang-runtime are released together, in the same version series: the
-    generated code calls the runtime of its own series, ``>=X.Y,<X.(Y+1)`` before 1.0 (where a
-    minor release may break), ``>=X.Y,<(X+1)`` from 1.0 on."""
-    major, minor = (int(part) for part in version.split(".")[:2])
-    upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
-    return f"hatch-slang-runtime>={major}.{minor},<{upper}"
-
 
 RUNTIME_REQUIREMENT = runtime_requirement()
 

@@ -13,9 +13,10 @@ from hatchling.plugin.manager import PluginManager
 from packaging.requirements import Requirement
 
 import hatch_slang
-from hatch_slang.plugin import RUNTIME_REQUIREMENT, runtime_requirement
+from hatch_slang import runtime_requirement
+from hatch_slang.plugin import RUNTIME_REQUIREMENT
 
-from .conftest import REPO
+from .helpers import REPO
 
 
 def built_version(root: Path) -> str:
