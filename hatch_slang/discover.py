@@ -210,7 +210,18 @@ def parse(src: Source) -> Shader:
     if contract.entries:
         entries = contract.entries
     else:
-        entries = default_entries(src.rel, src.path.stem, src.source)
+        try:
+            entries = default_entries(src.rel, src.path.stem, src.source)
+        except ShaderError as e:
+            # An entries line that could not be read: say so where the default rule gives up.
+            rejected = [
+                n for n in contract.notes if n.line == contract.entries_line or "entry point" in n.message
+            ]
+            if not rejected:
+                raise
+            raise ShaderError(
+                src.rel, rejected[0].line, f"{e.message} (the entries line says: {rejected[0].message})"
+            ) from None
         for name in entries:
             if why := check_identifier(name):
                 raise ShaderError(

@@ -14,8 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from slangrt.dtypes import DTYPES
+
 from hatch_slang.compiler import CompileResult
-from hatch_slang.contract import DTYPES, BindingDoc, BindingSet, DispatchDoc
+from hatch_slang.contract import BindingDoc, BindingSet, DispatchDoc
 from hatch_slang.discover import Shader
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
 from hatch_slang.expr import RESERVED_NAMES, Expr, check_identifier
@@ -31,6 +33,12 @@ from hatch_slang.reflection import (
 from hatch_slang.spirv import EntryInfo, Member, Module, Resource, read_module
 
 _Problem = Callable[[int | None, str], None]
+
+
+def _is_float(scalar: str) -> bool:
+    return scalar in DTYPES and DTYPES[scalar].is_float
+
+
 _KIND_WORDS = {"t": "read-only storage buffer", "u": "read-write storage buffer", "b": "uniform buffer"}
 
 
@@ -162,10 +170,11 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
                 buffers.append(documented[r.key])
                 continue
             if chosen is not None and r.index not in unread:
-                problem(
-                    chosen.line,
-                    f"binding {r.index} (`{r.variable}`) is used by entry "
-                    f"`{refl.name}` but missing from the binding lines",
+                # Left out of the comment: not a contradiction, so reflection fills it in.
+                warnings.append(
+                    f"{shader.rel}:{chosen.line}: warning: binding {r.index} (`{r.variable}`) is used by "
+                    f"entry `{refl.name}` but missing from the binding lines; its argument comes from "
+                    "reflection"
                 )
             res = by_key.get(r.key)
             if res is not None and res.storage not in ("storage", "uniform"):
@@ -355,7 +364,7 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
         offset = element * stride + (sc.offset if sc else 4 * k)
         size = max(size, offset + scalar_size(scalar))
         if f.literal is not None:
-            slots.append(ParamSlot("", scalar, offset, scalar in ("f32", "f16", "f64"), literal=f.literal))
+            slots.append(ParamSlot("", scalar, offset, _is_float(scalar), literal=f.literal))
             continue
         if f.name is None:
             continue
@@ -364,7 +373,7 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
             problem(
                 doc.line, f"params field `{f.name}` holds f32 bits, which need a 32-bit slot, not {scalar}"
             )
-        as_float = is_bits or scalar in ("f32", "f16", "f64")
+        as_float = is_bits or _is_float(scalar)
         slots.append(ParamSlot(f.name, "f32" if is_bits else scalar, offset, as_float, derived=f.derived))
     size = max(size, stride * elements)
     size = -(-size // 16) * 16
@@ -608,7 +617,7 @@ def _block(
                     "hatch-slang passes pointers to scalars only",
                 )
             )
-        slots.append(ParamSlot(name, scalar, m.offset, scalar in ("f32", "f16", "f64")))
+        slots.append(ParamSlot(name, scalar, m.offset, _is_float(scalar)))
     size = -(-max(res.size, 4) // (16 if kind == "uniform" else 4)) * (16 if kind == "uniform" else 4)
     shown = variable or ("push constants" if kind == "push" else "uniforms")
     name = (

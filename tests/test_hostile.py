@@ -367,9 +367,9 @@ def test_entry_names_that_are_not_identifiers(tmp_path: Path) -> None:
     assert shader.entries == ("main",)
     (note,) = shader.contract.notes
     assert note.line == 1 and "underscore" in note.message
-    # ... and when it finds none, the build fails naming the file.
+    # ... and when it finds none, the build fails naming the file and the entries line it left out.
     (tmp_path / "k.slang").write_text("// slang-entries: __init__\n")
-    with pytest.raises(ShaderError, match=r"^k.slang: cannot tell the entry points"):
+    with pytest.raises(ShaderError, match=r"^k.slang:1: cannot tell the entry points.*underscore"):
         discover(tmp_path, ["*.slang"])
 
 

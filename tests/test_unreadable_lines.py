@@ -200,3 +200,12 @@ def test_all_problems_of_all_files_in_one_run(tmp_path: Path) -> None:
     ]
     for name in ("a.py", "b.py", "c.py"):
         assert_safe_module(out.files[name].decode())
+
+
+def test_a_binding_the_lines_leave_out_is_a_warning_and_comes_from_reflection(tmp_path: Path) -> None:
+    """Leaving a binding out of the comment is no contradiction: the build goes on, strict or not."""
+    text = comment(replace={6: "//   (y is the output)"}) + CODE
+    out = build(tmp_path, {"k.slang": text})
+    warned = [w for w in out.warnings if "missing from the binding lines" in w]
+    assert len(warned) == 1 and warned[0].startswith("shaders/k.slang:4: warning: binding 1 (`b`)")
+    assert signature(out.files["k.py"].decode()) == "x, b, *, scale, n, m"
