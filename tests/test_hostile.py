@@ -261,8 +261,8 @@ def test_hostile_names_are_warnings_naming_file_and_line(
     if name not in params and check_identifier(name) is not None:
         # Not taken as a name: unless the text split into a valid name and a doc, its line says so.
         lines = comment_warnings(warnings)
-        # A name ends at a space, `:`, `,`, a backtick, `(` or `[` (`x[n] f32`): what comes before.
-        split = re.split(r"[\s:,`(\[–—]", name.strip().strip("`"))[0]
+        # A name ends at a space, `:`, `;`, `,`, a backtick, `(` or `[` (`x[n] f32`): what comes before.
+        split = re.split(r"[\s:;,`(\[–—]", name.strip().strip("`"))[0]
         assert lines or (split.isidentifier() and split in params) or where == "dim", (name, warnings)
 
 
