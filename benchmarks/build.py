@@ -42,7 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 HATCH_SLANG = str(BIN / "hatch-slang")
-SEED = REPO.parent / "shared" / "seeds" / "moe_combine.slang"
+SEED = REPO / "tests" / "packages" / "seedpkg" / "shaders" / "moe_combine.slang"  # the reference seed
 
 PYPROJECT = """\
 [build-system]
@@ -215,9 +215,7 @@ print(json.dumps({"session_s": t1 - t0, "compile_s": t2 - t1}))
 
 
 def seed_text() -> str:
-    if SEED.is_file():
-        return SEED.read_text()
-    return (REPO / "shaders" / "moe_combine.slang").read_text()
+    return SEED.read_text()
 
 
 def generated_corpus(root: Path, n: int) -> dict[str, tuple[str, ...]]:

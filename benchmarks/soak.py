@@ -2,11 +2,12 @@
 
     python benchmarks/soak.py [--threads 8] [--per-thread 1000] [--calls 100000] [--json out.json]
 
-The kernel is ``axpy`` from ``tests/test_calls.py`` (``y += alpha * scale[r] * x + offset`` over
-``[rows][cols]``), built into a temporary package with hatch-slang's pipeline and called through
-its generated wrapper on the default device (``SLANGRT_DEVICE`` picks another). Every call has
-fresh random data and a random shape, and every result is checked against NumPy; one call in
-ten (threads) or fifty (in a row) goes through ``slangrt.Tensor``s instead of NumPy arrays.
+The kernel is ``axpy`` from ``benchmarks/axpy_kernels.py`` (``y += alpha * scale[r] * x + offset``
+over ``[rows][cols]``; the call and load tests use it too), built into a temporary package with
+hatch-slang's pipeline and called through its generated wrapper on the default device
+(``SLANGRT_DEVICE`` picks another). Every call has fresh random data and a random shape, and every
+result is checked against NumPy; one call in ten (threads) or fifty (in a row) goes through
+``slangrt.Tensor``s instead of NumPy arrays.
 
 1. Threads: ``--threads`` threads start together and each makes ``--per-thread`` calls.
 2. In a row: ``--warm-up`` calls (they fill the runtime's bounded caches: small read-only
@@ -33,10 +34,9 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when imported, not run as a script
 
-from tests.test_load import one_call  # noqa: E402 - the same checked call the load tests make
+from axpy_kernels import build_kernels, one_call  # the same checked call the load tests make
 
 
 def rss() -> int:
@@ -161,8 +161,6 @@ def main() -> int:
     args = parser.parse_args()
 
     import slangrt
-
-    from tests.test_calls import build_kernels
 
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         sys.path.insert(0, tmp)

@@ -1,9 +1,8 @@
-"""Shared fixtures: example projects copied into tmp dirs, in-process builds, device checks."""
+"""Fixtures and hooks for the whole suite (tests/runtime included); helpers are in helpers.py."""
 
 from __future__ import annotations
 
 import importlib
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,9 +11,13 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-PACKAGES = Path(__file__).resolve().parent / "packages"
-SEED = REPO.parent / "shared" / "seeds" / "moe_combine.slang"
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/golden/ from the current code generator (also: HATCH_SLANG_UPDATE_GOLDEN=1)",
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -38,33 +41,12 @@ def _numpy_strict() -> Iterator[None]:
     np.seterr(**old)
 
 
-def copy_package(name: str, dest: Path) -> Path:
-    """Copy tests/packages/<name> to dest; seedpkg gets the reference seed shader verbatim."""
-    target = dest / name
-    shutil.copytree(PACKAGES / name, target)
-    if name == "seedpkg":
-        if not SEED.is_file():
-            pytest.skip(f"the reference seed {SEED} is not present")
-        (target / "shaders").mkdir(exist_ok=True)
-        shutil.copyfile(SEED, target / "shaders" / "moe_combine.slang")
-    return target
-
-
 @pytest.fixture
 def package(tmp_path: Path) -> Callable[[str], Path]:
+    """Copy an example project from tests/packages into the test's tmp dir (see helpers.copy_package)."""
+    from .helpers import copy_package  # here, not above: it asks for a device when imported
+
     return lambda name: copy_package(name, tmp_path)
-
-
-def vulkan_device_name() -> str | None:
-    try:
-        import slangrt
-
-        return slangrt.device().info.name
-    except Exception:
-        return None
-
-
-requires_device = pytest.mark.skipif(vulkan_device_name() is None, reason="no Vulkan device")
 
 
 @pytest.fixture
@@ -86,3 +68,19 @@ def build_project(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], Callable[
         return lambda module: importlib.import_module(f"{dotted}.{module}")
 
     return build
+
+
+@pytest.fixture(scope="session")
+def kernels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """The axpy and fill kernels of benchmarks/axpy_kernels.py, built once a session and imported
+    (tests/test_calls.py, tests/test_load.py)."""
+    from benchmarks.axpy_kernels import build_kernels
+
+    root = tmp_path_factory.mktemp("calls")
+    sys.path.insert(0, str(root))
+    try:
+        yield build_kernels(root)
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m == "callspkg" or m.startswith("callspkg.")]:
+            del sys.modules[name]

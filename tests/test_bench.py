@@ -13,7 +13,7 @@ from hatch_slang import pipeline
 from hatch_slang.cli import main
 from hatch_slang.config import load_project_config
 
-from .conftest import PACKAGES, requires_device
+from .helpers import PACKAGES, requires_device
 
 pytestmark = [requires_device, pytest.mark.gpu, pytest.mark.compile]
 

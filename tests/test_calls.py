@@ -1,7 +1,8 @@
 """Calling generated wrappers with bad arguments: every mistake is a TypeError or ValueError that
 names the argument (or the grid axis), raised before anything runs, and no caller's array changes.
 
-Two kernels written for these tests: ``axpy`` (``y += alpha * scale[r] * x + offset`` over
+Two kernels written for these tests (benchmarks/axpy_kernels.py; the ``kernels`` fixture in
+conftest.py builds them once a session): ``axpy`` (``y += alpha * scale[r] * x + offset`` over
 ``[rows][cols]``: read-only and written f32 arrays, an f32 and a u32 param, a 2-D grid) and
 ``fill`` (two written u32 arrays and a grid whose z size is a param). A hypothesis test then
 throws random dtypes, shapes, layouts and params at ``axpy`` and checks each call against an
@@ -10,11 +11,10 @@ independent oracle: either the result NumPy computes, or an error with every arr
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,97 +24,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from .conftest import requires_device
+from .helpers import requires_device
 
 pytestmark = [pytest.mark.gpu, pytest.mark.compile, requires_device]
-
-AXPY = """\
-// y += alpha * scale[r] * x + offset, row by row.
-//
-// Bindings:
-//   t0: x       f32, `[rows][cols]` input
-//   u1: y       f32, `[rows][cols]` accumulated in place
-//   t2: scale   f32, `[rows]` per-row factor
-//   t3: params  (rows, cols, alpha_bits, offset)
-//
-// Dispatch: (ceil(cols / 64), rows) threadgroups of 64.
-
-[[vk::binding(0)]] StructuredBuffer<float> x;
-[[vk::binding(1)]] RWStructuredBuffer<float> y;
-[[vk::binding(2)]] StructuredBuffer<float> scale;
-[[vk::binding(3)]] StructuredBuffer<uint4> params;
-
-[shader("compute")]
-[numthreads(64, 1, 1)]
-void axpy(uint3 id : SV_DispatchThreadID) {
-    uint4 p = params[0];
-    if (id.y < p.x && id.x < p.y) {
-        uint i = id.y * p.y + id.x;
-        y[i] = asfloat(p.z) * scale[id.y] * x[i] + y[i] + float(p.w);
-    }
-}
-"""
-
-FILL = """\
-// out[i] = value and twice[i] = 2 * value, repeated over `depth` layers of the grid.
-//
-// Bindings:
-//   u0: out     u32, `[n]` written
-//   u1: twice   u32, `[n]` written
-//   t2: params  (n, value, depth)
-//
-// Dispatch: (ceil(n / 64), 1, depth) threadgroups of 64.
-
-[[vk::binding(0)]] RWStructuredBuffer<uint> out;
-[[vk::binding(1)]] RWStructuredBuffer<uint> twice;
-[[vk::binding(2)]] StructuredBuffer<uint> params;
-
-[shader("compute")]
-[numthreads(64, 1, 1)]
-void fill(uint3 id : SV_DispatchThreadID) {
-    if (id.x < params[0]) {
-        out[id.x] = params[1];
-        twice[id.x] = 2u * params[1];
-    }
-}
-"""
-
-PYPROJECT = """\
-[project]
-name = "callspkg"
-version = "0"
-
-[tool.hatch.build.hooks.slang]
-shaders = ["shaders/*.slang"]
-package = "callspkg/kernels"
-"""
-
-
-def build_kernels(root: Path) -> ModuleType:
-    """Build the two test kernels into ``root`` and import their package."""
-    from hatch_slang import pipeline
-    from hatch_slang.config import load_project_config
-
-    (root / "shaders").mkdir(parents=True)
-    (root / "shaders" / "axpy.slang").write_text(AXPY)
-    (root / "shaders" / "fill.slang").write_text(FILL)
-    (root / "pyproject.toml").write_text(PYPROJECT)
-    config = load_project_config(root)
-    pipeline.write_output(pipeline.build(config), config.package_dir)
-    importlib.invalidate_caches()
-    return importlib.import_module("callspkg.kernels")
-
-
-@pytest.fixture(scope="session")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    root = tmp_path_factory.mktemp("calls")
-    sys.path.insert(0, str(root))
-    try:
-        yield build_kernels(root)
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m == "callspkg" or m.startswith("callspkg.")]:
-            del sys.modules[name]
 
 
 def axpy_reference(x: np.ndarray, y: np.ndarray, scale: np.ndarray, alpha: float, offset: int) -> np.ndarray:

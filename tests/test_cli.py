@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from hatch_slang.cli import main
 
-from .conftest import requires_device
+from .helpers import requires_device
 
 pytestmark = pytest.mark.compile
 

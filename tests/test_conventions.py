@@ -25,7 +25,7 @@ import pytest
 from hatch_slang import pipeline
 from hatch_slang.config import load_project_config
 
-from .conftest import PACKAGES, requires_device
+from .helpers import PACKAGES, requires_device
 
 pytestmark = [pytest.mark.compile]
 

@@ -21,7 +21,7 @@ from hatch_slang.contract import parse_contract
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.reflection import ReflectedBinding, Scalar, _merge
 
-from .conftest import PACKAGES, requires_device
+from .helpers import PACKAGES, requires_device
 
 PER_ENTRY = """\
 // slang-entries: first second third

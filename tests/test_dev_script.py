@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from .helpers import REPO
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="./dev targets Debian/Ubuntu")
 

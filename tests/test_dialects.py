@@ -31,7 +31,7 @@ from hatch_slang.cli import main
 from hatch_slang.config import load_project_config
 from hatch_slang.contract import leading_comment
 
-from .conftest import requires_device
+from .helpers import requires_device
 
 pytestmark = pytest.mark.compile
 

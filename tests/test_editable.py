@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import vulkan_device_name
+from .helpers import vulkan_device_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -22,7 +22,7 @@ from hatch_slang.config import load_project_config
 from hatch_slang.discover import module_name
 from hatch_slang.errors import HatchSlangError, ShaderError
 
-from .conftest import requires_device
+from .helpers import requires_device
 
 pytestmark = pytest.mark.compile
 

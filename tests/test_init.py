@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from hatch_slang.cli import main
 from hatch_slang.init import InitError, check_name, init_project
 
-from .conftest import requires_device
+from .helpers import requires_device
 from .wheelhouse import offline_env, shared_wheelhouse
 
 EXPECTED_FILES = [

@@ -19,7 +19,7 @@ from hatch_slang import pipeline
 from hatch_slang.config import load_project_config
 from hatch_slang.spirv import read_module
 
-from .conftest import PACKAGES, REPO, copy_package
+from .helpers import PACKAGES, REPO, copy_package
 
 pytestmark = [pytest.mark.compile, pytest.mark.slow]
 

@@ -21,7 +21,7 @@ from hatch_slang import pipeline
 from hatch_slang.config import load_project_config
 from hatch_slang.validate import Case, load_manifest, load_reference, run_case
 
-from .conftest import REPO, requires_device
+from .helpers import REPO, requires_device
 
 pytestmark = [pytest.mark.compile, pytest.mark.gpu, requires_device]
 

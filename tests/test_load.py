@@ -14,8 +14,9 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from .conftest import requires_device
-from .test_calls import kernels as kernels  # the session's build of the axpy/fill kernels
+from benchmarks.axpy_kernels import one_call
+
+from .helpers import requires_device
 
 pytestmark = [pytest.mark.gpu, pytest.mark.compile, requires_device]
 
@@ -25,27 +26,6 @@ SEQUENTIAL_CALLS = 10_000
 # Small read-only arguments are kept by content in a bounded cache (4,096 entries) and packed
 # params on the device (another 4,096): the warm-up fills both, so that what follows is flat.
 WARM_UP = 2_500
-
-
-def one_call(kernels: ModuleType, rng: np.random.Generator, as_tensors: bool = False) -> None:
-    """An axpy call on fresh random data, checked against NumPy."""
-    import slangrt
-
-    rows, cols = int(rng.integers(1, 6)), int(rng.integers(1, 300))
-    x = rng.standard_normal((rows, cols), dtype=np.float32)
-    y = rng.standard_normal((rows, cols), dtype=np.float32)
-    scale = rng.standard_normal(rows, dtype=np.float32)
-    alpha, offset = float(rng.integers(-4, 4)) / 2, int(rng.integers(0, 4))
-    want = np.float32(alpha) * scale[:, None] * x + y + np.float32(offset)
-    if as_tensors:
-        ty = slangrt.Tensor.from_numpy(y)
-        kernels.axpy.axpy(
-            slangrt.Tensor.from_numpy(x), ty, slangrt.Tensor.from_numpy(scale), alpha=alpha, offset=offset
-        )
-        y = ty.numpy()
-    else:
-        kernels.axpy.axpy(x, y, scale, alpha=alpha, offset=offset)
-    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 
 
 def test_threads_calling_one_kernel_get_their_own_results(kernels: ModuleType) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from hatch_slang.validate import load_reference
 
-from .conftest import REPO, requires_device
+from .helpers import REPO, requires_device
 from .test_kernels import PACKAGE, library
 
 pytestmark = [pytest.mark.compile, pytest.mark.gpu, requires_device]

@@ -27,7 +27,7 @@ from hatch_slang import pipeline
 from hatch_slang.config import load_project_config
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError
 
-from .conftest import PACKAGES, requires_device
+from .helpers import PACKAGES, requires_device
 
 pytestmark = [pytest.mark.compile]
 

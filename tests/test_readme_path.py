@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, requires_device
+from .helpers import REPO, requires_device
 from .wheelhouse import deps_wheelhouse, offline_env
 
 README = REPO / "README.md"

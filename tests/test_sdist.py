@@ -14,7 +14,7 @@ import pytest
 
 from hatch_slang.cache import default_cache_dir
 
-from .conftest import REPO
+from .helpers import REPO
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

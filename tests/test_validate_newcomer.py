@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from hatch_slang.cli import main
 
-from .conftest import PACKAGES, requires_device
+from .helpers import PACKAGES, requires_device
 
 pytestmark = pytest.mark.compile
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, requires_device
+from .helpers import REPO, requires_device
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from .conftest import requires_device
+from .helpers import requires_device
 
 pytestmark = [pytest.mark.gpu, pytest.mark.compile, requires_device]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
-from .conftest import REPO
+from .helpers import REPO
 
 # What a user's project, its isolated builds and the README's commands install, besides
 # hatch-slang and its runtime (whose own requirements are followed too).

@@ -1,24 +1,13 @@
-"""Fixtures for the slangrt runtime tests (no slangpy needed: kernels are committed SPIR-V)."""
+"""Fixtures for the slangrt runtime tests (no slangpy needed: kernels are committed SPIR-V).
+
+The suite-wide ones (NumPy raising on float errors, a user cache of each test's own) and the
+markers (pyproject.toml) come from tests/conftest.py; helpers are in rt_helpers.py.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "gpu: needs a Vulkan device (lavapipe counts)")
-
-
-@pytest.fixture(autouse=True)
-def _strict_floats() -> Iterator[None]:
-    old = np.seterr(all="raise")
-    try:
-        yield
-    finally:
-        np.seterr(**old)
 
 
 @pytest.fixture

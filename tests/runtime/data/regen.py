@@ -4,7 +4,8 @@ Run with the project venv (it needs slangpy, which ships the Slang compiler libr
 
     .venv/bin/python tests/runtime/data/regen.py [name ...]
 
-(names: only those fixtures, e.g. ``push pointer``; default: all of them).
+(names: only those fixtures, e.g. ``push pointer``; default: all of them). ``moe_combine.spv`` is
+compiled from the reference seed shader, whose one copy is ``tests/packages/seedpkg/shaders/``.
 
 Each file is compiled for its single entry point, named like the file, by hatch-slang's own
 compiler driver, and its SPIR-V normalized as the build normalizes what it ships (OpSource's
@@ -21,19 +22,22 @@ from hatch_slang.compiler import CompileJob, CompileOptions, CompilerPool
 from hatch_slang.reflection import normalize_spirv
 
 HERE = Path(__file__).resolve().parent
+SEED = HERE.parent.parent / "packages" / "seedpkg" / "shaders" / "moe_combine.slang"
 
 
 def main() -> None:
     names = set(sys.argv[1:])
-    sources = [s for s in sorted(HERE.glob("*.slang")) if not names or s.stem in names]
-    jobs = [CompileJob(s.name, (s.stem,), CompileOptions(), str(HERE)) for s in sources]
+    sources = [
+        s for s in sorted([*HERE.glob("*.slang"), SEED], key=lambda s: s.name) if not names or s.stem in names
+    ]
+    jobs = [CompileJob(s.name, (s.stem,), CompileOptions(), str(s.parent)) for s in sources]
     with CompilerPool() as pool:
         results = pool.compile(jobs)
     for source, result in zip(sources, results, strict=True):
         if result.error is not None:
             sys.exit(str(result.error))
         spirv = normalize_spirv(result.entries[0].spirv)
-        out = source.with_suffix(".spv")
+        out = HERE / f"{source.stem}.spv"
         out.write_bytes(spirv)
         print(f"{source.name} -> {out.name} ({len(spirv)} bytes)")
 
