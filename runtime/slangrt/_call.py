@@ -8,6 +8,7 @@ caller's array unless the kernel ran to completion.
 
 from __future__ import annotations
 
+import array
 import math
 import operator
 import threading
@@ -331,6 +332,14 @@ class Dims:
 
     def _host_array(self, name: str, value: object, writable: bool) -> npt.NDArray[Any]:
         """A NumPy array over another host array's memory (no copy), else a TypeError."""
+        tp = type(value)
+        if tp is bytes or tp is bytearray:
+            out: npt.NDArray[Any] = np.frombuffer(value, np.uint8)  # type: ignore[call-overload]
+            return out
+        if tp is memoryview or tp is array.array:
+            arr: npt.NDArray[Any] = np.asarray(value)
+            if arr.dtype.kind in "biufc":
+                return arr
         what = f"argument `{name}` must be a numpy.ndarray or slangrt.Tensor, got {type(value).__name__}"
         if isinstance(value, list | tuple):
             raise TypeError(self._err(f"{what}: pass np.asarray({name}, dtype=...) for a sequence"))

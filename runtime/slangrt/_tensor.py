@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import operator
-import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
@@ -50,31 +49,21 @@ def _normalize_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     return dt.newbyteorder("=")
 
 
-class _Storage:
-    """A tensor's memory, shared by the tensor and its views: released when the last of them
-    (and the last host array exported from them) is closed or collected."""
+def _release(alloc: Allocation) -> None:
+    alloc.release()
 
-    __slots__ = ("alloc", "holders")
-    _lock = threading.Lock()
+
+class _Storage:
+    """A tensor's memory, shared by the tensor, its views and the host arrays exported from
+    them (each holds a reference): released when the last reference goes, by closing or
+    garbage collection."""
+
+    __slots__ = ("__weakref__", "alloc")
 
     def __init__(self, alloc: Allocation) -> None:
         self.alloc = alloc
-        self.holders = 1
-
-    def hold(self) -> None:
-        with self._lock:
-            self.holders += 1
-
-    def drop(self) -> None:
-        with self._lock:
-            self.holders -= 1
-            last = self.holders == 0
-        if last:
-            self.alloc.release()
-
-
-def _drop(storage: _Storage) -> None:
-    storage.drop()
+        # At exit, destroying the device frees everything at once.
+        weakref.finalize(self, _release, alloc).atexit = False
 
 
 class _HostMemory:
@@ -82,9 +71,7 @@ class _HostMemory:
     array made from it keeps the memory alive (it holds the storage) until it is collected."""
 
     def __init__(self, storage: _Storage, address: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
-        storage.hold()
-        self._finalizer = weakref.finalize(self, _drop, storage)
-        self._finalizer.atexit = False
+        self._storage = storage
         self.__array_interface__ = {
             "shape": shape,
             "typestr": dtype.str,
@@ -127,7 +114,6 @@ class Tensor:
         "_core",
         "_device",
         "_dtype",
-        "_finalizer",
         "_memory",
         "_nbytes",
         "_offset",
@@ -154,10 +140,7 @@ class Tensor:
         alloc = memory.device.allocate(self._nbytes, f"a {dtype} tensor of shape {shape}")
         self._alloc: Allocation | None = alloc
         self._offset = 0  # bytes from the start of the storage (views)
-        self._storage = _Storage(alloc)
-        self._finalizer = weakref.finalize(self, _drop, self._storage)
-        # At exit, destroying the device frees everything at once.
-        self._finalizer.atexit = False
+        self._storage: _Storage | None = _Storage(alloc)
         if _zero:
             memory.fill_zero(alloc)
         if core.validation:
@@ -263,10 +246,7 @@ class Tensor:
         t._nbytes = t._size * dtype.itemsize
         t._offset = self._offset + start
         t._alloc = View(alloc, start, t._nbytes)
-        storage = t._storage = self._storage
-        storage.hold()
-        t._finalizer = weakref.finalize(t, _drop, storage)
-        t._finalizer.atexit = False
+        t._storage = self._storage
         return t
 
     def __getitem__(self, key: object) -> Tensor:
@@ -347,7 +327,11 @@ class Tensor:
 
     def _overlaps(self, other: Tensor) -> bool:
         """Whether the two tensors share any byte of memory (views of one tensor may)."""
-        if self._storage is not other._storage or not (self._nbytes and other._nbytes):
+        if (
+            self._storage is None
+            or self._storage is not other._storage
+            or not (self._nbytes and other._nbytes)
+        ):
             return False
         a, b = self._offset, other._offset
         return a < b + other._nbytes and b < a + self._nbytes
@@ -395,6 +379,7 @@ class Tensor:
         view = alloc.block.view
         assert view is not None
         address = view.ctypes.data + alloc.offset
+        assert self._storage is not None
         arr = np.asarray(_HostMemory(self._storage, address, self._shape, self._dtype))
         kwargs: dict[str, Any] = {}
         if max_version is not None:
@@ -457,9 +442,9 @@ class Tensor:
     def close(self) -> None:
         """Free the tensor's memory (once pending kernels on it finish). Idempotent; the tensor
         cannot be used afterwards."""
-        alloc, self._alloc = self._alloc, None
-        if alloc is not None:
-            self._finalizer()
+        # The last reference to the storage gone (no views, no exported arrays), it is released.
+        self._alloc = None
+        self._storage = None
 
     def __enter__(self) -> Tensor:
         return self

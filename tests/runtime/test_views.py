@@ -121,7 +121,7 @@ def test_view_errors(make: Any, error: type[Exception], match: str) -> None:
 def test_views_keep_their_memory_alive() -> None:
     host = np.arange(1000, dtype=np.float32)
     t = slangrt.Tensor.from_numpy(host)
-    storage = t._storage
+    alloc = t._storage.alloc
     v = t[100:200]
     vv = v[10:20]
     del t
@@ -131,10 +131,10 @@ def test_views_keep_their_memory_alive() -> None:
     with pytest.raises(slangrt.SlangRTError, match="closed"):
         v.numpy()
     np.testing.assert_array_equal(vv.numpy(), host[110:120])
-    assert not storage.alloc.released
+    assert not alloc.released
     del vv
     gc.collect()
-    assert storage.alloc.released  # the last one gone: the memory goes back
+    assert alloc.released  # the last one gone: the memory goes back
 
 
 def test_closing_the_parent_leaves_views_working(add: slangrt.Kernel) -> None:
@@ -152,13 +152,13 @@ def test_closing_the_parent_leaves_views_working(add: slangrt.Kernel) -> None:
 def test_pending_work_on_a_view_keeps_the_memory(add: slangrt.Kernel) -> None:
     """Work submitted on a view holds the whole tensor's memory until it is done."""
     t = slangrt.Tensor.from_numpy(np.zeros(4096, np.float32))
-    storage = t._storage
+    alloc = t._storage.alloc
     out = t[1024:2048]
     with slangrt.batch():
         run_add(add, out, np.ones(1024, np.float32))
         del t
         gc.collect()
-        assert not storage.alloc.released
+        assert not alloc.released
     np.testing.assert_array_equal(out.numpy(), np.ones(1024, np.float32))
 
 
@@ -282,15 +282,15 @@ def test_numpy_reads_a_tensor_through_dlpack(add: slangrt.Kernel) -> None:
     arr[0] = 42
     assert t.numpy()[0] == 42
     # The exported array keeps the memory alive after the tensor goes.
-    storage = t._storage
+    alloc = t._storage.alloc
     t.close()
     del t
     gc.collect()
-    assert not storage.alloc.released
+    assert not alloc.released
     np.testing.assert_array_equal(part[0, :3], [129, 130, 131])
     del arr, part
     gc.collect()
-    assert storage.alloc.released
+    assert alloc.released
 
 
 def test_tensor_from_dlpack_round_trips() -> None:
