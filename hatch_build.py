@@ -8,6 +8,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from hatch_slang.config import without_custom_options
 from hatch_slang.plugin import SlangBuildHook
 
 
@@ -17,7 +18,7 @@ class CustomBuildHook(SlangBuildHook):
     @property
     def config(self) -> dict[str, Any]:
         # `path` is hatchling's option for custom hooks, not one of ours.
-        return {k: v for k, v in super().config.items() if k != "path"}
+        return without_custom_options(super().config)
 
 
 def get_build_hook() -> type[CustomBuildHook]:

@@ -19,7 +19,7 @@ from string import Template
 
 from hatch_slang import __version__
 from hatch_slang.contract import DTYPES
-from hatch_slang.errors import ConfigError
+from hatch_slang.settings import TEMPLATE_FILES
 from hatch_slang.spec import BufferSpec, EntrySpec, ParamSlot, ShaderSpec
 
 LINE = 88
@@ -27,7 +27,6 @@ MANIFEST = "manifest.json"
 # Format 2: bindings may carry "set" (descriptor set, default 0), entries "push_size" (bytes of
 # push constants, default 0). slangrt reads formats 1 and 2.
 MANIFEST_FORMAT = 2
-TEMPLATE_FILES = ("module.py.tmpl", "function.py.tmpl")
 
 
 @dataclass(frozen=True)
@@ -40,11 +39,8 @@ class Templates:
     def load(cls, directory: Path | None = None) -> Templates:
         texts = []
         for name in TEMPLATE_FILES:
-            if directory is not None:
-                path = directory / name
-                if not path.is_file():
-                    raise ConfigError(f"template directory {directory} has no {name}")
-                texts.append(path.read_text(encoding="utf-8"))
+            if directory is not None:  # config checked that it holds them all
+                texts.append((directory / name).read_text(encoding="utf-8"))
             else:
                 texts.append(_default_template(name))
         digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hatch_slang.config import CompileOptions as CompileOptions  # re-exported: jobs carry them
 from hatch_slang.errors import CompileError, HatchSlangError
 
 if TYPE_CHECKING:  # the pool's modules load only when something needs compiling
@@ -32,20 +33,17 @@ if TYPE_CHECKING:  # the pool's modules load only when something needs compiling
     from concurrent.futures import ProcessPoolExecutor
 
 
-@dataclass(frozen=True)
-class CompileOptions:
-    include_dirs: tuple[str, ...] = ()
-    defines: tuple[tuple[str, str], ...] = ()
-    optimization: int = 2
-    compiler_args: tuple[str, ...] = ()  # validated by config.check_compiler_args
+def slang_args(options: CompileOptions) -> list[str]:
+    """The Slang command-line arguments ``options`` stand for (after the path, target and entry).
 
-    def args(self) -> list[str]:
-        out = [f"-O{self.optimization}"]
-        for d in self.include_dirs:
-            out += ["-I", d]
-        for name, value in self.defines:
-            out += ["-D", f"{name}={value}" if value else name]
-        return out + list(self.compiler_args)
+    Here rather than in :mod:`hatch_slang.config`: this file's source is part of the build
+    cache's key, so a change to how options reach Slang never reuses results made before."""
+    out = [f"-O{options.optimization}"]
+    for d in options.include_dirs:
+        out += ["-I", d]
+    for name, value in options.defines:
+        out += ["-D", f"{name}={value}" if value else name]
+    return out + list(options.compiler_args)
 
 
 @dataclass(frozen=True)
@@ -198,7 +196,7 @@ def compile_job(job: CompileJob) -> CompileResult:
                 "-stage",
                 "compute",
                 "-fvk-use-entrypoint-name",
-                *job.options.args(),
+                *slang_args(job.options),
                 "-o",
                 f"{entry}.spv",
             ]

@@ -1,4 +1,9 @@
-"""The ``[tool.hatch.build.hooks.slang]`` options: every default in one place, each validated once."""
+"""The build's configuration: the hook's settings (:mod:`hatch_slang.settings`) resolved against
+the project root, with the checks that need the file system or Slang's command line.
+
+This module sits below the pipeline's stages: it imports none of them. :class:`CompileOptions`
+is plain values; :mod:`hatch_slang.compiler` turns them into Slang arguments.
+"""
 
 from __future__ import annotations
 
@@ -9,40 +14,37 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hatch_slang.codegen import TEMPLATE_FILES
-from hatch_slang.compiler import CompileOptions
 from hatch_slang.errors import ConfigError
-
-HOOK = "slang"
-# Options hatchling itself understands for every build hook; they are not ours to reject.
-_HATCH_GENERIC = {
-    "dependencies",
-    "require-runtime-dependencies",
-    "require-runtime-features",
-    "enable-by-default",
-}
-KNOWN = (
-    "shaders",
-    "package",
-    "include-dirs",
-    "defines",
-    "optimization",
-    "compiler-args",
-    "overrides",
-    "templates",
-    "strict",
+from hatch_slang.settings import (
+    CUSTOM_HOOK_OPTIONS,
+    HATCH_OPTIONS,
+    HOOK,
+    TEMPLATE_FILES,
+    HookSettings,
+    OverrideSettings,
+    option_name,
+    read,
+    where,
 )
-OVERRIDE_KNOWN = ("shaders", "compiler-args", "defines")
-_DEFINE = re.compile(r"^[A-Za-z_]\w*$")
+
+__all__ = [
+    "HOOK",
+    "BuildConfig",
+    "CompileOptions",
+    "check_compiler_args",
+    "load_project_config",
+    "parse_config",
+]
 
 
 @dataclass(frozen=True)
-class Override:
-    """One ``[[tool.hatch.build.hooks.slang.overrides]]`` table: options for the shaders its globs match."""
+class CompileOptions:
+    """What a shader is compiled with, besides its path and entries."""
 
-    shaders: tuple[str, ...]  # globs relative to the project root, as the `shaders` option
-    compiler_args: tuple[str, ...] = ()  # appended to the project-wide `compiler-args`
-    defines: tuple[tuple[str, str], ...] = ()  # added to (or replacing) the project-wide ones
+    include_dirs: tuple[str, ...] = ()  # absolute
+    defines: tuple[tuple[str, str], ...] = ()  # sorted by name
+    optimization: int = 2
+    compiler_args: tuple[str, ...] = ()  # validated by check_compiler_args
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,9 @@ class BuildConfig:
     shaders: tuple[str, ...]
     package: str  # slash-separated path inside the wheel, e.g. "mypkg/kernels"
     compile: CompileOptions  # project-wide; :meth:`options_for` adds a shader's overrides
-    templates: Path | None
+    templates: Path | None  # a directory holding every TEMPLATE_FILES (checked when read)
     strict: bool
-    overrides: tuple[Override, ...] = ()
+    overrides: tuple[OverrideSettings, ...] = ()
     _matches: dict[int, frozenset[Path]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -74,27 +76,13 @@ class BuildConfig:
                     if p.is_file()
                 )
             if real in self._matches[k]:
-                defines = dict(options.defines) | dict(override.defines)
+                defines = {**dict(options.defines), **override.defines}
                 options = replace(
                     options,
                     defines=tuple(sorted(defines.items())),
                     compiler_args=options.compiler_args + override.compiler_args,
                 )
         return options
-
-
-def _bad(option: str, must: str) -> ConfigError:
-    return ConfigError(f"Option `{option}` for build hook `{HOOK}` must be {must}")
-
-
-def _str_list(raw: Mapping[str, Any], key: str, default: list[str] | None, option: str = "") -> list[str]:
-    option = option or key
-    value = raw.get(key, default)
-    if value is None:
-        raise ConfigError(f"Option `{option}` for build hook `{HOOK}` is required")
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise _bad(option, "a list of non-empty strings")
-    return value
 
 
 # Compiler arguments hatch-slang passes on: they change how code is compiled, not what is written
@@ -150,9 +138,10 @@ _REFUSED_ARGS: dict[str, str] = {
     "-target": "hatch-slang always compiles to SPIR-V (`-target spirv`)",
     "-entry": "entry points come from `// slang-entries: ...` in the shader (or are discovered)",
     "-stage": "hatch-slang compiles compute entry points only",
-    "-I": "use option `include-dirs`",
-    "-O*": "use option `optimization`",
-    "-r": "it links a precompiled module into the output; use option `include-dirs` and `import`",
+    "-I": f"use option `{option_name(HookSettings, 'include_dirs')}`",
+    "-O*": f"use option `{option_name(HookSettings, 'optimization')}`",
+    "-r": "it links a precompiled module into the output; use option "
+    f"`{option_name(HookSettings, 'include_dirs')}` and `import`",
     "-reflection-json": "hatch-slang reads the reflection itself",
     "-fvk-use-entrypoint-name": "hatch-slang always passes it (the SPIR-V entry keeps its name)",
     "-language": "Slang calls it `-lang`",
@@ -192,31 +181,30 @@ def _refusal(flag: str) -> str | None:
 
 def check_compiler_args(option: str, args: Sequence[str]) -> tuple[str, ...]:
     """Validate Slang command-line arguments; raise a ConfigError naming the option and the flag."""
-    where = f"Option `{option}` for build hook `{HOOK}`"
     i = 0
     while i < len(args):
         flag = args[i]
         if not flag.startswith("-"):
             raise ConfigError(
-                f"{where}: `{flag}` is no flag (a value must follow the flag that takes it, "
+                f"{where(option)}: `{flag}` is no flag (a value must follow the flag that takes it, "
                 "as its own list item)"
             )
         why = _refusal(flag)
         if why is not None:
-            raise ConfigError(f"{where}: `{flag}` is not allowed: {why}")
+            raise ConfigError(f"{where(option)}: `{flag}` is not allowed: {why}")
         if flag in _ALLOWED_ARGS:
             arity = _ALLOWED_ARGS[flag]
         elif flag.startswith(("-D", "-W")) or re.fullmatch(r"-g[0-3]", flag):
             arity = 0
         else:
             raise ConfigError(
-                f"{where}: `{flag}` is not an argument hatch-slang passes on; it allows those that "
+                f"{where(option)}: `{flag}` is not an argument hatch-slang passes on; it allows those that "
                 "change how code is compiled, not what is written where: "
                 + ", ".join(sorted([*_ALLOWED_ARGS, "-D<NAME>[=value]", "-W<...>", "-g<level>"]))
             )
         values = args[i + 1 : i + 1 + arity]
         if len(values) < arity or any(v.startswith("-") and not _number(v) for v in values):
-            raise ConfigError(f"{where}: `{flag}` takes {arity} value(s), each its own list item")
+            raise ConfigError(f"{where(option)}: `{flag}` takes {arity} value(s), each its own list item")
         i += 1 + arity
     return tuple(args)
 
@@ -225,120 +213,81 @@ def _number(text: str) -> bool:
     return re.fullmatch(r"-\d+", text) is not None
 
 
-def _defines(option: str, raw: object) -> tuple[tuple[str, str], ...]:
-    if isinstance(raw, list) and all(isinstance(d, str) for d in raw):
-        raw = dict((d.split("=", 1) + [""])[:2] for d in raw)
-    if not isinstance(raw, dict) or not all(
-        isinstance(k, str) and _DEFINE.match(k) and isinstance(v, str | int) for k, v in raw.items()
-    ):
-        raise _bad(option, 'a table of NAME = "value" (or a list of "NAME=value")')
-    return tuple(sorted((k, str(v)) for k, v in raw.items()))
-
-
-def _compiler_args(raw: Mapping[str, Any], option: str) -> tuple[str, ...]:
-    value = raw.get("compiler-args", [])
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise _bad(option, "a list of non-empty strings (Slang command-line arguments)")
-    return check_compiler_args(option, value)
-
-
-def _overrides(root: Path, raw: object) -> tuple[Override, ...]:
-    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
-        raise _bad("overrides", "an array of tables (`[[tool.hatch.build.hooks.slang.overrides]]`)")
+def _resolve_overrides(root: Path, overrides: tuple[OverrideSettings, ...]) -> tuple[OverrideSettings, ...]:
     out = []
-    for k, table in enumerate(raw):
-        name = f"overrides[{k}]"
-        unknown = sorted(set(table) - set(OVERRIDE_KNOWN))
-        if unknown:
-            raise ConfigError(
-                f"Unknown option(s) {', '.join(f'`{name}.{u}`' for u in unknown)} for build hook "
-                f"`{HOOK}`; an override knows: {', '.join(OVERRIDE_KNOWN)}"
-            )
-        globs = _str_list(table, "shaders", None, f"{name}.shaders")
-        if not globs:
-            raise _bad(f"{name}.shaders", "a non-empty list of globs")
-        for pattern in globs:
+    for k, override in enumerate(overrides):
+        name = f"{option_name(HookSettings, 'overrides')}[{k}]."
+        shaders = f"{name}{option_name(OverrideSettings, 'shaders')}"
+        for pattern in override.shaders:
             try:
                 hit = not Path(pattern).is_absolute() and any(p.is_file() for p in root.glob(pattern))
             except ValueError as e:
-                raise ConfigError(
-                    f"Option `{name}.shaders` for build hook `{HOOK}`: glob `{pattern}`: {e}"
-                ) from None
+                raise ConfigError(f"{where(shaders)}: glob `{pattern}`: {e}") from None
             if not hit:
                 raise ConfigError(
-                    f"Option `{name}.shaders` for build hook `{HOOK}`: glob `{pattern}` matches no file "
-                    f"under {root} (globs are relative to the project root)"
+                    f"{where(shaders)}: glob `{pattern}` matches no file under {root} "
+                    "(globs are relative to the project root)"
                 )
-        out.append(
-            Override(
-                shaders=tuple(globs),
-                compiler_args=_compiler_args(table, f"{name}.compiler-args"),
-                defines=_defines(f"{name}.defines", table.get("defines", {})),
-            )
-        )
+        args = name + option_name(OverrideSettings, "compiler_args")
+        out.append(replace(override, compiler_args=check_compiler_args(args, override.compiler_args)))
     return tuple(out)
 
 
 def parse_config(root: Path, raw: Mapping[str, Any]) -> BuildConfig:
-    unknown = sorted(set(raw) - set(KNOWN) - _HATCH_GENERIC)
-    if unknown:
-        raise ConfigError(
-            f"Unknown option(s) {', '.join(f'`{u}`' for u in unknown)} for build hook `{HOOK}`; "
-            f"known options: {', '.join(KNOWN)}"
-        )
-    shaders = _str_list(raw, "shaders", None)
-    if not shaders:
-        raise _bad("shaders", "a non-empty list of globs")
-    package = raw.get("package")
-    if package is None:
-        raise ConfigError(
-            f"Option `package` for build hook `{HOOK}` is required: the package path the generated "
-            'wrappers go to, such as "mypkg/kernels"'
-        )
-    if not isinstance(package, str) or not package:
-        raise _bad("package", 'a package path such as "mypkg/kernels"')
-    package = package.replace(".", "/").strip("/")
+    """The hook's table (as hatchling hands it over) read, checked and resolved against ``root``."""
+    settings = read(HookSettings, raw, accept=tuple(HATCH_OPTIONS))
+    package = settings.package.replace(".", "/").strip("/")
     if not all(part.isidentifier() for part in package.split("/")):
-        raise _bad("package", f'a path of Python identifiers such as "mypkg/kernels", not "{package}"')
-    include_dirs = _str_list(raw, "include-dirs", [])
-    defines = _defines("defines", raw.get("defines", {}))
-    optimization = raw.get("optimization", 2)
-    if type(optimization) is not int or not 0 <= optimization <= 3:
-        raise _bad("optimization", "an integer from 0 to 3")
-    templates = raw.get("templates")
-    if templates is not None and (not isinstance(templates, str) or not templates):
-        raise _bad("templates", "a directory path")
-    strict = raw.get("strict", True)
-    if not isinstance(strict, bool):
-        raise _bad("strict", "true or false")
-    for d in include_dirs:
+        raise ConfigError(
+            f"{where(option_name(HookSettings, 'package'))} must be a path of Python identifiers "
+            f'such as "mypkg/kernels", not "{package}"'
+        )
+    for d in settings.include_dirs:
         if not (root / d).is_dir():
             raise ConfigError(
-                f"Option `include-dirs` for build hook `{HOOK}`: `{d}` is not a directory under {root}"
+                f"{where(option_name(HookSettings, 'include_dirs'))}: `{d}` is not a directory under {root}"
             )
-    compiler_args = _compiler_args(raw, "compiler-args")
-    overrides = _overrides(root, raw.get("overrides", []))
-    if templates:
+    compiler_args = check_compiler_args(option_name(HookSettings, "compiler_args"), settings.compiler_args)
+    overrides = _resolve_overrides(root, settings.overrides)
+    templates = settings.templates
+    if templates is not None:
+        # The one check of a templates directory: code generation reads the files it found here.
         missing = [n for n in TEMPLATE_FILES if not (root / templates / n).is_file()]
         if missing:
             raise ConfigError(
-                f"Option `templates` for build hook `{HOOK}`: `{templates}` must be a directory holding "
-                f"{' and '.join(TEMPLATE_FILES)} (missing: {', '.join(missing)})"
+                f"{where(option_name(HookSettings, 'templates'))}: `{templates}` must be a directory "
+                f"holding {' and '.join(TEMPLATE_FILES)} (missing: {', '.join(missing)})"
             )
     return BuildConfig(
         root=root,
-        shaders=tuple(shaders),
+        shaders=settings.shaders,
         package=package,
         compile=CompileOptions(
-            include_dirs=tuple(str((root / d).resolve()) for d in include_dirs),
-            defines=defines,
-            optimization=optimization,
+            include_dirs=tuple(str((root / d).resolve()) for d in settings.include_dirs),
+            defines=tuple(sorted(settings.defines.items())),
+            optimization=settings.optimization,
             compiler_args=compiler_args,
         ),
-        templates=(root / templates) if templates else None,
-        strict=strict,
+        templates=(root / templates) if templates is not None else None,
+        strict=settings.strict,
         overrides=overrides,
     )
+
+
+def hook_table(hooks: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The hook's table among ``[tool.hatch.build.hooks]``: ``slang``'s, else that of a custom hook
+    building with the in-tree plugin (as this repository does: one that names ``shaders``), without
+    the custom hook's own options."""
+    table = hooks.get(HOOK)
+    custom = hooks.get("custom", {})
+    if table is None and option_name(HookSettings, "shaders") in custom:
+        table = without_custom_options(custom)
+    return table
+
+
+def without_custom_options(table: Mapping[str, Any]) -> dict[str, Any]:
+    """A custom hook's table less what hatchling's custom hook takes itself (``path``)."""
+    return {k: v for k, v in table.items() if k not in CUSTOM_HOOK_OPTIONS}
 
 
 def load_project_config(root: Path) -> BuildConfig:
@@ -350,11 +299,7 @@ def load_project_config(root: Path) -> BuildConfig:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{pyproject}: {e}") from None
-    hooks = data.get("tool", {}).get("hatch", {}).get("build", {}).get("hooks", {})
-    table = hooks.get(HOOK)
-    if table is None and "shaders" in hooks.get("custom", {}):
-        # A project building with the in-tree plugin through a custom hook (as this repo does).
-        table = {k: v for k, v in hooks["custom"].items() if k != "path"}
+    table = hook_table(data.get("tool", {}).get("hatch", {}).get("build", {}).get("hooks", {}))
     if table is None:
         raise ConfigError(f"{pyproject} has no [tool.hatch.build.hooks.{HOOK}] table")
     return parse_config(root, table)

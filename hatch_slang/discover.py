@@ -18,6 +18,8 @@ from typing import TypeVar
 from hatch_slang.contract import Contract, parse_contract
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
 from hatch_slang.expr import check_identifier
+from hatch_slang.settings import HookSettings, option_name
+from hatch_slang.settings import where as option_where
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ def find_shaders(root: Path, patterns: list[str]) -> list[Path]:
     """Expand the configured globs, relative to ``root``, into a sorted list of files."""
     found: set[Path] = set()
     for pattern in patterns:
-        where = "Option `shaders` for build hook `slang`:"
+        where = f"{option_where(option_name(HookSettings, 'shaders'))}:"
         if Path(pattern).is_absolute():
             raise ConfigError(f"{where} glob `{pattern}` must be relative to the project root")
         try:

@@ -95,7 +95,7 @@ class SlangBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         self._exclude_tree_outputs(config)
         root = config.root.resolve()
         sources = find_shaders(config.root, list(config.shaders))
-        if config.templates is not None and config.templates.is_dir():
+        if config.templates is not None:  # a directory holding the templates (config checked)
             sources += sorted(p.resolve() for p in config.templates.rglob("*") if p.is_file())
         for path in sources:
             if path.is_relative_to(root):

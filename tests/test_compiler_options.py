@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hatch_slang import pipeline
-from hatch_slang.compiler import CompileOptions, CompileResult
+from hatch_slang.compiler import CompileOptions, CompileResult, slang_args
 from hatch_slang.config import BuildConfig, check_compiler_args, load_project_config, parse_config
 from hatch_slang.discover import discover
 from hatch_slang.errors import CompileError, ConfigError
@@ -56,7 +56,7 @@ def test_options_for_merges_the_overrides_that_match(package: Callable[[str], Pa
     assert std == config.compile
     assert dx.compiler_args == ("-warnings-disable", "39001", "-fvk-use-dx-layout")
     assert dx.defines == (("SCALE", "3"),)
-    assert dx.args()[-3:] == ["-warnings-disable", "39001", "-fvk-use-dx-layout"]
+    assert slang_args(dx)[-3:] == ["-warnings-disable", "39001", "-fvk-use-dx-layout"]
 
 
 @pytest.mark.compile
@@ -208,4 +208,4 @@ def test_overrides_are_validated_with_their_names(tmp_path: Path, overrides: obj
 
 
 def test_compile_options_default_to_no_extra_args() -> None:
-    assert CompileOptions().args() == ["-O2"]
+    assert slang_args(CompileOptions()) == ["-O2"]
