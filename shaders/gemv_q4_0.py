@@ -70,8 +70,9 @@ def reference(args: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"y": y.astype(np.float32)}
 
 
-# (rows, cols, n_tokens): one block, rows not a multiple of 8, a decode-step projection.
-SHAPES = [(1, 32, 1), (3, 64, 2), (257, 4096, 1), (1000, 1024, 3), (4096, 1024, 1)]
+# (rows, cols, n_tokens): one block, rows not a multiple of 16, a decode-step projection, x in
+# two chunks of groupshared memory (the second of 3 blocks).
+SHAPES = [(1, 32, 1), (3, 64, 2), (257, 4096, 1), (1000, 1024, 3), (4096, 1024, 1), (37, 4192, 2)]
 
 
 def cases(rng: np.random.Generator) -> Iterator[Case]:

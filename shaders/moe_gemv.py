@@ -32,8 +32,15 @@ def reference_q4_0(args: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"z": expert_gemv(w, args["x"], args["sel_expert"], args["x_div"])}
 
 
-# (n_tokens, n_used, n_experts, rows, cols): one of everything, odd sizes, a small MoE layer.
-SHAPES = [(1, 1, 1, 1, 32), (2, 3, 5, 13, 96), (3, 2, 8, 257, 1024), (1, 8, 32, 256, 2048)]
+# (n_tokens, n_used, n_experts, rows, cols): one of everything, odd sizes, a small MoE layer, x in
+# two chunks of groupshared memory (moe_gemv_q4_0 stages 4096 columns at a time).
+SHAPES = [
+    (1, 1, 1, 1, 32),
+    (2, 3, 5, 13, 96),
+    (3, 2, 8, 257, 1024),
+    (1, 8, 32, 256, 2048),
+    (2, 2, 3, 20, 4160),
+]
 
 
 def cases(rng: np.random.Generator) -> Iterator[Case]:

@@ -1,0 +1,310 @@
+"""Quantized GEMV kernels, old beside new, in one process: gemv_q4_0, moe_gemv_q4_0, gemv_q8_0.
+
+Two steps, because the device machine has no Slang compiler:
+
+- ``python benchmarks/qgemv.py build`` (where slangpy is installed) compiles the kernels of
+  ``shaders/`` as they are, the same files as they were at ``--old`` (a commit), and variants of
+  the new ones (other rows per thread, blocks per step, workgroup sizes: the ``static const``
+  lines rewritten) into ``build/qgemv/`` with an index;
+- ``python benchmarks/qgemv.py run`` (anywhere slangrt runs) times each of them with GPU
+  timestamps (``slangrt.profile()``, the median of ``--reps`` dispatches in one batch, over
+  interleaved rounds: the median of the rounds' medians), checks each output against NumPy in
+  float64, and reports GB/s over the weight bytes against PyTorch's ``a.add_(b)`` in the same
+  process (NumPy's ``a += b`` without CUDA).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "build" / "qgemv"
+F32 = np.float32
+
+# Diagnostic rewrites of the new kernels (their outputs are wrong where they drop work):
+NO_ALU = (r"(float word_dot\([^)]*\)\n\{\n)(.*?)(    return s;)", r"\g<1>    s += asfloat(word) * xa.x;\n\g<3>")
+NO_ALU_Q8 = (r"(float word_dot\([^)]*\)\n\{\n)(.*?)(    return s;)", r"\g<1>    s += asfloat(word) * xv.x;\n\g<3>")
+NO_STAGE = (r"\n\s*xs\[b \* 8 \+ \(j \^ \(b % 8\)\)\] = v\[i\] \* [^;]*;", "\n            ;")
+X_GLOBAL = (r"xv\[j\] = xs\[b \* 8 \+ \(j \^ \(b % 8\)\)\];", "xv[j] = x4[x_base + (c0 + b) * 8 + j] * x_scale(j);")
+DIAG = {
+    "no_alu": "nibble arithmetic replaced by one FMA per word",
+    "no_stage": "x not copied to groupshared memory",
+    "x_global": "x read from global memory (L1) per block instead of groupshared memory",
+}
+
+# name -> (shader, entry, {static const name: value} overrides, [(regex, replacement)])
+VARIANTS: dict[str, tuple[str, str, dict[str, int], list[tuple[str, str]]]] = {
+    "gemv_q4_0 new": ("gemv_q4_0", "gemv_q4_0", {}, []),
+    "gemv_q4_0 no_alu": ("gemv_q4_0", "gemv_q4_0", {}, [NO_ALU]),
+    "gemv_q4_0 no_stage": ("gemv_q4_0", "gemv_q4_0", {}, [NO_STAGE]),
+    "gemv_q4_0 x_global": ("gemv_q4_0", "gemv_q4_0", {}, [NO_STAGE, X_GLOBAL]),
+    "gemv_q4_0 G256": ("gemv_q4_0", "gemv_q4_0", {"GROUP": 256}, []),
+    "gemv_q4_0 G256 R8 U1": ("gemv_q4_0", "gemv_q4_0", {"GROUP": 256, "ROWS_PER_THREAD": 8, "UNROLL": 1}, []),
+    "gemv_q4_0 G256 no_alu": ("gemv_q4_0", "gemv_q4_0", {"GROUP": 256}, [NO_ALU]),
+    "gemv_q4_0 R8 U1": ("gemv_q4_0", "gemv_q4_0", {"ROWS_PER_THREAD": 8, "UNROLL": 1}, []),
+    "gemv_q4_0 U1": ("gemv_q4_0", "gemv_q4_0", {"UNROLL": 1}, []),
+    "gemv_q4_0 U4": ("gemv_q4_0", "gemv_q4_0", {"UNROLL": 4}, []),
+    "moe_gemv_q4_0 new": ("moe_gemv", "moe_gemv_q4_0", {}, []),
+    "moe_gemv_q4_0 G256": ("moe_gemv", "moe_gemv_q4_0", {"Q_GROUP": 256}, []),
+    "gemv_q8_0 new": ("gemv_q8_0", "gemv_q8_0", {}, []),
+    "gemv_q8_0 no_alu": ("gemv_q8_0", "gemv_q8_0", {}, [NO_ALU_Q8]),
+    "gemv_q8_0 G256": ("gemv_q8_0", "gemv_q8_0", {"GROUP": 256}, []),
+    "gemv_q8_0 U1": ("gemv_q8_0", "gemv_q8_0", {"UNROLL": 1}, []),
+}
+OLD = {"gemv_q4_0 old": ("gemv_q4_0", "gemv_q4_0"), "moe_gemv_q4_0 old": ("moe_gemv", "moe_gemv_q4_0")}
+
+
+def _consts(text: str) -> dict[str, int]:
+    return {m[1]: int(m[2]) for m in re.finditer(r"static const uint (\w+) = (\d+);", text)}
+
+
+def _rewrite(text: str, overrides: dict[str, int], edits: list[tuple[str, str]]) -> str:
+    for pattern, replacement in edits:
+        text, n = re.subn(pattern, replacement, text, flags=re.DOTALL)
+        if not n:
+            raise SystemExit(f"`{pattern}` matches nothing")
+    for name, value in overrides.items():
+        text, n = re.subn(rf"(static const uint {name} = )\d+;", rf"\g<1>{value};", text)
+        if n != 1:
+            raise SystemExit(f"no `static const uint {name}` to rewrite")
+    group = overrides.get("GROUP", overrides.get("Q_GROUP"))
+    if group:  # the entry's numthreads follows its group size
+        text = re.sub(r"\[numthreads\(128, 1, 1\)\]", f"[numthreads({group}, 1, 1)]", text)
+    return text
+
+
+def build(old: str) -> int:
+    from hatch_slang.compiler import CompileJob, CompileOptions, compile_job
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    index: dict[str, Any] = {}
+
+    def compile_one(name: str, text: str, entry: str) -> None:
+        src = OUT / (re.sub(r"\W+", "_", name) + ".slang")
+        src.write_text(text)
+        result = compile_job(CompileJob(src.name, (entry,), CompileOptions(), str(OUT)))
+        if result.error:
+            raise SystemExit(f"{name}: {result.error}")
+        spv = src.with_suffix(".spv")
+        spv.write_bytes(result.entries[0].spirv)
+        consts = _consts(text)
+        group = int(re.search(rf"\[numthreads\((\d+), 1, 1\)\]\s*void {entry}\b", text)[1])
+        q = "Q_" if "Q_LANES" in consts and entry.startswith("moe") else ""  # moe_gemv's Q4_0 constants
+        rows_per_thread = consts[f"{q}ROWS_PER_THREAD"]
+        lanes = 32 if entry.startswith("moe") and not q else consts[f"{q}LANES"]  # old moe: LANES in the entry
+        index[name] = {
+            "spv": spv.name,
+            "entry": entry,
+            "threads": group,
+            "rows_per_group": group // lanes * rows_per_thread,
+        }
+        print(f"{name}: {group} threads, {index[name]['rows_per_group']} rows per group", file=sys.stderr)
+
+    for name, (shader, entry) in OLD.items():
+        text = subprocess.run(
+            ["git", "show", f"{old}:shaders/{shader}.slang"], cwd=ROOT, check=True, capture_output=True, text=True
+        ).stdout
+        compile_one(name, text, entry)
+    for name, (shader, entry, overrides, edits) in VARIANTS.items():
+        text = (ROOT / "shaders" / f"{shader}.slang").read_text()
+        compile_one(name, _rewrite(text, overrides, edits), entry)
+    (OUT / "index.json").write_text(json.dumps({"old": old, "kernels": index}, indent=1))
+    return 0
+
+
+@dataclass
+class Problem:
+    label: str
+    weight_bytes: int
+    buffers: dict[int, Any]  # binding -> slangrt.Tensor
+    grid_y: int
+    rows: int
+    out: Any
+    want: np.ndarray
+
+
+def problems(rng: np.random.Generator, small: bool) -> dict[str, list[Problem]]:
+    import slangrt
+
+    sys.path.insert(0, str(ROOT / "shaders"))
+    from gemv_q4_0 import dequantize_q4_0
+    from gemv_q8_0 import dequantize_q8_0
+
+    T = slangrt.Tensor.from_numpy
+    shapes = [(4096, 1024), (1024, 4096)] if small else [(14336, 4096), (4096, 14336)]
+    out: dict[str, list[Problem]] = {"gemv_q4_0": [], "moe_gemv_q4_0": [], "gemv_q8_0": []}
+    for rows, cols in shapes:
+        x = rng.standard_normal((1, cols), dtype=F32)
+        x64 = x[0].astype(np.float64)
+        params = T(np.array([rows, cols, 1, 0], np.uint32))
+        for kind, words, deq in (("gemv_q4_0", cols // 8, dequantize_q4_0), ("gemv_q8_0", cols // 4, dequantize_q8_0)):
+            wq = rng.integers(0, 2**32, size=(rows, words), dtype=np.uint32)
+            wd = rng.uniform(0.005, 0.02, size=(rows, cols // 32)).astype(np.float16)
+            y = slangrt.Tensor.empty((1, rows), F32)
+            want = deq(wq, wd).astype(np.float64) @ x64
+            bufs = {0: T(wq), 1: T(wd), 2: T(x), 3: y, 4: params}
+            nbytes = wq.nbytes + wd.nbytes + 4 * cols + 4 * rows
+            out[kind].append(Problem(f"rows={rows} cols={cols}", nbytes, bufs, 1, rows, y, want))
+    experts, rows, cols, used = (8, 1024, 1024, 2) if small else (8, 14336, 4096, 2)
+    x = rng.standard_normal((1, cols), dtype=F32)
+    sel = rng.permutation(experts)[:used].astype(np.uint32)
+    wq = rng.integers(0, 2**32, size=(experts, rows, cols // 8), dtype=np.uint32)
+    wd = rng.uniform(0.005, 0.02, size=(experts, rows, cols // 32)).astype(np.float16)
+    z = slangrt.Tensor.empty((used, rows), F32)
+    want = np.einsum("erc,c->er", dequantize_q4_0(wq[sel], wd[sel]).astype(np.float64), x[0].astype(np.float64))
+    bufs = {
+        1: T(wq),
+        2: T(wd),
+        3: T(x),
+        4: T(sel),
+        5: z,
+        6: T(np.array([rows, cols, used, experts, used], np.uint32)),
+    }
+    nbytes = used * (wq[0].nbytes + wd[0].nbytes) + 4 * cols + 4 * used * rows
+    label = f"experts={experts} rows={rows} cols={cols} used={used}"
+    out["moe_gemv_q4_0"].append(Problem(label, nbytes, bufs, used, rows, z, want))
+    return out
+
+
+def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
+    import slangrt
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernels as kb
+
+    index = json.loads((OUT / "index.json").read_text())
+    th = kb.Torch(True)
+    n = 1 << 25 if not small else 1 << 20
+    if th:
+        a, b = th.torch.randn(n, device="cuda"), th.torch.randn(n, device="cuda")
+        base = 12 * n / (th.time_us(lambda: a.add_(b), 50) * 1e3)
+        baseline = f"PyTorch a.add_(b) over {n} floats: {base:.0f} GB/s ({th.reason})"
+        del a, b
+        th.torch.cuda.empty_cache()
+    else:
+        a, b = np.ones(n, F32), np.ones(n, F32)
+        times = []
+        for _ in range(10):
+            start = time.perf_counter()
+            np.add(a, b, out=a)
+            times.append(time.perf_counter() - start)
+        base = 12 * n / (min(times) * 1e9)
+        baseline = f"NumPy a += b over {n} floats: {base:.1f} GB/s (PyTorch: {th.reason})"
+    probs = problems(np.random.default_rng(0), small)
+
+    kernels: dict[str, Any] = {}
+    for name, k in index["kernels"].items():
+        moe = k["entry"].startswith("moe")
+        reads = (1, 2, 3, 4, 6) if moe else (0, 1, 2, 4)
+        written = 5 if moe else 3
+        specs = [slangrt.BindingSpec(i, f"b{i}", "storage", writable=False) for i in reads]
+        specs.append(slangrt.BindingSpec(written, "out", "storage", writable=True))
+        spirv = (OUT / k["spv"]).read_bytes()
+        kernels[name] = (slangrt.Kernel(spirv, k["entry"], specs, (k["threads"], 1, 1), name=name), k)
+
+    rows_out: list[tuple[str, Problem, list[float], float]] = []
+    cases = []
+    for name, (kernel, k) in kernels.items():
+        kind = k["entry"]
+        for prob in probs[kind]:
+            grid = (-(-prob.rows // k["rows_per_group"]), prob.grid_y, 1)
+
+            def call(kernel: Any = kernel, prob: Problem = prob, grid: tuple[int, int, int] = grid) -> None:
+                kernel.dispatch(prob.buffers, grid)
+
+            call()
+            got = prob.out.numpy().astype(np.float64).reshape(prob.want.shape)
+            err = float(np.abs(got - prob.want).max() / np.abs(prob.want).max())
+            cases.append((name, prob, call, err))
+    samples: dict[int, list[float]] = {i: [] for i in range(len(cases))}
+    for _ in range(rounds):
+        for i, (_name, _prob, call, _err) in enumerate(cases):
+            call()
+            slangrt.device().synchronize()
+            with slangrt.profile() as prof, slangrt.batch():
+                for _ in range(reps):
+                    call()
+            samples[i].append(statistics.median(r.gpu_ns for r in prof.records) / 1e3)
+    for i, (name, prob, _call, err) in enumerate(cases):
+        rows_out.append((name, prob, samples[i], err))
+
+    # Size-matched references: how fast a plain streaming kernel moves the same bytes.
+    from hatch_slang.kernels import gemv_f32
+
+    refs = []
+    for rows, cols in ((2048, 4096), (4096, 4096)):
+        w = np.random.default_rng(1).standard_normal((rows, cols), dtype=F32)
+        x = np.ones((1, cols), F32)
+        tw, tx, ty = slangrt.Tensor.from_numpy(w), slangrt.Tensor.from_numpy(x), slangrt.Tensor.empty((1, rows), F32)
+        f32s = []
+        for _ in range(rounds):
+            gemv_f32.gemv_f32(tw, tx, ty, accumulate=0)
+            slangrt.device().synchronize()
+            with slangrt.profile() as prof, slangrt.batch():
+                for _ in range(reps):
+                    gemv_f32.gemv_f32(tw, tx, ty, accumulate=0)
+            f32s.append(statistics.median(r.gpu_ns for r in prof.records) / 1e3)
+        refs.append((f"gemv_f32 rows={rows} cols={cols}", w.nbytes, statistics.median(f32s)))
+        if th:
+            m = w.nbytes // 12
+            a, b = th.torch.randn(m, device="cuda"), th.torch.randn(m, device="cuda")
+            refs.append((f"torch add_ n={m}", 12 * m, th.time_us(lambda: a.add_(b), reps)))
+
+    info = slangrt.device().info
+    lines = [
+        f"- device: {info.name} ({info.type}, driver {info.driver})",
+        f"- baseline (vs add_): {baseline}",
+        f"- {rounds} interleaved rounds of {reps} dispatches in one batch each; GPU us: median of the rounds' "
+        "medians (min .. max of the rounds)",
+        f"- old: `shaders/` at `{index['old']}`",
+        "",
+        "| kernel | shape | weight MB | GPU us | rounds | GB/s | vs add_ | max err / max abs |",
+        "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for name, prob, s, err in rows_out:
+        us = statistics.median(s)
+        gb = prob.weight_bytes / (us * 1e3)
+        lines.append(
+            f"| {name} | {prob.label} | {prob.weight_bytes / 1e6:.1f} | {us:.2f} | {min(s):.2f} .. {max(s):.2f} | "
+            f"{gb:.0f} | {gb / base:.2f} | {err:.1e} |"
+        )
+    lines += ["", "| size-matched reference | MB | GPU us | GB/s | vs add_ |", "| --- | ---: | ---: | ---: | ---: |"]
+    for label, nbytes, us in refs:
+        gb = nbytes / (us * 1e3)
+        lines.append(f"| {label} | {nbytes / 1e6:.1f} | {us:.2f} | {gb:.0f} | {gb / base:.2f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out_md:
+        out_md.write_text(text)
+    return 1 if any(err > 1e-5 for *_, err in rows_out) else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="compile the kernels and variants into build/qgemv (needs slangpy)")
+    b.add_argument("--old", default="d52bb00", help="the commit whose shaders are the old kernels")
+    r = sub.add_parser("run", help="time them")
+    r.add_argument("--reps", type=int, default=50)
+    r.add_argument("--rounds", type=int, default=5)
+    r.add_argument("--small", action="store_true", help="small shapes (a CPU device)")
+    r.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    if args.cmd == "build":
+        return build(args.old)
+    return run(args.reps, args.rounds, args.small, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
