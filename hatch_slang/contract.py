@@ -37,11 +37,10 @@ from pathlib import Path
 from typing import Literal
 
 from hatch_slang import dialect
-from hatch_slang.dialect import DTYPES, Access, Unreadable
+from hatch_slang.dialect import Access, Unreadable
 from hatch_slang.expr import Expr, check_identifier
 
 __all__ = [
-    "DTYPES",
     "BindingDoc",
     "BindingSet",
     "Contract",
@@ -99,7 +98,7 @@ class BindingDoc:
     index: int
     name: str
     role: Literal["data", "params"]
-    dtype: str | None  # data: one of DTYPES, or None when the line names none (reflection's then)
+    dtype: str | None  # data: a slangrt.dtypes code, or None when the line names none (reflection's then)
     shape: tuple[Expr, ...] | None  # data only; None means 1-D, any length
     fields: tuple[ParamsField, ...]  # params only
     doc: str

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from slangrt.dtypes import DTYPES
+
 from hatch_slang.expr import Expr, ExprError, check_identifier, parse_expr, parse_grid
 
 Access = Literal["read", "write", "readwrite"]
@@ -29,21 +31,7 @@ class Unreadable(ValueError):
 
 # --- dtypes ------------------------------------------------------------------------------------
 
-DTYPES: dict[str, str] = {
-    "f32": "float32",
-    "f16": "float16",
-    "f64": "float64",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u8": "uint8",
-    "u16": "uint16",
-    "u32": "uint32",
-    "u64": "uint64",
-}
-
-# Every spelling of a dtype people write, lower-cased, to its code.
+# Every spelling of a dtype people write, lower-cased, to its code (`slangrt.dtypes`).
 _DTYPE_WORDS: dict[str, str] = {
     **{code: code for code in DTYPES},
     **dict.fromkeys(("float", "float32", "fp32", "single", "f32le"), "f32"),

@@ -3,29 +3,36 @@
 Comment text is never evaluated. An expression is parsed with :mod:`ast` and accepted only if
 every node is on a small whitelist: integer literals, names, ``+ - * / // %``, unary minus and
 calls of ``ceil``, ``min`` and ``max``. The accepted tree is re-rendered as Python source that
-calls helpers from ``slangrt._call`` (``/`` is exact division, so ``ceil(n / 256)`` is exact for
-any size), which is the only form that ever reaches generated code.
+calls helpers of ``slangrt.wrapper_api`` (``/`` is exact division, so ``ceil(n / 256)`` is exact
+for any size), which is the only form that ever reaches generated code. :func:`evaluate` walks the
+same tree calling the same helpers, so an expression means one thing wherever it is computed.
 """
 
 from __future__ import annotations
 
 import ast
 import keyword
-import math
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from slangrt import wrapper_api
+
 MAX_EXPR_LEN = 200
 MAX_LITERAL = 2**32
+# The functions a comment may call, with their arity: each is the wrapper API's function of
+# that name, and so is `/` (DIVISION). The other operators are Python's own.
 FUNCTIONS = {"ceil": 1, "min": 2, "max": 2}
+DIVISION = "div"
 
-_BINOPS: dict[type[ast.operator], str] = {
-    ast.Add: "+",
-    ast.Sub: "-",
-    ast.Mult: "*",
-    ast.FloorDiv: "//",
-    ast.Mod: "%",
+Number = int | Fraction
+_BINOPS: dict[type[ast.operator], tuple[str, Callable[[Number, Number], Number]]] = {
+    ast.Add: ("+", operator.add),
+    ast.Sub: ("-", operator.sub),
+    ast.Mult: ("*", operator.mul),
+    ast.FloorDiv: ("//", operator.floordiv),
+    ast.Mod: ("%", operator.mod),
 }
 
 # Names generated wrapper modules use at module or function scope; a comment may not shadow them.
@@ -122,11 +129,11 @@ def _render(node: ast.expr, names: list[str], depth: int) -> str:
         left = _render(node.left, names, depth + 1)
         right = _render(node.right, names, depth + 1)
         if isinstance(node.op, ast.Div):
-            return f"_c.div({left}, {right})"
+            return f"_c.{DIVISION}({left}, {right})"
         op = _BINOPS.get(type(node.op))
         if op is None:
             raise ExprError(f"operator `{type(node.op).__name__}` is not allowed")
-        return f"({left} {op} {right})"
+        return f"({left} {op[0]} {right})"
     if isinstance(node, ast.Call):
         func = node.func
         if not isinstance(func, ast.Name) or func.id not in FUNCTIONS:
@@ -142,15 +149,17 @@ def evaluate(text: str, values: Mapping[str, int]) -> int | Fraction:
     """The value of a whitelisted expression for the given names, computed by walking its tree.
 
     For tools that size arrays from a contract (``hatch-slang validate``); like the rendering,
-    it accepts only whitelisted nodes, and ``/`` is exact. A name without a value raises
-    :class:`ExprError` naming it.
+    it accepts only whitelisted nodes, and it computes with the wrapper API's own helpers
+    (``/`` is exact). A whole result is an int. A name without a value, or a division by zero,
+    raises :class:`ExprError` naming it.
     """
     tree = ast.parse(text.strip(), mode="eval")
     _render(tree.body, [], depth=0)  # the whitelist check, with its messages
-    return _value(tree.body, values)
+    value = _value(tree.body, values)
+    return value.numerator if isinstance(value, Fraction) and value.denominator == 1 else value
 
 
-def _value(node: ast.expr, values: Mapping[str, int]) -> int | Fraction:
+def _value(node: ast.expr, values: Mapping[str, int]) -> Number:
     if isinstance(node, ast.Constant):
         assert type(node.value) is int
         return node.value
@@ -162,22 +171,18 @@ def _value(node: ast.expr, values: Mapping[str, int]) -> int | Fraction:
         return -_value(node.operand, values)
     if isinstance(node, ast.BinOp):
         a, b = _value(node.left, values), _value(node.right, values)
-        if isinstance(node.op, ast.Add):
-            return a + b
-        if isinstance(node.op, ast.Sub):
-            return a - b
-        if isinstance(node.op, ast.Mult):
-            return a * b
-        if b == 0:
-            raise ExprError(f"division by zero in `{ast.unparse(node)}`")
-        if isinstance(node.op, ast.Div):
-            q = Fraction(a) / Fraction(b)
-            return q.numerator if q.denominator == 1 else q
-        if isinstance(node.op, ast.FloorDiv):
-            return a // b
-        return a % b
+        try:
+            if isinstance(node.op, ast.Div):
+                return _helper(DIVISION)(a, b)
+            return _BINOPS[type(node.op)][1](a, b)
+        except ZeroDivisionError:
+            raise ExprError(f"division by zero in `{ast.unparse(node)}`") from None
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    args = [_value(a, values) for a in node.args]
-    if node.func.id == "ceil":
-        return math.ceil(args[0])
-    return min(args) if node.func.id == "min" else max(args)
+    return _helper(node.func.id)(*(_value(a, values) for a in node.args))
+
+
+def _helper(name: str) -> Callable[..., Number]:
+    """The wrapper API's function that generated code calls as ``_c.<name>``."""
+    assert name in FUNCTIONS or name == DIVISION
+    fn: Callable[..., Number] = getattr(wrapper_api, name)
+    return fn

@@ -19,27 +19,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from slangrt.dtypes import DTYPES
+
 from hatch_slang.errors import HatchSlangError
 
-SCALARS: dict[str, str] = {
-    "float32": "f32",
-    "float16": "f16",
-    "float64": "f64",
-    "int8": "i8",
-    "int16": "i16",
-    "int32": "i32",
-    "int64": "i64",
-    "uint8": "u8",
-    "uint16": "u16",
-    "uint32": "u32",
-    "uint64": "u64",
-    "bool": "u32",
-}
-_SIZES = {"f16": 2, "i16": 2, "u16": 2, "i8": 1, "u8": 1, "f64": 8, "i64": 8, "u64": 8}
+# Slang's reflection names scalar types as NumPy does (`float32`, `uint8`); a bool is a 32-bit word.
+SCALARS: dict[str, str] = {**{t.numpy: code for code, t in DTYPES.items()}, "bool": "u32"}
 
 
 def scalar_size(scalar: str) -> int:
-    return _SIZES.get(scalar, 4)
+    t = DTYPES.get(scalar)
+    return t.size if t is not None else 4
 
 
 @dataclass(frozen=True)

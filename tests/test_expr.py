@@ -3,7 +3,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from slangrt import _call
+from slangrt import wrapper_api
 
 from hatch_slang.expr import ExprError, check_identifier, parse_expr, parse_grid
 
@@ -11,7 +11,7 @@ from hatch_slang.expr import ExprError, check_identifier, parse_expr, parse_grid
 def evaluate(python: str, **names: int) -> int | Fraction:
     # The rendering only ever calls _c helpers and uses the names given; evaluate it with exactly
     # those in scope (this is the test checking the rendering, not a path comments ever take).
-    return eval(python, {"__builtins__": {}, "_c": _call}, names)  # type: ignore[no-any-return]
+    return eval(python, {"__builtins__": {}, "_c": wrapper_api}, names)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize(

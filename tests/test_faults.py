@@ -27,6 +27,7 @@ import pytest
 
 from hatch_slang import pipeline
 from hatch_slang.config import load_project_config
+from hatch_slang.output import PAUSE_ENV
 
 pytestmark = pytest.mark.compile
 
@@ -223,7 +224,7 @@ def test_killed_builds_leave_whole_files_and_the_next_build_cleans_up(tmp_path: 
         use_version(root, v)
         versions[v] = expected(root)
     dest = root / "killpkg" / "kernels"
-    env = {pipeline.PAUSE_ENV: "0.03"}
+    env = {PAUSE_ENV: "0.03"}
     # How long a build that changes version takes, to the end: from the cache, and compiling
     # (every third kill is of a --no-cache build, to kill compiler workers too).
     durations: dict[str, list[float]] = {"-q": [], "--no-cache": []}

@@ -23,36 +23,13 @@ import numpy.typing as npt
 from ._kernel import Kernel
 from ._library import KernelLibrary
 from ._tensor import Tensor
+from .dtypes import DTYPES
 
 Number = int | Fraction
 Bound = npt.NDArray[Any] | Tensor
 
 _LIBRARIES: dict[str, KernelLibrary] = {}
 _LIBRARIES_LOCK = threading.Lock()
-
-_RANGES: dict[str, tuple[int, int]] = {
-    "u32": (0, 2**32 - 1),
-    "i32": (-(2**31), 2**31 - 1),
-    "u64": (0, 2**64 - 1),
-    "i64": (-(2**63), 2**63 - 1),
-    "u16": (0, 2**16 - 1),
-    "i16": (-(2**15), 2**15 - 1),
-    "u8": (0, 255),
-    "i8": (-128, 127),
-}
-_NUMPY = {
-    "u32": "<u4",
-    "i32": "<i4",
-    "f32": "<f4",
-    "u64": "<u8",
-    "i64": "<i8",
-    "f64": "<f8",
-    "u16": "<u2",
-    "i16": "<i2",
-    "f16": "<f2",
-    "u8": "u1",
-    "i8": "i1",
-}
 
 
 def library(module_file: str) -> KernelLibrary:
@@ -141,16 +118,17 @@ def _pointer(field: str, value: object) -> int:
 def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> npt.NDArray[np.uint8]:
     """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero).
 
-    Scalar codes are those of ``_NUMPY`` plus ``"ptr"``: a :class:`Tensor`, packed as its 8-byte
-    device address.
+    Scalar codes are those of :data:`slangrt.dtypes.DTYPES` plus ``"ptr"``: a :class:`Tensor`,
+    packed as its 8-byte device address.
     """
     out = np.zeros(size, dtype=np.uint8)
     for field, offset, scalar, value in fields:
         if scalar == "ptr":
             out[offset : offset + 8] = np.array([_pointer(field, value)], dtype="<u8").view(np.uint8)
             continue
-        code = _NUMPY[scalar]
-        if scalar.startswith("f"):
+        dtype = DTYPES[scalar]
+        code = dtype.little_endian
+        if dtype.is_float:
             if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
                 raise TypeError(f"argument `{field}` must be a float, got {type(value).__name__}")
             with np.errstate(over="ignore"):
@@ -165,7 +143,8 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
                 n = operator.index(value)  # type: ignore[arg-type]
             except TypeError:
                 raise TypeError(f"argument `{field}` must be an int, got {type(value).__name__}") from None
-            lo, hi = _RANGES[scalar]
+            assert dtype.range is not None
+            lo, hi = dtype.range
             if not lo <= n <= hi:
                 raise ValueError(f"argument `{field}` = {n} is outside the {scalar} range [{lo}, {hi}]")
             packed = np.array([n], dtype=code)

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import hashlib
 import threading
 from pathlib import Path
-from typing import Any
 
+from . import manifest as _manifest
 from ._errors import SlangRTError
 from ._kernel import BindingSpec, Kernel
-
-# The newest manifest format this slangrt reads; it reads every format in MANIFEST_FORMATS.
-# Format 2 adds the optional per-binding "set" (default 0) and per-entry "push_size" (default 0).
-MANIFEST_FORMAT = 2
-MANIFEST_FORMATS = (1, 2)
 
 
 class KernelLibrary:
@@ -21,34 +16,35 @@ class KernelLibrary:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._manifest: dict[str, Any] | None = None
+        self._manifest: _manifest.Manifest | None = None
         self._kernels: dict[tuple[str, str], Kernel] = {}
         self._lock = threading.Lock()
 
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> _manifest.Manifest:
         if self._manifest is None:
-            path = self.directory / "manifest.json"
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as e:
-                raise SlangRTError(f"cannot read kernel manifest {path}: {e}") from None
-            fmt = data.get("format") if isinstance(data, dict) else None
-            if fmt not in MANIFEST_FORMATS or isinstance(fmt, bool):
-                raise SlangRTError(
-                    f"{path} has manifest format {fmt!r}; this slangrt reads formats "
-                    f"{', '.join(map(str, MANIFEST_FORMATS))} (rebuild the package or upgrade "
-                    "hatch-slang-runtime)"
-                )
-            self._manifest = data
+            self._manifest = _manifest.read(self.directory / _manifest.FILENAME)
         return self._manifest
 
-    def entry(self, shader: str, entry: str) -> dict[str, Any]:
+    def entry(self, shader: str, entry: str) -> _manifest.Entry:
         try:
-            info: dict[str, Any] = self.manifest["shaders"][shader]["entries"][entry]
+            return self.manifest["shaders"][shader]["entries"][entry]
         except KeyError:
-            raise SlangRTError(f"{self.directory}/manifest.json has no kernel {shader}.{entry}") from None
-        return info
+            raise SlangRTError(
+                f"{self.directory}/{_manifest.FILENAME} has no kernel {shader}.{entry}"
+            ) from None
+
+    def _spirv(self, info: _manifest.Entry) -> bytes:
+        """The entry's SPIR-V, checked against the hash the manifest records for it."""
+        path = self.directory / info["spirv"]
+        spirv = path.read_bytes()
+        want = info.get("spirv_sha256")
+        if want is not None and hashlib.sha256(spirv).hexdigest() != want:
+            raise SlangRTError(
+                f"{path} does not match its sha256 in {_manifest.FILENAME}: the package is damaged "
+                "or half-updated (rebuild or reinstall it)"
+            )
+        return spirv
 
     def kernel(self, shader: str, entry: str) -> Kernel:
         key = (shader, entry)
@@ -59,7 +55,7 @@ class KernelLibrary:
             k = self._kernels.get(key)
             if k is None:
                 info = self.entry(shader, entry)
-                spirv = (self.directory / info["spirv"]).read_bytes()
+                spirv = self._spirv(info)
                 bindings = [
                     BindingSpec(b["binding"], b["name"], b["kind"], b["writable"], int(b.get("set", 0)))
                     for b in info["bindings"]

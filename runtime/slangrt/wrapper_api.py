@@ -1,0 +1,60 @@
+"""The contract between generated kernel wrappers and the runtime: what generated code may use.
+
+Modules that hatch-slang generates import this module (as ``_c``) and nothing else of slangrt
+but the public ``slangrt.Tensor`` in annotations. It is versioned: :data:`API_VERSION` changes
+whenever a name here is removed or changes meaning, and hatch-slang declares the
+hatch-slang-runtime releases that provide the version it generates for as the wheel's
+``Requires-Dist`` (API 1: ``hatch-slang-runtime>=0.1,<0.2``). A generated module first calls
+:func:`require` with the version it was written for, so a runtime that provides another one is
+refused at import with an ``ImportError`` naming both, never with an error mid-call.
+
+The names (implemented in ``slangrt._call``):
+
+- :func:`require` ``(version, module)``: refuse another API version (kept by every version).
+- :func:`library` ``(__file__)``: the package's kernel library (``manifest.json`` beside the
+  module); its ``.kernel(shader, entry)`` is the ``Kernel`` to dispatch.
+- :class:`Dims` ``(kernel)``: one call's argument checks: ``given``, ``array``, ``get``,
+  ``expect``, ``derived``, ``pack`` and ``run`` (the dispatch).
+- :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
+- :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
+  expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.expr``
+  evaluates expressions with these same functions.
+"""
+
+from __future__ import annotations
+
+from ._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
+
+API_VERSION = 1
+
+__all__ = [
+    "API_VERSION",
+    "Dims",
+    "WrapperAPIError",
+    "ceil",
+    "div",
+    "grid_arg",
+    "grid_dim",
+    "library",
+    "max",
+    "min",
+    "require",
+]
+
+
+class WrapperAPIError(ImportError):
+    """A generated module written for a wrapper API version this runtime does not provide."""
+
+
+def require(version: int, module: str) -> None:
+    """Refuse ``module``, generated for wrapper API ``version``, unless this runtime provides it."""
+    if version != API_VERSION:
+        from slangrt import __version__
+
+        raise WrapperAPIError(
+            f"{module} was generated for slangrt wrapper API {version}, but the installed "
+            f"hatch-slang-runtime {__version__} provides wrapper API {API_VERSION}: install a "
+            f"hatch-slang-runtime that provides API {version}, or rebuild the package with a "
+            f"hatch-slang that generates API {API_VERSION}",
+            name=module,
+        )
