@@ -33,14 +33,28 @@ OUT = ROOT / "build" / "qgemv"
 F32 = np.float32
 
 # Diagnostic rewrites of the new kernels (their outputs are wrong where they drop work):
-NO_ALU = (r"(float word_dot\([^)]*\)\n\{\n)(.*?)(    return s;)", r"\g<1>    s += asfloat(word) * xa.x;\n\g<3>")
-NO_ALU_Q8 = (r"(float word_dot\([^)]*\)\n\{\n)(.*?)(    return s;)", r"\g<1>    s += asfloat(word) * xv.x;\n\g<3>")
+NO_ALU = (
+    r"(float word_dot\([^)]*\)\n\{\n)(.*?)(    return s;)",
+    r"\g<1>    s += asfloat(word) * xa.x;\n\g<3>",
+)
+NO_ALU_Q8 = (
+    r"(float word_dot\([^)]*\)\n\{\n)(.*?)(    return s;)",
+    r"\g<1>    s += asfloat(word) * xv.x;\n\g<3>",
+)
 NO_STAGE = (r"\n\s*xs\[b \* 8 \+ \(j \^ \(b % 8\)\)\] = v\[i\] \* [^;]*;", "\n            ;")
-X_GLOBAL = (r"xv\[j\] = xs\[b \* 8 \+ \(j \^ \(b % 8\)\)\];", "xv[j] = x4[x_base + (c0 + b) * 8 + j] * x_scale(j);")
+NO_DOT = (  # gemv_q4_0_q8's integer dot products of a row replaced by one add per word
+    r"s = dot4add_i8packed\(w & 0x0F0F0F0Fu, xa\[k\], s\);\n\s*s = dot4add_i8packed\(\(w >> 4\) [^;]*;",
+    "s += int(w);",
+)
+X_GLOBAL = (
+    r"xv\[j\] = xs\[b \* 8 \+ \(j \^ \(b % 8\)\)\];",
+    "xv[j] = x4[x_base + (c0 + b) * 8 + j] * x_scale(j);",
+)
 DIAG = {
     "no_alu": "nibble arithmetic replaced by one FMA per word",
     "no_stage": "x not copied to groupshared memory",
     "x_global": "x read from global memory (L1) per block instead of groupshared memory",
+    "no_dot": "the 8 integer dot products per row and block replaced by one add per word",
 }
 
 # name -> (shader, entry, {static const name: value} overrides, [(regex, replacement)])
@@ -48,19 +62,13 @@ VARIANTS: dict[str, tuple[str, str, dict[str, int], list[tuple[str, str]]]] = {
     "gemv_q4_0 new": ("gemv_q4_0", "gemv_q4_0", {}, []),
     "gemv_q4_0 no_alu": ("gemv_q4_0", "gemv_q4_0", {}, [NO_ALU]),
     "gemv_q4_0 no_stage": ("gemv_q4_0", "gemv_q4_0", {}, [NO_STAGE]),
-    "gemv_q4_0 x_global": ("gemv_q4_0", "gemv_q4_0", {}, [NO_STAGE, X_GLOBAL]),
-    "gemv_q4_0 G256": ("gemv_q4_0", "gemv_q4_0", {"GROUP": 256}, []),
-    "gemv_q4_0 G256 R8 U1": ("gemv_q4_0", "gemv_q4_0", {"GROUP": 256, "ROWS_PER_THREAD": 8, "UNROLL": 1}, []),
-    "gemv_q4_0 G256 no_alu": ("gemv_q4_0", "gemv_q4_0", {"GROUP": 256}, [NO_ALU]),
-    "gemv_q4_0 R8 U1": ("gemv_q4_0", "gemv_q4_0", {"ROWS_PER_THREAD": 8, "UNROLL": 1}, []),
-    "gemv_q4_0 U1": ("gemv_q4_0", "gemv_q4_0", {"UNROLL": 1}, []),
-    "gemv_q4_0 U4": ("gemv_q4_0", "gemv_q4_0", {"UNROLL": 4}, []),
+    "gemv_q4_0_q8 new": ("gemv_q4_0", "gemv_q4_0_q8", {}, []),
+    "gemv_q4_0_q8 R2": ("gemv_q4_0", "gemv_q4_0_q8", {"ROWS_PER_THREAD": 2}, []),
+    "gemv_q4_0_q8 no_dot": ("gemv_q4_0", "gemv_q4_0_q8", {}, [NO_DOT]),
     "moe_gemv_q4_0 new": ("moe_gemv", "moe_gemv_q4_0", {}, []),
-    "moe_gemv_q4_0 G256": ("moe_gemv", "moe_gemv_q4_0", {"Q_GROUP": 256}, []),
+    "moe_gemv_q4_0_q8 new": ("moe_gemv", "moe_gemv_q4_0_q8", {}, []),
     "gemv_q8_0 new": ("gemv_q8_0", "gemv_q8_0", {}, []),
     "gemv_q8_0 no_alu": ("gemv_q8_0", "gemv_q8_0", {}, [NO_ALU_Q8]),
-    "gemv_q8_0 G256": ("gemv_q8_0", "gemv_q8_0", {"GROUP": 256}, []),
-    "gemv_q8_0 U1": ("gemv_q8_0", "gemv_q8_0", {"UNROLL": 1}, []),
 }
 OLD = {"gemv_q4_0 old": ("gemv_q4_0", "gemv_q4_0"), "moe_gemv_q4_0 old": ("moe_gemv", "moe_gemv_q4_0")}
 
@@ -79,8 +87,8 @@ def _rewrite(text: str, overrides: dict[str, int], edits: list[tuple[str, str]])
         if n != 1:
             raise SystemExit(f"no `static const uint {name}` to rewrite")
     group = overrides.get("GROUP", overrides.get("Q_GROUP"))
-    if group:  # the entry's numthreads follows its group size
-        text = re.sub(r"\[numthreads\(128, 1, 1\)\]", f"[numthreads({group}, 1, 1)]", text)
+    if group:  # the entry's numthreads follows its group size (only that entry is compiled)
+        text = re.sub(r"\[numthreads\(\d+, 1, 1\)\]", f"[numthreads({group}, 1, 1)]", text)
     return text
 
 
@@ -102,7 +110,8 @@ def build(old: str) -> int:
         group = int(re.search(rf"\[numthreads\((\d+), 1, 1\)\]\s*void {entry}\b", text)[1])
         q = "Q_" if "Q_LANES" in consts and entry.startswith("moe") else ""  # moe_gemv's Q4_0 constants
         rows_per_thread = consts[f"{q}ROWS_PER_THREAD"]
-        lanes = 32 if entry.startswith("moe") and not q else consts[f"{q}LANES"]  # old moe: LANES in the entry
+        # The old moe_gemv_q4_0 declares LANES inside the entry (moe_gemv_f32's is 64).
+        lanes = 32 if entry.startswith("moe") and not q else consts[f"{q}LANES"]
         index[name] = {
             "spv": spv.name,
             "entry": entry,
@@ -113,7 +122,11 @@ def build(old: str) -> int:
 
     for name, (shader, entry) in OLD.items():
         text = subprocess.run(
-            ["git", "show", f"{old}:shaders/{shader}.slang"], cwd=ROOT, check=True, capture_output=True, text=True
+            ["git", "show", f"{old}:shaders/{shader}.slang"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         compile_one(name, text, entry)
     for name, (shader, entry, overrides, edits) in VARIANTS.items():
@@ -138,17 +151,25 @@ def problems(rng: np.random.Generator, small: bool) -> dict[str, list[Problem]]:
     import slangrt
 
     sys.path.insert(0, str(ROOT / "shaders"))
-    from gemv_q4_0 import dequantize_q4_0
+    from gemv_q4_0 import dequantize_q4_0, round_x_q8
     from gemv_q8_0 import dequantize_q8_0
 
     T = slangrt.Tensor.from_numpy
     shapes = [(4096, 1024), (1024, 4096)] if small else [(14336, 4096), (4096, 14336)]
-    out: dict[str, list[Problem]] = {"gemv_q4_0": [], "moe_gemv_q4_0": [], "gemv_q8_0": []}
+    out: dict[str, list[Problem]] = {
+        "gemv_q4_0": [],
+        "gemv_q4_0_q8": [],
+        "moe_gemv_q4_0": [],
+        "gemv_q8_0": [],
+    }
     for rows, cols in shapes:
         x = rng.standard_normal((1, cols), dtype=F32)
         x64 = x[0].astype(np.float64)
         params = T(np.array([rows, cols, 1, 0], np.uint32))
-        for kind, words, deq in (("gemv_q4_0", cols // 8, dequantize_q4_0), ("gemv_q8_0", cols // 4, dequantize_q8_0)):
+        for kind, words, deq in (
+            ("gemv_q4_0", cols // 8, dequantize_q4_0),
+            ("gemv_q8_0", cols // 4, dequantize_q8_0),
+        ):
             wq = rng.integers(0, 2**32, size=(rows, words), dtype=np.uint32)
             wd = rng.uniform(0.005, 0.02, size=(rows, cols // 32)).astype(np.float16)
             y = slangrt.Tensor.empty((1, rows), F32)
@@ -156,13 +177,20 @@ def problems(rng: np.random.Generator, small: bool) -> dict[str, list[Problem]]:
             bufs = {0: T(wq), 1: T(wd), 2: T(x), 3: y, 4: params}
             nbytes = wq.nbytes + wd.nbytes + 4 * cols + 4 * rows
             out[kind].append(Problem(f"rows={rows} cols={cols}", nbytes, bufs, 1, rows, y, want))
+            if kind == "gemv_q4_0":  # the same weights, x rounded to 8 bits
+                want = deq(wq, wd).astype(np.float64) @ round_x_q8(x)[0]
+                out["gemv_q4_0_q8"].append(
+                    Problem(f"rows={rows} cols={cols}", nbytes, bufs, 1, rows, y, want)
+                )
     experts, rows, cols, used = (8, 1024, 1024, 2) if small else (8, 14336, 4096, 2)
     x = rng.standard_normal((1, cols), dtype=F32)
     sel = rng.permutation(experts)[:used].astype(np.uint32)
     wq = rng.integers(0, 2**32, size=(experts, rows, cols // 8), dtype=np.uint32)
     wd = rng.uniform(0.005, 0.02, size=(experts, rows, cols // 32)).astype(np.float16)
     z = slangrt.Tensor.empty((used, rows), F32)
-    want = np.einsum("erc,c->er", dequantize_q4_0(wq[sel], wd[sel]).astype(np.float64), x[0].astype(np.float64))
+    want = np.einsum(
+        "erc,c->er", dequantize_q4_0(wq[sel], wd[sel]).astype(np.float64), x[0].astype(np.float64)
+    )
     bufs = {
         1: T(wq),
         2: T(wd),
@@ -174,6 +202,9 @@ def problems(rng: np.random.Generator, small: bool) -> dict[str, list[Problem]]:
     nbytes = used * (wq[0].nbytes + wd[0].nbytes) + 4 * cols + 4 * used * rows
     label = f"experts={experts} rows={rows} cols={cols} used={used}"
     out["moe_gemv_q4_0"].append(Problem(label, nbytes, bufs, used, rows, z, want))
+    w_sel = dequantize_q4_0(wq[sel], wd[sel]).astype(np.float64)
+    want = np.einsum("erc,c->er", w_sel, round_x_q8(x)[0])
+    out["moe_gemv_q4_0_q8"] = [Problem(label, nbytes, bufs, used, rows, z, want)]
     return out
 
 
@@ -246,7 +277,11 @@ def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
     for rows, cols in ((2048, 4096), (4096, 4096)):
         w = np.random.default_rng(1).standard_normal((rows, cols), dtype=F32)
         x = np.ones((1, cols), F32)
-        tw, tx, ty = slangrt.Tensor.from_numpy(w), slangrt.Tensor.from_numpy(x), slangrt.Tensor.empty((1, rows), F32)
+        tw, tx, ty = (
+            slangrt.Tensor.from_numpy(w),
+            slangrt.Tensor.from_numpy(x),
+            slangrt.Tensor.empty((1, rows), F32),
+        )
         f32s = []
         for _ in range(rounds):
             gemv_f32.gemv_f32(tw, tx, ty, accumulate=0)
@@ -259,14 +294,14 @@ def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
         if th:
             m = w.nbytes // 12
             a, b = th.torch.randn(m, device="cuda"), th.torch.randn(m, device="cuda")
-            refs.append((f"torch add_ n={m}", 12 * m, th.time_us(lambda: a.add_(b), reps)))
+            refs.append((f"torch add_ n={m}", 12 * m, th.time_us(lambda a=a, b=b: a.add_(b), reps)))
 
     info = slangrt.device().info
     lines = [
         f"- device: {info.name} ({info.type}, driver {info.driver})",
         f"- baseline (vs add_): {baseline}",
-        f"- {rounds} interleaved rounds of {reps} dispatches in one batch each; GPU us: median of the rounds' "
-        "medians (min .. max of the rounds)",
+        f"- {rounds} interleaved rounds of {reps} dispatches in one batch each; GPU us: median of the "
+        "rounds' medians (min .. max of the rounds)",
         f"- old: `shaders/` at `{index['old']}`",
         "",
         "| kernel | shape | weight MB | GPU us | rounds | GB/s | vs add_ | max err / max abs |",
@@ -276,10 +311,14 @@ def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
         us = statistics.median(s)
         gb = prob.weight_bytes / (us * 1e3)
         lines.append(
-            f"| {name} | {prob.label} | {prob.weight_bytes / 1e6:.1f} | {us:.2f} | {min(s):.2f} .. {max(s):.2f} | "
-            f"{gb:.0f} | {gb / base:.2f} | {err:.1e} |"
+            f"| {name} | {prob.label} | {prob.weight_bytes / 1e6:.1f} | {us:.2f} | "
+            f"{min(s):.2f} .. {max(s):.2f} | {gb:.0f} | {gb / base:.2f} | {err:.1e} |"
         )
-    lines += ["", "| size-matched reference | MB | GPU us | GB/s | vs add_ |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines += [
+        "",
+        "| size-matched reference | MB | GPU us | GB/s | vs add_ |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for label, nbytes, us in refs:
         gb = nbytes / (us * 1e3)
         lines.append(f"| {label} | {nbytes / 1e6:.1f} | {us:.2f} | {gb:.0f} | {gb / base:.2f} |")

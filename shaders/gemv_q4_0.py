@@ -8,6 +8,7 @@ Layout (see the shader): per block of 32 weights of a row, 16 bytes of quants in
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,9 +63,22 @@ def random_q4_0(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[np.nd
     return pack_q4_0(q, d)
 
 
-def reference(args: dict[str, Any]) -> dict[str, np.ndarray]:
+def round_x_q8(x: np.ndarray) -> np.ndarray:
+    """x as gemv_q4_0_q8 rounds it: per block of 32, int8 times 2^(floor(log2(amax)) - 6)."""
+    *lead, cols = x.shape
+    blocks = x.astype(np.float32).reshape(*lead, cols // BLOCK, BLOCK)
+    amax = np.abs(blocks).max(axis=-1, keepdims=True)
+    # The float's exponent field, as the kernel reads it (0 for zero and subnormals).
+    field = (amax.view(np.uint32) >> 23).astype(np.int64) & 0xFF
+    e = np.maximum(field - 127, -100) - 6
+    q = np.clip(np.floor(blocks.astype(np.float64) * np.exp2(-e) + 0.5), -128, 127)
+    return (q * np.exp2(e)).reshape(*lead, cols)
+
+
+def reference(args: dict[str, Any], *, q8: bool = False) -> dict[str, np.ndarray]:
     w = dequantize_q4_0(args["wq"], args["wd"]).astype(np.float64)
-    y = args["x"].astype(np.float64) @ w.T
+    x = round_x_q8(args["x"]) if q8 else args["x"].astype(np.float64)
+    y = x @ w.T
     if args["accumulate"]:
         y += args["y"]
     return {"y": y.astype(np.float32)}
@@ -79,12 +93,13 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
     for rows, cols, n_tokens in SHAPES:
         wq, wd = random_q4_0(rng, (rows, cols))
         for accumulate in (0, 1):
-            yield Case(
-                "gemv_q4_0",
-                label=f"rows={rows} cols={cols} tokens={n_tokens} acc={accumulate}",
-                dims={"rows": rows, "cols": cols, "n_tokens": n_tokens},
-                args={"wq": wq, "wd": wd, "accumulate": accumulate},
-                expect=reference,
-                atol=2e-6 * cols**0.5 * 8,
-                rtol=1e-5,
-            )
+            for entry in ("gemv_q4_0", "gemv_q4_0_q8"):
+                yield Case(
+                    entry,
+                    label=f"rows={rows} cols={cols} tokens={n_tokens} acc={accumulate}",
+                    dims={"rows": rows, "cols": cols, "n_tokens": n_tokens},
+                    args={"wq": wq, "wd": wd, "accumulate": accumulate},
+                    expect=partial(reference, q8=entry.endswith("q8")),
+                    atol=2e-6 * cols**0.5 * 8,
+                    rtol=1e-5,
+                )

@@ -32,6 +32,11 @@ def reference_q4_0(args: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"z": expert_gemv(w, args["x"], args["sel_expert"], args["x_div"])}
 
 
+def reference_q4_0_q8(args: dict[str, Any]) -> dict[str, np.ndarray]:
+    w = q4.dequantize_q4_0(args["wq"], args["wd"])
+    return {"z": expert_gemv(w, q4.round_x_q8(args["x"]), args["sel_expert"], args["x_div"])}
+
+
 # (n_tokens, n_used, n_experts, rows, cols): one of everything, odd sizes, a small MoE layer, x in
 # two chunks of groupshared memory (moe_gemv_q4_0 stages 4096 columns at a time).
 SHAPES = [
@@ -58,3 +63,5 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
             wq, wd = q4.random_q4_0(rng, (n_experts, rows, cols))
             args = {**common, "wq": wq, "wd": wd}
             yield Case("moe_gemv_q4_0", label=label, dims=dims, args=args, expect=reference_q4_0, **tol)
+            q8 = reference_q4_0_q8
+            yield Case("moe_gemv_q4_0_q8", label=label, dims=dims, args=args, expect=q8, **tol)
