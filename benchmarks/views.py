@@ -186,6 +186,27 @@ def checks(rounds: int) -> list[tuple[str, float, float]]:
     return rows
 
 
+def recording(kernel: slangrt.Kernel, rounds: int) -> list[tuple[str, float, float]]:
+    """The Python cost of one whole call (checks, binding, recording) inside ``batch()``,
+    timed before the batch is submitted: no GPU in the figure."""
+    a = slangrt.Tensor.zeros(256, np.float32)
+    b = slangrt.Tensor.zeros(256, np.float32)
+    scratch = slangrt.Tensor.zeros(4096, np.float32)
+    pairs = {"whole Tensors (baseline)": (a, b), "views made once": (scratch[256:512], scratch[1024:1280])}
+    times: dict[str, list[float]] = {k: [] for k in pairs}
+    for _ in range(rounds):
+        for name, (x, y) in pairs.items():
+            with slangrt.batch():
+                t0 = time.perf_counter()
+                for _ in range(100):
+                    call(kernel, x, y)
+                times[name].append((time.perf_counter() - t0) / 100 * 1e6)
+    slangrt.device().synchronize()
+    got = {k: statistics.median(v) for k, v in times.items()}
+    base = got["whole Tensors (baseline)"]
+    return [(f"one call recorded into batch(), {k}", v, v / base) for k, v in got.items()]
+
+
 def table(title: str, rows: list[tuple[str, float, float]]) -> str:
     out = [f"#### {title}", "", "| call | µs | ratio |", "| --- | ---: | ---: |"]
     out += [f"| {name} | {us:.1f} | {ratio:.2f} |" for name, us, ratio in rows]
@@ -210,6 +231,7 @@ def main() -> None:
         interop(kernel, rounds, 256) + interop(kernel, rounds, 1 << 20),
     )
     text += "\n" + table("Python cost of one argument's checks (Dims.array, no GPU)", checks(rounds))
+    text += "\n" + table("Python cost of a call inside batch() (no GPU)", recording(kernel, rounds))
     print(text)
     if args.out:
         args.out.write_text(text)

@@ -127,6 +127,7 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
                 f"writable={b.writable}",
                 f"checked={b.shape_checked}",
                 *(["flat=True"] if b.flat else []),
+                *(["raw=True"] if b.raw else []),
             ],
         )
     needed = _names_needed(e)

@@ -68,6 +68,9 @@ class BufferSpec:
     params_size: int = 0
     flat: bool = False  # `flat[n]`: any shape, n elements in all
     set: int = 0  # descriptor set
+    # The kernel reads it as bytes in 4-byte words (a byte-address buffer, or 32-bit words the
+    # comment calls bytes or quantised blocks): the wrapper passes `raw=True` to `Dims.array`.
+    raw: bool = False
 
     @property
     def key(self) -> tuple[int, int]:
@@ -315,6 +318,7 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
             doc.line,
             flat=doc.flat,
             set=r.set,
+            raw=_holds_bytes(r, dtype),
         )
 
     slots: list[ParamSlot] = []
@@ -409,7 +413,17 @@ def _from_reflection(r: ReflectedBinding) -> BufferSpec:
         f"`{r.variable}` (from reflection)",
         None,
         set=r.set,
+        raw=_holds_bytes(r, dtype),
     )
+
+
+def _holds_bytes(r: ReflectedBinding, dtype: str | None) -> bool:
+    """Whether the shader reads the binding as bytes packed in wider words: a byte-address
+    buffer, or a buffer of wider integers the comment declares as u8/i8 (bytes, quantised blocks)."""
+    if any(v.shape == "byteAddressBuffer" for v in (r, *r.aliases)):
+        return True
+    held = r.scalar_types
+    return dtype in ("u8", "i8") and bool(held) and dtype not in held
 
 
 def _entry(

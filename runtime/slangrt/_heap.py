@@ -156,6 +156,8 @@ class Allocation:
     __slots__ = ("block", "buffer", "capacity", "heap", "key", "last_use", "nbytes", "offset", "released")
     #: Whether this is a :class:`View` into another allocation (class-level: views override it).
     is_view = False
+    #: Where the device cannot bind it: 1 as a storage buffer, 2 as a uniform buffer (views only).
+    misaligned = 0
 
     def __init__(self, heap: Heap, block: Block, offset: int, capacity: int, nbytes: int) -> None:
         self.heap = heap
@@ -193,11 +195,13 @@ class View(Allocation):
     view of it; releasing a view releases nothing (the root's owner does).
     """
 
-    __slots__ = ("root",)
+    __slots__ = ("misaligned", "root")
     is_view = True
     root: Allocation
 
-    def __init__(self, root: Allocation, start: int, nbytes: int) -> None:
+    def __init__(
+        self, root: Allocation, start: int, nbytes: int, storage_align: int, uniform_align: int
+    ) -> None:
         if root.is_view:
             assert isinstance(root, View)
             parent: Allocation = root.root
@@ -215,6 +219,9 @@ class View(Allocation):
         else:
             self.capacity = nbytes
         self.offset = root.offset + start
+        self.misaligned = (1 if self.offset % storage_align else 0) | (
+            2 if self.offset % uniform_align else 0
+        )
         self.key = (root.block.serial, self.offset, bind_range(self, nbytes))
 
     @property

@@ -179,9 +179,7 @@ class Kernel(ArgumentChecks):
                 assert alloc is not None
                 if alloc.nbytes > max_storage:
                     self._check_range(dev, i, alloc.nbytes)
-                if alloc.is_view and alloc.offset % (
-                    core.uniform_align if self.bindings[i].kind == "uniform" else core.storage_align
-                ):
+                if alloc.misaligned and alloc.misaligned & (2 if self.bindings[i].kind == "uniform" else 1):
                     self._check_misaligned(dev, i, arg)  # raises for a written binding
                     if misaligned is None:
                         misaligned = []

@@ -245,7 +245,8 @@ class Tensor:
         t._size = math.prod(shape)
         t._nbytes = t._size * dtype.itemsize
         t._offset = self._offset + start
-        t._alloc = View(alloc, start, t._nbytes)
+        core = self._core
+        t._alloc = View(alloc, start, t._nbytes, core.storage_align, core.uniform_align)
         t._storage = self._storage
         return t
 
