@@ -1,7 +1,7 @@
 """Argument checking and packing for generated kernel wrappers.
 
-Generated modules call only these helpers (as ``_c``); everything a wrapper checks is checked
-here, so every message has the same shape: the kernel, the argument, the axis, what was
+Generated modules call only these helpers, through :mod:`slangrt.wrapper_api` (as ``_c``), its
+public and versioned face; everything a wrapper checks is checked here, so every message has the same shape: the kernel, the argument, the axis, what was
 expected (and where that expectation came from) and what was given. Nothing is written to a
 caller's array unless the kernel ran to completion.
 """
