@@ -46,7 +46,5 @@ __all__ = [
     "profile",
 ]
 
-# --- build side (hatch_slang) --------------------------------------------------------------
-# Imports from slangrt._call and slangrt._library go below this line, with their names added
-# to __all__ here (e.g. `__all__ += ["load_library"]`). The runtime part above does not use them.
-# --- end build side ------------------------------------------------------------------------
+# Generated wrappers import the public, versioned `slangrt.wrapper_api` (not re-exported here);
+# `slangrt.manifest` and `slangrt.dtypes` are the manifest model and scalar table both sides share.
