@@ -22,6 +22,7 @@ from hatch_slang.settings import (
     TEMPLATE_FILES,
     HookSettings,
     OverrideSettings,
+    default,
     option_name,
     read,
     where,
@@ -43,7 +44,7 @@ class CompileOptions:
 
     include_dirs: tuple[str, ...] = ()  # absolute
     defines: tuple[tuple[str, str], ...] = ()  # sorted by name
-    optimization: int = 2
+    optimization: int = default(HookSettings, "optimization")
     compiler_args: tuple[str, ...] = ()  # validated by check_compiler_args
 
 

@@ -143,6 +143,11 @@ def option_name(model: type[Any], attribute: str) -> str:
     return attribute.replace("_", "-")
 
 
+def default(model: type[Any], attribute: str) -> Any:
+    """The default of an option (what it is when the table leaves it out)."""
+    return _default(_field(model, attribute))
+
+
 def names(model: type[Any]) -> tuple[str, ...]:
     """The model's options, in the order it declares them."""
     return tuple(f.name.replace("_", "-") for f in fields(model))
@@ -180,7 +185,7 @@ def read(
     for f in fields(model):
         key = f.name.replace("_", "-")
         if key not in raw:
-            if f.default is MISSING and f.default_factory is MISSING:
+            if _required(f):
                 hint = f.metadata["required"]
                 raise ConfigError(f"{where(prefix + key)} is required" + (f": {hint}" if hint else ""))
             continue
@@ -239,6 +244,14 @@ def _convert(tp: Any, value: Any, f: Field[Any], option: str) -> Any:
             return _WRONG
         return {k: str(v) for k, v in sorted(value.items())}
     raise TypeError(f"settings field {f.name}: no reader for {tp!r}")  # a model this module can't read
+
+
+def _required(f: Field[Any]) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING
+
+
+def _default(f: Field[Any]) -> Any:
+    return f.default_factory() if f.default_factory is not MISSING else f.default
 
 
 def _field(model: type[Any], attribute: str) -> Field[Any]:
@@ -305,10 +318,10 @@ def _object_schema(model: type[Any], extra: Mapping[str, dict[str, Any]] | None 
     for f in fields(model):
         key = f.name.replace("_", "-")
         schema: dict[str, Any] = {"description": f.metadata["doc"], **_value_schema(model, f)}
-        if f.default is MISSING and f.default_factory is MISSING:
+        if _required(f):
             required.append(key)
         else:
-            default = f.default_factory() if f.default_factory is not MISSING else f.default
+            default = _default(f)
             if default is not None:
                 schema["default"] = list(default) if isinstance(default, tuple) else default
         properties[key] = schema
@@ -335,9 +348,9 @@ def json_schema() -> dict[str, Any]:
 def _shown(f: Field[Any]) -> str:
     if f.metadata["shown"]:
         return str(f.metadata["shown"])
-    if f.default is MISSING and f.default_factory is MISSING:
+    if _required(f):
         return "required"
-    default = f.default_factory() if f.default_factory is not MISSING else f.default
+    default = _default(f)
     if isinstance(default, bool):
         return f"`{str(default).lower()}`"
     if isinstance(default, tuple):
