@@ -33,8 +33,10 @@ __all__ = [
     "BuildConfig",
     "CompileOptions",
     "check_compiler_args",
+    "hook_table",
     "load_project_config",
     "parse_config",
+    "without_custom_options",
 ]
 
 
