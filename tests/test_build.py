@@ -105,6 +105,7 @@ def _mypy(root: Path, code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # mypy --strict in subprocesses: ~12-17 s
 def test_mypy_strict_accepts_good_calls_and_rejects_bad_ones(package: Callable[[str], Path]) -> None:
     root = package("seedpkg")
     pipeline.write_output(build(root), root / "mypkg" / "kernels")

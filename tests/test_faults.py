@@ -215,6 +215,7 @@ def state(dest: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in dest.iterdir() if p.is_file()}
 
 
+@pytest.mark.slow  # 16 killed builds and their rebuilds: 18-25 s on 2 CPUs
 def test_killed_builds_leave_whole_files_and_the_next_build_cleans_up(tmp_path: Path) -> None:
     root = tmp_path / "killpkg"
     root.mkdir()

@@ -57,6 +57,7 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+@pytest.mark.slow  # 12,500 calls: ~5 s
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
 def test_many_calls_leave_rss_and_device_memory_flat(kernels: ModuleType) -> None:
     import slangrt

@@ -241,6 +241,7 @@ def test_a_shader_with_string_escapes_builds(tmp_path: Path) -> None:
 # -- a clean exit --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # repeated CLI builds: ~8 s
 def test_cli_builds_exit_without_threading_noise(package: Callable[[str], Path]) -> None:
     """The compiler pool used to be left to shut down on its own; a build ending right after it
     (a compile error ends it fastest) raced the interpreter's exit: one run in twenty printed
