@@ -1,5 +1,7 @@
-"""How the suite is put together: helpers are imported from modules, not from conftest; the
-benchmarks import no tests; nothing reads outside the repository."""
+"""How the code is put together: the one-way arrows ARCHITECTURE.md draws (slangrt imports nothing
+of hatch_slang, hatch_slang and generated code only slangrt's public modules, no import cycle in
+hatch_slang); and the suite: helpers are imported from modules, not from conftest; the benchmarks
+import no tests; nothing reads outside the repository."""
 
 from __future__ import annotations
 
@@ -11,15 +13,19 @@ from .helpers import PACKAGES, REPO, SEED
 TESTS = REPO / "tests"
 
 
-def _imports(path: Path) -> list[str]:
-    """The modules ``path`` imports, relative ones with their dots (``.conftest``)."""
-    names = []
+def _imports(path: Path, *, names: bool = False) -> list[str]:
+    """The modules ``path`` imports (function-local ones too), relative ones with their dots
+    (``.conftest``); with ``names``, also ``module.name`` for each name a ``from`` import takes."""
+    found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
+            found += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            names.append("." * node.level + (node.module or ""))
-    return names
+            module = "." * node.level + (node.module or "")
+            found.append(module)
+            if names:
+                found += [f"{module}.{a.name}".replace("..", ".") for a in node.names]
+    return found
 
 
 def _sources(root: Path) -> list[Path]:
@@ -54,3 +60,73 @@ def test_the_seed_is_in_the_repository_and_nothing_reads_a_sibling_checkout() ->
         if p != Path(__file__) and ('"shared" / "seeds"' in (text := p.read_text()) or "../shared" in text)
     ]
     assert not bad, bad
+
+
+def _hatch_slang_graph() -> dict[str, set[str]]:
+    """hatch_slang's modules and the modules of it each imports."""
+    modules = {p.stem: p for p in (REPO / "hatch_slang").glob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for imported in _imports(path, names=True):
+            parts = imported.lstrip(".").split(".") if imported.startswith(".") else imported.split(".")[1:]
+            if (
+                (imported.startswith(".") or imported.startswith("hatch_slang."))
+                and parts
+                and parts[0] in modules
+            ):
+                deps.add(parts[0])
+        graph[name] = deps - {name}
+    return graph
+
+
+def test_slangrt_imports_nothing_of_hatch_slang() -> None:
+    bad = [
+        f"{p.relative_to(REPO)} imports {name}"
+        for p in sorted((REPO / "runtime" / "slangrt").rglob("*.py"))
+        for name in _imports(p)
+        if name.split(".")[0] == "hatch_slang"
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_hatch_slang_imports_only_public_slangrt_modules() -> None:
+    bad = [
+        f"{p.relative_to(REPO)} imports {name}"
+        for p in sorted((REPO / "hatch_slang").glob("*.py"))
+        for name in _imports(p, names=True)
+        if name.split(".")[0] == "slangrt" and any(part.startswith("_") for part in name.split(".")[1:])
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_generated_code_imports_only_slangrt_and_its_wrapper_api() -> None:
+    """Checked on the golden files (which tests/test_golden.py keeps equal to what is generated)."""
+    wrappers = sorted((TESTS / "golden").glob("*.py.golden"))
+    assert len(wrappers) > 1
+    allowed = {"numpy", "numpy.typing", "slangrt", "slangrt.wrapper_api"}
+    for path in wrappers:
+        bad = [
+            name
+            for name in _imports(path, names=True)
+            if not name.startswith(".")  # __init__: the package's own modules
+            and name.split(".")[0] not in ("__future__", "typing")
+            and name not in allowed
+        ]
+        assert not bad, f"{path.name} imports {bad}"
+
+
+def test_hatch_slang_has_no_import_cycle() -> None:
+    graph = _hatch_slang_graph()
+    assert {"pipeline", "plugin", "cli", "errors"} <= set(graph)
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        assert module not in path, "import cycle: " + " -> ".join([*path[path.index(module) :], module])
+        if module not in done:
+            for dep in sorted(graph[module]):
+                visit(dep, [*path, module])
+            done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
