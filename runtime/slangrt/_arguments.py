@@ -21,7 +21,12 @@ from ._heap import Allocation
 from ._pipeline import BindingKey, BindingSpec
 from ._tensor import Tensor
 
-__all__ = ["ArgumentChecks"]
+__all__ = ["ArgumentChecks", "Packed"]
+
+
+class Packed(np.ndarray):
+    """The bytes ``wrapper_api.Dims.pack`` made for a params binding (a marker type): values
+    taken at the call, like scalars, where any other NumPy argument is the caller's array."""
 
 
 def _normalize_key(key: object) -> tuple[int, int] | None:

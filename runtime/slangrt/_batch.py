@@ -42,6 +42,7 @@ __all__ = [
     "Recorder",
     "batch",
     "flush_current",
+    "op_key",
     "profile",
     "recorder",
 ]
@@ -55,6 +56,7 @@ class _State(threading.local):
         self.depth = 0
         self.recorders: dict[int, Recorder] | None = None
         self.profiles: list[Profile] = []
+        self.graph: Any = None  # the step that the open batch records (``_graph.record``)
 
 
 _local = _State()
@@ -243,6 +245,11 @@ class Batches:
             vk.lib.vkDestroyCommandPool(self._core.handle, program.pool, vk.ffi.NULL)
 
 
+def op_key(state: Any, allocs: list[Allocation], dims: tuple[int, int, int]) -> Any:
+    """What a batch's recording of one dispatch depends on: kernel, buffers (bound whole), grid."""
+    return (id(state.pipeline), state.writable, dims, tuple([a.key for a in allocs]))
+
+
 class Recorder:
     """Dispatches of one thread on one device, kept until they are submitted together.
 
@@ -264,6 +271,8 @@ class Recorder:
         self.count = 0
         self._templates: dict[int, Any] = {}
         self._flush_every = _settings.get().batch_flush
+        #: The step being recorded into this batch (``_graph``), else None.
+        self.graph: Any = _local.graph
 
     def add(
         self,
@@ -273,23 +282,27 @@ class Recorder:
         dims: tuple[int, int, int],
         push: bytes | None = None,
         refs: list[Allocation] | None = None,
+        key: Any = None,
     ) -> None:
         """Keep one dispatch of kernel ``state`` (``_pipeline.KernelState``) on ``allocs``
         (bound over ``ranges`` bytes; None: each allocation's size) over ``dims`` workgroups,
         timed by this thread's open profiles. Its allocations count as in use (``PENDING``)
-        until it is submitted."""
-        if ranges is None:
-            keys = tuple([a.key for a in allocs])
-        else:
-            keys = tuple([(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
+        until it is submitted. ``key``: :func:`op_key` of the dispatch, where the caller has it
+        (no ranges, push constants or refs)."""
         for a in allocs:
             a.last_use = PENDING
         open_profiles = _local.profiles
-        profiles = tuple(open_profiles) if open_profiles else ()
+        profiles = tuple(open_profiles) if open_profiles and self.graph is None else ()
         self.ops.append((state, allocs, ranges, dims, profiles, push, refs))
-        if push is None and refs is None:
-            self.keys.append((id(state.pipeline), state.writable, dims, keys))
+        if key is not None:
+            self.keys.append(key)
+        elif push is None and refs is None and ranges is None:
+            self.keys.append(op_key(state, allocs, dims))
         else:
+            if ranges is None:
+                keys = tuple([a.key for a in allocs])
+            else:
+                keys = tuple([(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
             # Replays record their own push constants, and barriers depend on the refs.
             ref_keys = tuple([a.key for a in refs]) if refs else ()
             self.keys.append((id(state.pipeline), state.writable, dims, keys, push, ref_keys))
@@ -312,15 +325,17 @@ class Recorder:
         refs: list[Allocation] | None,
         *,
         now: bool = False,
+        key: Any = None,
     ) -> int | None:
         """:meth:`add`, then submit if it is due: ``now`` (the caller waits for the result),
-        outside ``batch()``, or every SLANGRT_BATCH_FLUSH dispatches. Returns the serial of
-        the submission that holds this dispatch, or None while it is kept."""
-        self.add(state, allocs, ranges, dims, push, refs)
+        outside ``batch()``, or every SLANGRT_BATCH_FLUSH dispatches (not while a step is
+        recorded). Returns the serial of the submission that holds this dispatch, or None while
+        it is kept."""
+        self.add(state, allocs, ranges, dims, push, refs, key)
         if now or not self.batched:
             return self.flush()
         every = self._flush_every
-        if every and self.count >= every:
+        if every and self.count >= every and self.graph is None:
             self.flush()
         return None
 
@@ -329,6 +344,8 @@ class Recorder:
         ops = self.ops
         if not ops:
             return None
+        if self.graph is not None:
+            self.graph.refuse_flush()  # raises: a recorded step runs on the device in one piece
         batches = self.batches
         allocs, keys, profiled = self.allocs, self.keys, self.profiled
         self.ops, self.keys, self.allocs, self.profiled, self.count = [], [], [], False, 0

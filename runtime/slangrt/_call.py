@@ -1,9 +1,10 @@
 """Argument checking and packing for generated kernel wrappers.
 
 Generated modules call only these helpers, through :mod:`slangrt.wrapper_api` (as ``_c``), its
-public and versioned face; everything a wrapper checks is checked here, so every message has the same shape: the kernel, the argument, the axis, what was
-expected (and where that expectation came from) and what was given. Nothing is written to a
-caller's array unless the kernel ran to completion.
+public and versioned face; everything a wrapper checks is checked here, so every message has the
+same shape: the kernel, the argument, the axis, what was expected (and where that expectation
+came from) and what was given. Nothing is written to a caller's array unless the kernel ran to
+completion.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import array
 import math
 import operator
+import struct
 import threading
 from collections.abc import Mapping
 from fractions import Fraction
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._arguments import Packed
 from ._kernel import Kernel
 from ._library import KernelLibrary
 from ._tensor import Tensor
@@ -29,6 +32,7 @@ Number = int | Fraction
 Bound = npt.NDArray[Any] | Tensor
 
 _LIBRARIES: dict[str, KernelLibrary] = {}
+_NP_DTYPES: dict[str, np.dtype[Any]] = {}  # dtype names -> dtypes, made once
 _LIBRARIES_LOCK = threading.Lock()
 
 
@@ -42,14 +46,18 @@ def library(module_file: str) -> KernelLibrary:
         return lib
 
 
-def div(a: Number, b: Number) -> Fraction:
+def div(a: Number, b: Number) -> Number:
+    """Exact division: an int where ``b`` divides ``a``, else a Fraction."""
     if b == 0:
         raise ZeroDivisionError("division by zero in a Dispatch or shape expression")
+    if a.__class__ is int and b.__class__ is int:
+        q, r = divmod(a, b)
+        return q if not r else Fraction(a, b)
     return Fraction(a) / Fraction(b)
 
 
 def ceil(x: Number) -> int:
-    return math.ceil(x)
+    return x if x.__class__ is int else math.ceil(x)
 
 
 def min(a: Number, b: Number) -> Number:
@@ -61,6 +69,8 @@ def max(a: Number, b: Number) -> Number:
 
 
 def grid_dim(axis: str, value: Number) -> int:
+    if value.__class__ is int and value >= 0:
+        return value
     if isinstance(value, Fraction):
         if value.denominator != 1:
             raise ValueError(f"grid {axis} = {value} is not a whole number of thread groups")
@@ -96,10 +106,6 @@ def _overlap(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
         return True
 
 
-class Packed(np.ndarray):
-    """The bytes :func:`pack` made for a params binding (a marker type for :meth:`Dims.run`)."""
-
-
 def _pointer(field: str, value: object) -> int:
     """The device address a pointer argument packs (its tensor goes to the dispatch's refs)."""
     if isinstance(value, Tensor):
@@ -115,56 +121,103 @@ def _pointer(field: str, value: object) -> int:
     )
 
 
+def _struct(code: str) -> struct.Struct:
+    """How a scalar of ``code`` is packed: little-endian, as NumPy's ``<f4``, ``<u4``, ..."""
+    t = DTYPES[code]
+    if t.is_float:
+        return struct.Struct("<" + {2: "e", 4: "f", 8: "d"}[t.size])
+    c = {1: "b", 2: "h", 4: "i", 8: "q"}[t.size]
+    return struct.Struct("<" + (c.upper() if code.startswith("u") else c))
+
+
+# Each scalar code's struct, whether it is a float, and its integer range.
+_SCALARS: dict[str, tuple[struct.Struct, bool, int, int]] = {
+    code: (_struct(code), t.is_float, *(t.range or (0, 0))) for code, t in DTYPES.items()
+}
+_ADDRESS = struct.Struct("<Q")
+# What pack made for recent fields (all plain ints and floats): calls with the same params reuse
+# the (read-only) bytes instead of checking and packing them again.
+_PACKED: dict[tuple[int, tuple[tuple[str, int, str, object], ...]], Packed] = {}
+_PACKED_MAX = 4096
+
+
+def _memoizable(fields: tuple[tuple[str, int, str, object], ...]) -> bool:
+    """Whether ``fields`` hold only values whose equality means equal bytes: ints for integer
+    fields, ints and non-zero floats for float fields (``-0.0 == 0.0``), no pointers."""
+    for _, _, scalar, value in fields:
+        cls = value.__class__
+        if cls is int:
+            if scalar == "ptr":
+                return False
+        elif cls is not float or not value or not _SCALARS[scalar][1]:
+            return False
+    return True
+
+
 def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> npt.NDArray[np.uint8]:
     """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero).
 
     Scalar codes are those of :data:`slangrt.dtypes.DTYPES` plus ``"ptr"``: a :class:`Tensor`,
     packed as its 8-byte device address.
     """
-    out = np.zeros(size, dtype=np.uint8)
+    memo = _memoizable(fields)
+    if memo:
+        found = _PACKED.get((size, fields))
+        if found is not None:
+            return found
+    out = bytearray(size)
     for field, offset, scalar, value in fields:
         if scalar == "ptr":
-            out[offset : offset + 8] = np.array([_pointer(field, value)], dtype="<u8").view(np.uint8)
+            _ADDRESS.pack_into(out, offset, _pointer(field, value))
             continue
-        dtype = DTYPES[scalar]
-        code = dtype.little_endian
-        if dtype.is_float:
+        fmt, is_float, lo, hi = _SCALARS[scalar]
+        if is_float:
             if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
                 raise TypeError(f"argument `{field}` must be a float, got {type(value).__name__}")
-            with np.errstate(over="ignore"):
-                try:
-                    packed = np.array([value], dtype=code)
-                except OverflowError:  # an int too large even for a double
-                    packed = np.array([np.inf], dtype=code)
-            if np.isinf(packed[0]) and not (isinstance(value, float | np.floating) and math.isinf(value)):
-                raise ValueError(f"argument `{field}` = {value!r} is outside the {scalar} range")
+            try:
+                fmt.pack_into(out, offset, float(value))  # rounds to nearest, as NumPy casts
+            except OverflowError:  # past the type's largest finite value (inf itself packs)
+                raise ValueError(f"argument `{field}` = {value!r} is outside the {scalar} range") from None
         else:
             try:
                 n = operator.index(value)  # type: ignore[arg-type]
             except TypeError:
                 raise TypeError(f"argument `{field}` must be an int, got {type(value).__name__}") from None
-            assert dtype.range is not None
-            lo, hi = dtype.range
             if not lo <= n <= hi:
                 raise ValueError(f"argument `{field}` = {n} is outside the {scalar} range [{lo}, {hi}]")
-            packed = np.array([n], dtype=code)
-        raw = packed.view(np.uint8)
-        out[offset : offset + raw.size] = raw
-    return out.view(Packed)
+            fmt.pack_into(out, offset, n)
+    arr = np.frombuffer(out, np.uint8).view(Packed)
+    if memo:
+        arr.flags.writeable = False  # shared by the calls that pack the same values
+        if len(_PACKED) >= _PACKED_MAX:
+            _PACKED.clear()
+        _PACKED[(size, fields)] = arr
+    return arr
 
 
 class Dims:
     """Dimension names bound while checking one call's arguments."""
 
+    __slots__ = ("kernel", "pointers", "values", "writebacks", "written")
+
     def __init__(self, kernel: str) -> None:
         self.kernel = kernel
-        self.values: dict[str, tuple[int, str]] = {}  # name -> (value, where it came from)
+        # name -> (value, where it came from: `(arg, axis)`, axis None for all of `arg`'s elements,
+        # -1 for the argument `arg` itself); (arg, axis) -> (size of that axis, None).
+        self.values: dict[Any, tuple[int, Any]] = {}
         self.writebacks: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]] = []
         self.written: list[tuple[str, Bound]] = []  # the arguments for written bindings
         self.pointers: list[tuple[str, Tensor]] = []  # tensors passed to pointer parameters
 
     def _err(self, msg: str) -> str:
         return f"{self.kernel}(): {msg}"
+
+    @staticmethod
+    def _where(where: tuple[str, int | None]) -> str:
+        arg, axis = where
+        if axis is None:
+            return f"`{arg}` (all elements)"
+        return f"argument `{arg}`" if axis < 0 else f"`{arg}` axis {axis}"
 
     def pack(
         self, name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]
@@ -180,29 +233,33 @@ class Dims:
             raise TypeError(self._err(str(e))) from None
         except ValueError as e:
             raise ValueError(self._err(str(e))) from None
-        for field, _, scalar, value in fields:
-            if (
-                scalar == "ptr"
-                and isinstance(value, Tensor)
-                and not any(t is value for _, t in self.pointers)
-            ):
-                self.pointers.append((field, value))
+        if out.flags.writeable:  # not a memoized one: those have no pointers
+            for field, _, scalar, value in fields:
+                if (
+                    scalar == "ptr"
+                    and isinstance(value, Tensor)
+                    and not any(t is value for _, t in self.pointers)
+                ):
+                    self.pointers.append((field, value))
         return out
 
     def given(self, name: str, value: object) -> None:
         if value is None:
             return
-        if isinstance(value, bool):
-            raise TypeError(self._err(f"argument `{name}` must be an int, got bool"))
-        try:
-            n = operator.index(value)  # type: ignore[arg-type]
-        except TypeError:
-            raise TypeError(
-                self._err(f"argument `{name}` must be an int, got {type(value).__name__}")
-            ) from None
+        if value.__class__ is int:
+            n: int = value
+        else:
+            if isinstance(value, bool):
+                raise TypeError(self._err(f"argument `{name}` must be an int, got bool"))
+            try:
+                n = operator.index(value)  # type: ignore[arg-type]
+            except TypeError:
+                raise TypeError(
+                    self._err(f"argument `{name}` must be an int, got {type(value).__name__}")
+                ) from None
         if n < 0:
             raise ValueError(self._err(f"argument `{name}` must be >= 0, got {n}"))
-        self.values[name] = (n, f"argument `{name}`")
+        self.values[name] = (n, (name, -1))
 
     def get(self, name: str) -> int:
         return self.values[name][0]
@@ -218,17 +275,17 @@ class Dims:
     def _bind(self, arg: str, axis: int, name: str, size: int, *, whole: bool = False) -> None:
         known = self.values.get(name)
         if known is None:
-            self.values[name] = (size, f"`{arg}` (all elements)" if whole else f"`{arg}` axis {axis}")
+            self.values[name] = (size, (arg, None if whole else axis))
         elif known[0] != size:
             what = (
                 f"argument `{arg}` has {size} elements (`{name}`)"
                 if whole
                 else f"argument `{arg}` axis {axis} (`{name}`) has size {size}"
             )
-            raise ValueError(self._err(f"{what}, expected {known[0]} (from {known[1]})"))
+            raise ValueError(self._err(f"{what}, expected {known[0]} (from {self._where(known[1])})"))
 
     def expect(self, arg: str, axis: int, text: str, value: Number) -> None:
-        actual = self.values[f"{arg}#{axis}"][0]
+        actual = self.values[(arg, axis)][0]
         if value != actual:
             raise ValueError(
                 self._err(f"argument `{arg}` axis {axis} has size {actual}, expected `{text}` = {value}")
@@ -255,17 +312,25 @@ class Dims:
         quantised blocks): a read-only argument whose size is not a multiple of 4 is bound from a
         zero-padded copy, a written one is refused.
         """
-        if not isinstance(value, Tensor | np.ndarray):
-            value = self._host_array(name, value, writable)
-        got_dtype, got_shape = value.dtype, value.shape
-        if dtype is not None and got_dtype != np.dtype(dtype):
-            raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
+        if value.__class__ is Tensor:
+            got_dtype, got_shape = value._dtype, value._shape
+        else:
+            if not isinstance(value, Tensor | np.ndarray):
+                value = self._host_array(name, value, writable)
+            got_dtype, got_shape = value.dtype, value.shape
+        if dtype is not None:
+            want = _NP_DTYPES.get(dtype)
+            if want is None:
+                want = _NP_DTYPES[dtype] = np.dtype(dtype)
+            if got_dtype is not want and got_dtype != want:
+                raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
         if got_dtype.byteorder == ">":
             raise TypeError(self._err(f"argument `{name}` is big-endian ({got_dtype.str}); use native order"))
+        values = self.values
         if checked and flat:
             # `flat[n]`: any shape; the one dim is the total number of elements.
             size = math.prod(got_shape)
-            self.values[f"{name}#0"] = (size, f"`{name}` (all elements)")
+            values[(name, 0)] = (size, None)
             dim = (shape or (None,))[0]
             if isinstance(dim, str):
                 self._bind(name, 0, dim, size, whole=True)
@@ -280,10 +345,17 @@ class Dims:
                         f"got {len(got_shape)} (shape {got_shape})"
                     )
                 )
-            for axis, (dim, size) in enumerate(zip(shape or (None,), got_shape)):
-                self.values[f"{name}#{axis}"] = (size, f"`{name}` axis {axis}")
-                if isinstance(dim, str):
-                    self._bind(name, axis, dim, size)
+            for axis, dim in enumerate(shape or (None,)):
+                size = got_shape[axis]
+                values[(name, axis)] = (size, None)
+                if dim is None:
+                    continue
+                if dim.__class__ is str:
+                    known = values.get(dim)
+                    if known is None:
+                        values[dim] = (size, (name, axis))
+                    elif known[0] != size:
+                        self._bind(name, axis, dim, size)  # raises, saying where `dim` came from
                 elif isinstance(dim, int) and dim != size:
                     raise ValueError(
                         self._err(f"argument `{name}` axis {axis} has size {size}, expected {dim}")

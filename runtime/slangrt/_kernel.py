@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import _batch
-from ._arguments import ArgumentChecks
+from ._arguments import ArgumentChecks, Packed
 from ._device import Device
 from ._device import device as default_device
 from ._errors import DispatchTimeoutError, SlangRTError
@@ -116,6 +116,10 @@ class Kernel(ArgumentChecks):
         self._last_grid: Any = None
         self._last_dims = (0, 0, 0)
         self._closed = False
+        # The last call's arguments and what they bind, when it may be repeated unchecked:
+        # (grid, (binding, packed params or None, allocation) per binding, allocations, dims,
+        # the batch's key for the dispatch, the key of its command buffer).
+        self._plan: Any = None
 
     # -- public ------------------------------------------------------------------------------
 
@@ -148,6 +152,55 @@ class Kernel(ArgumentChecks):
         written binding (later work that uses them waits for this kernel).
         Arguments are checked before anything is submitted.
         """
+        plan = self._plan
+        if plan is not None and push is None and not refs and grid == plan[0] and not self._closed:
+            # The arguments of the last call again (the same tensors, the same packed params):
+            # every check passed for them then, and nothing they depend on has changed.
+            try:
+                for key, held, alloc in plan[1]:
+                    arg = buffers[key]
+                    if held is None:
+                        if arg.__class__ is not Tensor or arg._alloc is not alloc:
+                            break
+                    elif arg is not held or alloc.released:
+                        break
+                else:
+                    if len(buffers) == len(plan[1]) and self._run_plan(plan):
+                        return
+            except (KeyError, TypeError):
+                pass
+        self._dispatch(buffers, grid, push, refs)
+
+    def _run_plan(self, plan: Any) -> bool:
+        """Submit (or keep, in a batch) the dispatch of ``plan``; False where it cannot be used
+        (a device gone bad, a recording of a step: the full path says why or records it)."""
+        parts = self._device.parts  # type: ignore[union-attr]  # set by the call that made the plan
+        core = parts.core
+        if core.closed or core.lost:
+            return False
+        state = self._state
+        assert state is not None
+        rec = _batch.recorder(parts.batches)
+        if rec is None:
+            with self._lock:
+                state.submit(plan[2], None, plan[3], None, None, plan[5])
+        elif rec.graph is not None:
+            return False
+        else:
+            rec.dispatch(state, plan[2], None, plan[3], None, None, key=plan[4])
+        if core.validation:
+            core.check_validation()
+        return True
+
+    def _dispatch(
+        self,
+        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor],
+        grid: tuple[int, int, int],
+        push: bytes | np.ndarray[Any, Any] | None,
+        refs: Sequence[Tensor],
+    ) -> None:
+        """:meth:`dispatch`, checking every argument (and making the plan that the next call
+        with the same arguments takes)."""
         if self._closed:
             raise SlangRTError(f"kernel {self.name!r} is closed")
         dev = self._device or self.device
@@ -167,11 +220,14 @@ class Kernel(ArgumentChecks):
         inputs: list[tuple[int, np.ndarray[Any, Any]]] | None = None
         misaligned: list[int] | None = None
         max_storage = core.max_storage_range
+        slots: list[tuple[Any, Any, Any]] | None = [] if push is None and not refs else None
+        tensors: list[Tensor] = []
         for i, binding in enumerate(self._keys):
             try:
                 arg = buffers[binding]
             except KeyError:
                 arg = self._lookup(buffers, i)
+                slots = None
             if type(arg) is Tensor:
                 alloc = arg._alloc
                 if alloc is None or arg._core is not core:
@@ -184,17 +240,29 @@ class Kernel(ArgumentChecks):
                     if misaligned is None:
                         misaligned = []
                     misaligned.append(i)  # read through an aligned copy
+                    slots = None
                 allocs.append(alloc)
+                tensors.append(arg)
+                if slots is not None:
+                    slots.append((binding, None, alloc))
             else:
                 arr = self._check_array(dev, i, arg)
                 if self._writable[i]:
                     if arrays is None:
                         arrays = []
                     arrays.append((i, arr))  # copied back: the call waits
+                    slots = None
                 else:
                     if inputs is None:
                         inputs = []
                     inputs.append((i, arr))  # copied at the call: nothing to wait for
+                    if slots is not None:
+                        # Params packed once for these values (read-only, shared) bind the same
+                        # memory of the params cache while it keeps them; other arrays change.
+                        if type(arr) is Packed and not arr.flags.writeable and arr.nbytes <= PARAMS_MAX:
+                            slots.append((binding, arr, i))
+                        else:
+                            slots = None
                 allocs.append(None)  # type: ignore[arg-type]  # filled below
         for i in self._uniforms:
             if allocs[i] is not None and allocs[i].nbytes > core.max_uniform_range:
@@ -204,9 +272,18 @@ class Kernel(ArgumentChecks):
         if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
             return
         state = self._state or self._ensure_state(dev)
-        owned = self._bind_inputs(parts, inputs, allocs) if inputs is not None else None
+        rec = _batch.recorder(parts.batches)
+        graph = rec.graph if rec is not None else None
+        if graph is not None:
+            graph.check(self, arrays, inputs, misaligned)  # raises what a replay could not redo
+            tensors.extend(refs)
+            slots = None
+        owned = self._bind_inputs(parts, inputs, allocs, graph is not None) if inputs is not None else None
         if misaligned is not None:
             owned = (owned or []) + self._realign(parts, misaligned, allocs)
+        if graph is not None:
+            graph.keep(tensors, owned)  # the recorded step binds them on every replay
+            owned = None
         try:
             if arrays is None:
                 self._run(parts, state, allocs, None, dims, pushed, ref_allocs)
@@ -216,6 +293,11 @@ class Kernel(ArgumentChecks):
             if owned:
                 for a in owned:
                     a.release()  # once the work that reads it is done
+        if slots is not None:  # the packed params' memory is known now
+            slots = [(b, held, a if held is None else allocs[a]) for b, held, a in slots]
+            op = _batch.op_key(state, allocs, dims)
+            variant = KernelState.variant_key(allocs, None, dims, None)
+            self._plan = (grid, tuple(slots), allocs, dims, op, variant)
 
     def _run(
         self,
@@ -300,20 +382,25 @@ class Kernel(ArgumentChecks):
             parts.core.check_validation()
 
     def _bind_inputs(
-        self, parts: Parts, inputs: list[tuple[int, np.ndarray[Any, Any]]], allocs: list[Allocation]
+        self,
+        parts: Parts,
+        inputs: list[tuple[int, np.ndarray[Any, Any]]],
+        allocs: list[Allocation],
+        own: bool = False,
     ) -> list[Allocation]:
         """Copy read-only NumPy arguments into memory of their own for this call.
 
         Small ones (kernel parameters, mostly) come from the device's params cache, so that
-        repeated calls bind the same memory and reuse their recorded command buffers. Returns
-        the per-call allocations, to be released once submitted.
+        repeated calls bind the same memory and reuse their recorded command buffers, unless
+        ``own`` (a recorded step keeps its own). Returns the per-call allocations, to be
+        released once submitted.
         """
         memory = parts.memory
         owned: list[Allocation] = []
         try:
             for i, arr in inputs:
                 n = arr.nbytes
-                if n <= PARAMS_MAX:
+                if n <= PARAMS_MAX and not own:
                     allocs[i] = memory.params.get(arr.tobytes())
                 elif not memory.direct and n > _HOST_ARG_MAX:
                     tmp = memory.device.allocate(

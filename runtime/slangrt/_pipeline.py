@@ -245,6 +245,17 @@ class KernelState:
             },
         )
 
+    @staticmethod
+    def variant_key(
+        allocs: list[Allocation], ranges: list[int] | None, dims: tuple[int, int, int], push: bytes | None
+    ) -> Any:
+        """What a command buffer recorded for a call depends on (see :meth:`submit`)."""
+        if ranges is None:
+            key: Any = (dims, *[a.key for a in allocs])
+        else:
+            key = (dims, *[(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
+        return key if push is None else (key, push)
+
     def submit(
         self,
         allocs: list[Allocation],
@@ -252,15 +263,13 @@ class KernelState:
         dims: tuple[int, int, int],
         push: bytes | None,
         refs: list[Allocation] | None,
+        key: Any = None,
     ) -> int:
         """Submit the command buffer recorded for this call (recording it the first time);
-        return the serial. ``ranges``: bytes bound per allocation (None: their sizes)."""
-        if ranges is None:
-            key: Any = (dims, *[a.key for a in allocs])
-        else:
-            key = (dims, *[(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
-        if push is not None:
-            key = (key, push)
+        return the serial. ``ranges``: bytes bound per allocation (None: their sizes); ``key``:
+        :meth:`variant_key` of the call, where the caller has it."""
+        if key is None:
+            key = self.variant_key(allocs, ranges, dims, push)
         variant = self.variants.get(key)
         if variant is None:
             variant = self._record(key, allocs, ranges, dims, push)
