@@ -171,7 +171,6 @@ def main(ctx: click.Context, color: bool | None) -> None:
     ctx.color = color
 
 
-
 def _select_device(device: str | None) -> None:
     """Make ``device`` slangrt's default (its settings are read once: read them again)."""
     if device is None:
@@ -179,6 +178,7 @@ def _select_device(device: str | None) -> None:
     os.environ["SLANGRT_DEVICE"] = device
     if "slangrt._settings" in sys.modules:
         sys.modules["slangrt._settings"].reload()
+
 
 @main.command(epilog=EXIT_CODES)
 @click.argument("shaders", nargs=-1)
