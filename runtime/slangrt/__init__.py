@@ -18,6 +18,7 @@ from ._errors import (
     VulkanError,
     VulkanUnavailableError,
 )
+from ._graph import Graph, Recorded, record, recorded
 from ._kernel import BindingSpec, Kernel
 from ._tensor import Tensor
 
@@ -29,9 +30,11 @@ __all__ = [
     "DeviceInfo",
     "DeviceLostError",
     "DispatchTimeoutError",
+    "Graph",
     "Kernel",
     "Profile",
     "ProfileRecord",
+    "Recorded",
     "SlangRTError",
     "Tensor",
     "UnsupportedFeatureError",
@@ -44,6 +47,8 @@ __all__ = [
     "device",
     "devices",
     "profile",
+    "record",
+    "recorded",
 ]
 
 # Generated wrappers import the public, versioned `slangrt.wrapper_api` (not re-exported here);

@@ -118,7 +118,7 @@ class Kernel(ArgumentChecks):
         self._closed = False
         # The last call's arguments and what they bind, when it may be repeated unchecked:
         # (grid, (binding, packed params or None, allocation) per binding, allocations, dims,
-        # the batch's key for the dispatch, the key of its command buffer).
+        # the batch's key for the dispatch, the key of its command buffer, [that buffer]).
         self._plan: Any = None
 
     # -- public ------------------------------------------------------------------------------
@@ -183,7 +183,7 @@ class Kernel(ArgumentChecks):
         rec = _batch.recorder(parts.batches)
         if rec is None:
             with self._lock:
-                state.submit(plan[2], None, plan[3], None, None, plan[5])
+                state.submit(plan[2], None, plan[3], None, None, plan[5], plan[6])
         elif rec.graph is not None:
             return False
         else:
@@ -297,7 +297,7 @@ class Kernel(ArgumentChecks):
             slots = [(b, held, a if held is None else allocs[a]) for b, held, a in slots]
             op = _batch.op_key(state, allocs, dims)
             variant = KernelState.variant_key(allocs, None, dims, None)
-            self._plan = (grid, tuple(slots), allocs, dims, op, variant)
+            self._plan = (grid, tuple(slots), allocs, dims, op, variant, [None])
 
     def _run(
         self,

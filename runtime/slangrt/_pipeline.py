@@ -162,11 +162,12 @@ def descriptor_type(b: BindingSpec) -> int:
 class Variant:
     """A command buffer recorded for one set of buffers and one grid (and push constants)."""
 
-    __slots__ = ("cb", "command_buffers", "serial", "sets")
+    __slots__ = ("cb", "command_buffers", "key", "serial", "sets")
 
     def __init__(self, command_buffers: Any) -> None:
         self.command_buffers = command_buffers
         self.cb = command_buffers[0]
+        self.key: Any = None  # what it was recorded for (the object of the last lookup)
         self.serial = 0
         self.sets: list[tuple[Any, Any]] = []  # descriptor sets it binds (sets other than the first)
 
@@ -264,15 +265,23 @@ class KernelState:
         push: bytes | None,
         refs: list[Allocation] | None,
         key: Any = None,
+        cached: list[Any] | None = None,
     ) -> int:
         """Submit the command buffer recorded for this call (recording it the first time);
         return the serial. ``ranges``: bytes bound per allocation (None: their sizes); ``key``:
-        :meth:`variant_key` of the call, where the caller has it."""
-        if key is None:
-            key = self.variant_key(allocs, ranges, dims, push)
-        variant = self.variants.get(key)
-        if variant is None:
-            variant = self._record(key, allocs, ranges, dims, push)
+        :meth:`variant_key` of the call, where the caller has it; ``cached``: a one-item list
+        where the caller keeps the command buffer found for ``key`` (valid while it is still
+        recorded for that very key object)."""
+        variant = cached[0] if cached is not None else None
+        if variant is None or variant.key is not key:
+            if key is None:
+                key = self.variant_key(allocs, ranges, dims, push)
+            variant = self.variants.get(key)
+            if variant is None:
+                variant = self._record(key, allocs, ranges, dims, push)
+            variant.key = key
+            if cached is not None:
+                cached[0] = variant
         serial = self.queue.submit(variant.command_buffers, self.what)
         variant.serial = serial
         for a in allocs:
@@ -298,6 +307,7 @@ class KernelState:
         if len(variants) >= MAX_VARIANTS:
             oldest_key = next(iter(variants))
             variant = variants.pop(oldest_key)
+            variant.key = None  # no caller's cache may take it for its old key any more
             # Its command buffer may still be pending: it must finish before re-recording.
             self.queue.wait(variant.serial, f"kernel {self.name!r}")
             _vk.check(lib.vkResetCommandBuffer(variant.cb, 0), "resetting a command buffer")
