@@ -21,6 +21,7 @@ from slangrt import manifest
 from slangrt.dtypes import DTYPES
 
 from hatch_slang import __version__
+from hatch_slang.errors import ShaderError
 from hatch_slang.settings import TEMPLATE_FILES
 from hatch_slang.spec import BufferSpec, EntrySpec, ParamSlot, ShaderSpec
 
@@ -75,7 +76,16 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
         all=names,
         functions=functions,
     )
-    return text.rstrip("\n") + "\n"
+    text = text.rstrip("\n") + "\n"
+    try:  # a last guard: a module that cannot be imported must never be written
+        compile(text, f"{spec.shader.module}.py", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        raise ShaderError(
+            spec.shader.rel,
+            None,
+            f"the generated wrapper module is not valid Python ({e.msg}, line {e.lineno})",
+        ) from None
+    return text
 
 
 def _annotation(b: BufferSpec) -> str:
@@ -160,8 +170,8 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
         body.append("_grid = _c.grid_arg(grid)")
     bound = [b for b in e.buffers if b.kind != "push"]
     push = next((b for b in e.buffers if b.kind == "push"), None)
-    keys = {b.name: str(b.index) if not b.set else f"({b.set}, {b.index})" for b in bound}
-    buffers = ["{", *[f"    {keys[b.name]}: _{b.name}," for b in bound], "}"] if bound else ["{}"]
+    keys = [str(b.index) if not b.set else f"({b.set}, {b.index})" for b in bound]
+    buffers = ["{", *[f"    {k}: _{b.name}," for k, b in zip(keys, bound)], "}"] if bound else ["{}"]
     body += ["_d.run(", f"    _LIB.kernel({_lit(spec.shader.module)}, {_lit(e.name)}),"]
     body += ["    " + line for line in buffers[:-1]] + ["    " + buffers[-1] + ","]
     body += ["    _grid,", *([f"    push=_{push.name},"] if push else []), ")"]

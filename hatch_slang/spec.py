@@ -206,7 +206,9 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
         push = _push_block(shader, info, pending, problem, hard)
         if push is not None:
             buffers.append(push)
+        buffers = _unique_names(buffers)
         _check_bound(shader, info, buffers, hard)
+        _check_blocks(shader, module, info, buffers, hard)
         entries.append(
             _entry(shader, refl, tuple(buffers), spirv, c.dispatch_for(refl.name), problem, warnings, module)
         )
@@ -399,7 +401,7 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
 
 
 def _from_reflection(r: ReflectedBinding) -> BufferSpec:
-    name = r.variable if check_identifier(r.variable) is None else f"binding{r.index}"
+    name = python_name(r.variable, f"binding{r.index}")
     dtype = r.scalar_type if r.scalar_type in DTYPES and r.kind == "storage" else None
     return BufferSpec(
         r.index,
@@ -599,8 +601,13 @@ def _slot_name(member: Member, variable: str) -> str | None:
     (`light.dir.x` -> `light_dir_x`); a name that is a Python keyword gets a trailing `_`; a name
     starting with `_` (`_pad0`) is padding: written as zero, no argument.
     """
-    parts = [p.replace("[]", "").strip("[]") for p in member.path] or [variable]
+    path = list(member.path)
+    while path and path[0].startswith("__"):  # Slang's wrapper of a non-struct element (`__member0`)
+        path.pop(0)
+    parts = [p.replace("[]", "").strip("[]") for p in path]
     name = "_".join(p for p in parts if p)
+    if not name or not (name[0].isalpha() or name.startswith("_")):
+        name = "_".join(p for p in (variable, name) if p)  # `ConstantBuffer<float4x4> m`: m_0_x ...
     if name.startswith("_"):
         return None
     if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in RESERVED_NAMES:
@@ -654,11 +661,24 @@ def _block(
     )
 
 
+def python_name(variable: str, fallback: str) -> str:
+    """An argument name for a Slang variable as the compiler spells it: `dst.buffer` -> `dst_buffer`,
+    an entry-point parameter `entryPointParams.result` -> `result`."""
+    parts = [
+        p
+        for p in re.split(r"[^A-Za-z0-9_]+", variable)
+        if p and p not in ("entryPointParams", "globalParams")
+    ]
+    name = "_".join(parts)
+    return name if name and check_identifier(name) is None else fallback
+
+
 def _from_spirv(res: Resource) -> BufferSpec:
-    """A storage buffer the SPIR-V uses that reflection did not list (GLSL-style blocks)."""
+    """A storage buffer the SPIR-V uses that reflection did not list (GLSL-style blocks, the
+    buffers of a ParameterBlock, entry-point `uniform` buffers)."""
     kinds = {m.scalar for m in res.members}
     scalar = kinds.pop() if len(kinds) == 1 else None
-    name = res.variable if check_identifier(res.variable) is None else f"binding{res.binding}"
+    name = python_name(res.variable, f"binding{res.binding}")
     return BufferSpec(
         res.binding or 0,
         name,
@@ -714,6 +734,52 @@ def _push_block(
     return _block(shader, merged, variable, "push", hard)
 
 
+def _unique_names(buffers: list[BufferSpec]) -> list[BufferSpec]:
+    """Arguments named from the code that would share a name get their set and binding added."""
+    counts: dict[str, int] = {}
+    for b in buffers:
+        counts[b.name] = counts.get(b.name, 0) + 1
+    return [
+        replace(b, name=f"{b.name}_set{b.set}_binding{b.index}")
+        if counts[b.name] > 1 and b.line is None
+        else b
+        for b in buffers
+    ]
+
+
+def _check_blocks(
+    shader: Shader, module: Module, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
+) -> None:
+    """Never zeros for a value the entry reads: every loaded byte of an uncommented uniform or
+    push-constant block belongs to an argument."""
+    for b in buffers:
+        if b.role != "params" or b.line is not None:
+            continue
+        if b.kind == "push":
+            res = next((r for r in info.resources if r.storage == "push_constant"), None)
+        else:
+            res = next((r for r in info.resources if (r.set or 0, r.binding or 0) == b.key), None)
+        if res is None:
+            continue
+        loaded = module.loaded_offsets(info.name, res)
+        spans = [(p.offset, p.offset + (8 if p.scalar == "ptr" else scalar_size(p.scalar))) for p in b.params]
+        if loaded is None:
+            missing = sorted({m.offset for m in res.members} - {lo for lo, _ in spans})
+        else:
+            missing = sorted(o for o in loaded if not any(lo <= o < hi for lo, hi in spans))
+        if missing:
+            names = [m.name for m in res.members if m.offset in missing] or [f"byte {missing[0]}"]
+            hard.append(
+                ShaderError(
+                    shader.rel,
+                    _declared_at(shader.source, res.variable),
+                    f"entry `{info.name}` reads `{names[0]}` of `{res.variable}` ({res.type_text}), which "
+                    "no argument of its wrapper fills; name it without a leading underscore or document "
+                    "the block's fields",
+                )
+            )
+
+
 def _check_bound(
     shader: Shader, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
 ) -> None:
@@ -721,6 +787,17 @@ def _check_bound(
     for r in info.resources:
         if r.storage == "other":
             continue  # images and samplers: reported where they are met
+        if r.array_size != 1:
+            hard.append(
+                ShaderError(
+                    shader.rel,
+                    _declared_at(shader.source, python_name(r.variable, r.variable).split("_")[0]),
+                    f"`{r.variable or '?'}` is an array of "
+                    f"{r.array_size or 'unsized'} {r.type_text.split('[')[0]}s; a wrapper binds one "
+                    "buffer per binding: declare separate buffers",
+                )
+            )
+            continue
         if r.storage == "push_constant":
             ok = any(b.kind == "push" for b in buffers)
         else:

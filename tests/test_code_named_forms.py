@@ -1,0 +1,145 @@
+"""Forms met in other people's uncommented Slang (found by a trial on the Slang compiler's own test
+shaders): ParameterBlock members, entry-point `uniform` buffers, a whole matrix in a ConstantBuffer
+and arrays of buffers. Each either gets arguments named after the code that fill every value the
+entry reads, or fails the build naming the file, line and variable."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from hatch_slang import pipeline
+from hatch_slang.config import load_project_config
+from hatch_slang.errors import HatchSlangError
+
+from .helpers import requires_device
+
+PYPROJECT = """\
+[project]
+name = "formspkg"
+version = "0.1.0"
+
+[tool.hatch.build.hooks.slang]
+shaders = ["shaders/*.slang"]
+package = "formspkg/kernels"
+"""
+
+PARAMETER_BLOCKS = """\
+struct P { RWStructuredBuffer<int> buffer; };
+ParameterBlock<P> dst;
+ParameterBlock<P> src;
+[shader("compute")] [numthreads(4, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID) { dst.buffer[t.x] = src.buffer[t.x] * 2; }
+"""
+
+ENTRY_POINT_BUFFER = """\
+[shader("compute")] [numthreads(4, 1, 1)]
+void computeMain(uniform RWStructuredBuffer<int> result, uniform int k, uint3 t : SV_DispatchThreadID)
+{
+    result[t.x] = k + int(t.x);
+}
+"""
+
+MATRIX = """\
+ConstantBuffer<float4x4> m;
+cbuffer Params { float2x2 r; float s; };
+RWStructuredBuffer<float> outp;
+[shader("compute")] [numthreads(1, 1, 1)]
+void computeMain() { outp[0] = m[3][0]; outp[1] = r[0][1] + s; }
+"""
+
+BUFFER_ARRAY = """\
+RWStructuredBuffer<int> bufs[3];
+[shader("compute")] [numthreads(4, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID) { bufs[0][t.x] = bufs[1][t.x] + bufs[2][t.x]; }
+"""
+
+
+def _project(root: Path, shaders: dict[str, str]) -> Path:
+    (root / "shaders").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "formspkg").mkdir()
+    (root / "formspkg" / "__init__.py").write_text("")
+    for name, text in shaders.items():
+        (root / "shaders" / name).write_text(text)
+    return root
+
+
+@pytest.fixture
+def built(
+    tmp_path: Path, build_project: Callable[[Path], Callable[[str], ModuleType]]
+) -> Callable[[str], ModuleType]:
+    root = _project(
+        tmp_path / "forms",
+        {"pblock.slang": PARAMETER_BLOCKS, "epbuf.slang": ENTRY_POINT_BUFFER, "matrix.slang": MATRIX},
+    )
+    return build_project(root)
+
+
+@pytest.mark.compile
+def test_arguments_are_named_after_the_code(built: Callable[[str], ModuleType]) -> None:
+    assert list(inspect.signature(built("pblock").computeMain).parameters) == [
+        "dst_buffer",
+        "src_buffer",
+        "grid",
+    ]
+    assert list(inspect.signature(built("epbuf").computeMain).parameters) == ["result", "k", "grid"]
+    params = inspect.signature(built("matrix").computeMain).parameters
+    # The values the entry reads are required; the rest of the matrix defaults to 0.
+    assert [n for n, p in params.items() if p.default is inspect.Parameter.empty] == [
+        "outp",
+        "m_3_x",
+        "r_0_y",
+        "s",
+        "grid",
+    ]
+
+
+@pytest.mark.compile
+@pytest.mark.gpu
+@requires_device
+def test_each_form_computes_what_numpy_says(built: Callable[[str], ModuleType]) -> None:
+    src = np.arange(4, dtype=np.int32) + 10
+    dst = np.zeros(4, np.int32)
+    built("pblock").computeMain(dst, src, grid=(1, 1, 1))
+    np.testing.assert_array_equal(dst, src * 2)
+
+    result = np.zeros(4, np.int32)
+    built("epbuf").computeMain(result, k=7, grid=(1, 1, 1))
+    np.testing.assert_array_equal(result, 7 + np.arange(4))
+
+    out = np.zeros(2, np.float32)
+    built("matrix").computeMain(out, m_3_x=5.0, r_0_y=1.0, s=2.0, grid=(1, 1, 1))
+    np.testing.assert_array_equal(out, [5.0, 3.0])
+
+
+@pytest.mark.compile
+def test_an_array_of_buffers_fails_naming_file_line_and_variable(tmp_path: Path) -> None:
+    root = _project(tmp_path / "arr", {"bufarray.slang": BUFFER_ARRAY})
+    with pytest.raises(
+        HatchSlangError, match=r"shaders/bufarray.slang:1: `bufs` is an array of 3 storage buffers"
+    ):
+        pipeline.build(load_project_config(root))
+
+
+HIDDEN_FIELD = """\
+cbuffer Params { float _scale; uint n; };
+RWStructuredBuffer<float> x;
+[shader("compute")] [numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID) { if (t.x < n) x[t.x] *= _scale; }
+"""
+
+
+@pytest.mark.compile
+def test_a_value_the_entry_reads_is_never_left_as_padding(tmp_path: Path) -> None:
+    """`_scale` reads as padding by its name, but the entry reads it: the build says so."""
+    root = _project(tmp_path / "hidden", {"hidden.slang": HIDDEN_FIELD})
+    with pytest.raises(
+        HatchSlangError, match=r"hidden.slang:1: entry `computeMain` reads `_scale` of `Params`"
+    ):
+        pipeline.build(load_project_config(root))
