@@ -103,6 +103,7 @@ class _Function:
     name: str
     compute: bool  # marked [shader("compute")]
     numthreads: bool  # has a [numthreads(...)] attribute
+    stage: str = ""  # another stage it is marked for ([shader("vertex")])
 
 
 def _functions(source: str) -> list[_Function]:
@@ -110,6 +111,7 @@ def _functions(source: str) -> list[_Function]:
     tokens = _tokens(source)
     found: list[_Function] = []
     compute = numthreads = False  # attributes seen since the last declaration ended
+    other = ""
     i = 0
     while i < len(tokens):
         kind, text = tokens[i]
@@ -122,12 +124,14 @@ def _functions(source: str) -> list[_Function]:
             if not indexing and inner and inner[0][1] == "shader":
                 stage = next((t for k, t in inner if k == "string"), "")
                 compute = compute or stage.strip("\"'").strip() == "compute"
+                other = other or ("" if compute else stage.strip("\"'").strip())
             elif not indexing and inner and inner[0][1] == "numthreads":
                 numthreads = True
             i = end  # other attributes (`[[vk::binding(0)]]`...) say nothing about entry points
             continue
         if kind == "punct" and text in ";{}=":  # a declaration ended, or a body starts
             compute = numthreads = False
+            other = ""
             i += 1
             continue
         if kind == "ident" and i + 1 < len(tokens) and tokens[i + 1][1] == "(" and i > 0:
@@ -136,9 +140,10 @@ def _functions(source: str) -> list[_Function]:
             if is_definition and text not in _NOT_A_NAME:
                 end = _close(tokens, i + 1)
                 after = tokens[end][1] if end < len(tokens) else ""
-                if after in ("{", ":", "throws", "->") or compute or numthreads:
-                    found.append(_Function(text, compute, numthreads))
+                if after in ("{", ":", "throws", "->") or compute or numthreads or other:
+                    found.append(_Function(text, compute, numthreads, other))
                     compute = numthreads = False
+                    other = ""
                 i = end
                 continue
         i += 1
@@ -165,6 +170,15 @@ def default_entries(rel: str, stem: str, source: str) -> tuple[str, ...]:
         for name in (stem, "main", "computeMain"):
             if name in defined:
                 return (name,)
+    staged = [f for f in functions if f.stage]
+    if not threads and staged:
+        listed = ", ".join(f"`{f.name}` ({f.stage})" for f in staged)
+        raise ShaderError(
+            rel,
+            None,
+            f"has no compute entry point, only entries for other stages: {listed}; hatch-slang builds "
+            "compute kernels: leave this file out of `shaders`",
+        )
     found = (
         f"functions with [numthreads]: {', '.join(f'`{n}`' for n in threads)}"
         if threads

@@ -112,7 +112,9 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
 
     warnings: list[str] = []
     if result.warnings.strip():
-        warnings.append(result.warnings.strip())
+        # Slang's diagnostics name a location only sometimes: say which file they are about.
+        said = result.warnings.strip()
+        warnings.append(said if said.startswith(shader.rel) else f"{shader.rel}: Slang says:\n{said}")
     warnings += [f"{shader.rel}:{n.line}: warning: {n.message}" for n in c.notes]
     reflected_all = {b.key: b for b in read_all_bindings(result.entries[0].reflection)}
 

@@ -143,3 +143,18 @@ def test_a_value_the_entry_reads_is_never_left_as_padding(tmp_path: Path) -> Non
         HatchSlangError, match=r"hidden.slang:1: entry `computeMain` reads `_scale` of `Params`"
     ):
         pipeline.build(load_project_config(root))
+
+
+WARNS = """\
+RWStructuredBuffer<int> x;
+[shader("compute")] [numthreads(1, 1, 1)]
+void computeMain() { float f = 2.5; int i = f; x[0] = i; }
+"""
+
+
+@pytest.mark.compile
+def test_the_compilers_warnings_name_the_file(tmp_path: Path) -> None:
+    root = _project(tmp_path / "warns", {"warns.slang": WARNS})
+    out = pipeline.build(load_project_config(root))
+    said = [w for w in out.warnings if "Slang says" in w or "warning[" in w]
+    assert said and all(w.startswith("shaders/warns.slang") for w in said), out.warnings

@@ -208,3 +208,12 @@ def test_a_glsl_compute_shader_compiles_with_entry_main(tmp_path: Path) -> None:
     [entry] = result.entries
     assert entry.name == "main" and entry.spirv[:4] == b"\x03\x02\x23\x07"  # the SPIR-V magic
     assert '"threadGroupSize": [64, 1, 1]' in entry.reflection
+
+
+def test_a_file_with_only_render_entries_says_it_has_no_compute_entry() -> None:
+    source = (
+        '[shader("vertex")] float4 vertexMain(float3 p : POSITION) : SV_Position { return float4(p, 1); }\n'
+        '[shader("fragment")]\nfloat4 fragmentMain() : SV_Target { return 1; }\n'
+    )
+    with pytest.raises(ShaderError, match=r"has no compute entry point, only entries for other stages: "):
+        default_entries("k.slang", "k", source)
