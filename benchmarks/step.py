@@ -168,6 +168,30 @@ def tiny(rounds: int, inner: int, results: dict[str, float]) -> None:
 
         r.add("CuPy: 100 launches + sync", cu_batch, inner_b)
     results.update({f"batch|{name}": t / N_BATCH * 1e6 for name, t in r.run().items()})
+
+    # The Python alone: calls recorded into a batch, timed before the block submits them.
+    def python_only(fn: Callable[[], None]) -> Callable[[], float]:
+        def run() -> float:
+            with slangrt.batch():
+                t0 = time.perf_counter()
+                for _ in range(N_BATCH):
+                    fn()
+                t = time.perf_counter() - t0
+            dev.synchronize()
+            return t / N_BATCH * 1e6
+
+        return run
+
+    py = {
+        "Kernel.dispatch, 3 tensors": python_only(lambda: k.dispatch(buf, grid)),
+        "generated wrapper add_inplace(a, b)": python_only(lambda: ew.add_inplace(ta, tb)),
+        "generated wrapper scaled_add_inplace(a, b, alpha=0.5)": python_only(
+            lambda: ew.scaled_add_inplace(ta, tb, alpha=0.5)
+        ),
+    }
+    for name, fn in py.items():
+        fn()
+        results[f"python|{name}"] = statistics.median(fn() for _ in range(rounds))
     got = ta.numpy()
     assert np.all(got == got[0]) and got[0] > 0, "a += b went wrong"
     raw.close()
@@ -239,6 +263,19 @@ def moe_step(size: str, rounds: int, results: dict[str, float]) -> None:
         with slangrt.batch():
             step()
 
+    def python_step() -> float:  # 10 steps into one batch (right after a wait, lavapipe's
+        with slangrt.batch():  # threads still take the CPU for a while)
+            t0 = time.perf_counter()
+            for _ in range(10):
+                step()
+            t = time.perf_counter() - t0
+        dev.synchronize()
+        return t * 1e6 / 10
+
+    results["python|the MoE FFN step's 8 wrapper calls"] = statistics.median(
+        python_step() for _ in range(max(5, rounds))
+    )
+
     r = rt.Rounds(rounds)
     inner = 3 if size == "small" else 20
     r.add("batch(): one step + synchronize()", batched, inner)
@@ -303,6 +340,7 @@ def report(new: dict[str, Any], old: dict[str, Any] | None, command: str) -> str
     titles = {
         "tiny": "Tiny `a += b` (256 floats), µs per call",
         "batch": "100 dependent dispatches, µs per dispatch (including the final wait)",
+        "python": "The Python alone: µs per call recorded into a batch (timed before it is submitted)",
         "moe": f"MoE FFN decode step ({new.get('moe|shape')}), µs per step",
     }
     for section, title in titles.items():

@@ -198,13 +198,14 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
 class Dims:
     """Dimension names bound while checking one call's arguments."""
 
-    __slots__ = ("kernel", "pointers", "values", "writebacks", "written")
+    __slots__ = ("kernel", "pointers", "shapes", "values", "writebacks", "written")
 
     def __init__(self, kernel: str) -> None:
         self.kernel = kernel
         # name -> (value, where it came from: `(arg, axis)`, axis None for all of `arg`'s elements,
-        # -1 for the argument `arg` itself); (arg, axis) -> (size of that axis, None).
-        self.values: dict[Any, tuple[int, Any]] = {}
+        # -1 for the argument `arg` itself).
+        self.values: dict[str, tuple[int, tuple[str, int | None]]] = {}
+        self.shapes: dict[str, tuple[int, ...]] = {}  # checked arrays' shapes (flat: (size,))
         self.writebacks: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]] = []
         self.written: list[tuple[str, Bound]] = []  # the arguments for written bindings
         self.pointers: list[tuple[str, Tensor]] = []  # tensors passed to pointer parameters
@@ -285,7 +286,7 @@ class Dims:
             raise ValueError(self._err(f"{what}, expected {known[0]} (from {self._where(known[1])})"))
 
     def expect(self, arg: str, axis: int, text: str, value: Number) -> None:
-        actual = self.values[(arg, axis)][0]
+        actual = self.shapes[arg][axis]
         if value != actual:
             raise ValueError(
                 self._err(f"argument `{arg}` axis {axis} has size {actual}, expected `{text}` = {value}")
@@ -312,8 +313,10 @@ class Dims:
         quantised blocks): a read-only argument whose size is not a multiple of 4 is bound from a
         zero-padded copy, a written one is refused.
         """
-        if value.__class__ is Tensor:
-            got_dtype, got_shape = value._dtype, value._shape
+        tensor = value.__class__ is Tensor
+        if tensor:
+            assert isinstance(value, Tensor)  # for the type checker (python -O skips it)
+            got_dtype, got_shape = value._dtype, value._shape  # native byte order, always
         else:
             if not isinstance(value, Tensor | np.ndarray):
                 value = self._host_array(name, value, writable)
@@ -324,13 +327,13 @@ class Dims:
                 want = _NP_DTYPES[dtype] = np.dtype(dtype)
             if got_dtype is not want and got_dtype != want:
                 raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
-        if got_dtype.byteorder == ">":
+        if not tensor and got_dtype.byteorder == ">":
             raise TypeError(self._err(f"argument `{name}` is big-endian ({got_dtype.str}); use native order"))
         values = self.values
         if checked and flat:
             # `flat[n]`: any shape; the one dim is the total number of elements.
             size = math.prod(got_shape)
-            values[(name, 0)] = (size, None)
+            self.shapes[name] = (size,)
             dim = (shape or (None,))[0]
             if isinstance(dim, str):
                 self._bind(name, 0, dim, size, whole=True)
@@ -345,11 +348,11 @@ class Dims:
                         f"got {len(got_shape)} (shape {got_shape})"
                     )
                 )
+            self.shapes[name] = got_shape
             for axis, dim in enumerate(shape or (None,)):
-                size = got_shape[axis]
-                values[(name, axis)] = (size, None)
                 if dim is None:
                     continue
+                size = got_shape[axis]
                 if dim.__class__ is str:
                     known = values.get(dim)
                     if known is None:

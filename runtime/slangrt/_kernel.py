@@ -37,6 +37,8 @@ _SPIRV_MAGIC = 0x07230203
 # NumPy arguments up to this size live in host-visible scratch memory that the kernel reads
 # directly; larger ones are copied into device memory for the call where that is separate.
 _HOST_ARG_MAX = 256 << 10
+# Plans kept per kernel (see Kernel._find_plan): a step may call one kernel on a few argument sets.
+_PLANS = 4
 
 
 class Kernel(ArgumentChecks):
@@ -116,10 +118,11 @@ class Kernel(ArgumentChecks):
         self._last_grid: Any = None
         self._last_dims = (0, 0, 0)
         self._closed = False
-        # The last call's arguments and what they bind, when it may be repeated unchecked:
-        # (grid, (binding, packed params or None, allocation) per binding, allocations, dims,
-        # the batch's key for the dispatch, the key of its command buffer, [that buffer]).
-        self._plan: Any = None
+        # Recent calls' arguments and what they bind, newest first, for calls that repeat them
+        # unchecked: (grid, (binding, packed params or None, allocation) per binding,
+        # allocations, dims, the batch's key for the dispatch, the key of its command buffer,
+        # [that buffer]).
+        self._plans: list[Any] = []
 
     # -- public ------------------------------------------------------------------------------
 
@@ -152,10 +155,19 @@ class Kernel(ArgumentChecks):
         written binding (later work that uses them waits for this kernel).
         Arguments are checked before anything is submitted.
         """
-        plan = self._plan
-        if plan is not None and push is None and not refs and grid == plan[0] and not self._closed:
-            # The arguments of the last call again (the same tensors, the same packed params):
-            # every check passed for them then, and nothing they depend on has changed.
+        if self._plans and push is None and not refs and not self._closed:
+            plan = self._find_plan(buffers, grid)
+            if plan is not None and self._run_plan(plan):
+                return
+        self._dispatch(buffers, grid, push, refs)
+
+    def _find_plan(self, buffers: Mapping[Any, Any], grid: Any) -> Any:
+        """The plan of a recent call with these very arguments (the same tensors, the same
+        packed params, the same grid): every check passed for them then, and nothing they
+        depend on has changed. None if there is none."""
+        for plan in self._plans:
+            if grid != plan[0] or len(buffers) != len(plan[1]):
+                continue
             try:
                 for key, held, alloc in plan[1]:
                     arg = buffers[key]
@@ -165,11 +177,10 @@ class Kernel(ArgumentChecks):
                     elif arg is not held or alloc.released:
                         break
                 else:
-                    if len(buffers) == len(plan[1]) and self._run_plan(plan):
-                        return
+                    return plan
             except (KeyError, TypeError):
-                pass
-        self._dispatch(buffers, grid, push, refs)
+                return None
+        return None
 
     def _run_plan(self, plan: Any) -> bool:
         """Submit (or keep, in a batch) the dispatch of ``plan``; False where it cannot be used
@@ -297,7 +308,8 @@ class Kernel(ArgumentChecks):
             slots = [(b, held, a if held is None else allocs[a]) for b, held, a in slots]
             op = _batch.op_key(state, allocs, dims)
             variant = KernelState.variant_key(allocs, None, dims, None)
-            self._plan = (grid, tuple(slots), allocs, dims, op, variant, [None])
+            plan = (grid, tuple(slots), allocs, dims, op, variant, [None])
+            self._plans = [plan, *self._plans[: _PLANS - 1]]
 
     def _run(
         self,
