@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+# hatch_slang imports slangrt (the dtype table, the manifest model): the in-tree runtime, so that
+# building this repository needs no hatch-slang-runtime from an index.
+sys.path.insert(1, str(Path(__file__).parent / "runtime"))
 
 from hatch_slang.config import without_custom_options
 from hatch_slang.plugin import SlangBuildHook
