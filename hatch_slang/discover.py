@@ -177,7 +177,7 @@ def default_entries(rel: str, stem: str, source: str) -> tuple[str, ...]:
             rel,
             None,
             f"has no compute entry point, only entries for other stages: {listed}; hatch-slang builds "
-            "compute kernels: leave this file out of `shaders`",
+            f"compute kernels: leave this file out of `{option_name(HookSettings, 'shaders')}`",
         )
     found = (
         f"functions with [numthreads]: {', '.join(f'`{n}`' for n in threads)}"
