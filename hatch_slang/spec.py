@@ -549,6 +549,17 @@ def _unclash(buffers: tuple[BufferSpec, ...], data_names: set[str]) -> tuple[Buf
     return tuple(out)
 
 
+def _resource_of(info: EntryInfo, b: BufferSpec) -> Resource | None:
+    """The SPIR-V resource a params buffer fills: its descriptor, or the push-constant range."""
+    if b.kind == "push":
+        return next((r for r in info.resources if r.storage == "push_constant"), None)
+    return next((r for r in info.resources if (r.set or 0, r.binding or 0) == b.key), None)
+
+
+def _span(p: ParamSlot) -> tuple[int, int]:
+    return (p.offset, p.offset + (8 if p.scalar == "ptr" else scalar_size(p.scalar)))
+
+
 def _unread_fields(module: Module, entry: str, buffers: list[BufferSpec]) -> set[str]:
     """Params fields whose bytes the entry's SPIR-V never loads (read off the SPIR-V itself)."""
     info = module.entry(entry)
@@ -556,10 +567,7 @@ def _unread_fields(module: Module, entry: str, buffers: list[BufferSpec]) -> set
     for b in buffers:
         if b.role != "params":
             continue
-        if b.kind == "push":
-            res = next((r for r in info.resources if r.storage == "push_constant"), None)
-        else:
-            res = next((r for r in info.resources if (r.set or 0, r.binding or 0) == b.key), None)
+        res = _resource_of(info, b)
         if res is None:
             continue
         loaded = module.loaded_offsets(entry, res)
@@ -567,8 +575,8 @@ def _unread_fields(module: Module, entry: str, buffers: list[BufferSpec]) -> set
             continue
         for p in b.params:
             if p.name and p.literal is None and p.scalar != "ptr":
-                size = 8 if p.scalar == "ptr" else scalar_size(p.scalar)
-                if not any(p.offset <= o < p.offset + size for o in loaded):
+                lo, hi = _span(p)
+                if not any(lo <= o < hi for o in loaded):
                     unread.add(p.name)
     return unread
 
@@ -757,14 +765,11 @@ def _check_blocks(
     for b in buffers:
         if b.role != "params" or b.line is not None:
             continue
-        if b.kind == "push":
-            res = next((r for r in info.resources if r.storage == "push_constant"), None)
-        else:
-            res = next((r for r in info.resources if (r.set or 0, r.binding or 0) == b.key), None)
+        res = _resource_of(info, b)
         if res is None:
             continue
         loaded = module.loaded_offsets(info.name, res)
-        spans = [(p.offset, p.offset + (8 if p.scalar == "ptr" else scalar_size(p.scalar))) for p in b.params]
+        spans = [_span(p) for p in b.params]
         if loaded is None:
             missing = sorted({m.offset for m in res.members} - {lo for lo, _ in spans})
         else:
