@@ -21,7 +21,7 @@ from hatch_slang import __version__, pipeline
 from hatch_slang.config import BuildConfig, load_project_config
 from hatch_slang.discover import Shader
 from hatch_slang.errors import BuildErrors, HatchSlangError
-from hatch_slang.spec import BufferSpec, EntrySpec, ShaderSpec
+from hatch_slang.model import BufferSpec, EntrySpec, ShaderSpec
 
 EXIT_CODES = """\b
 Exit codes:

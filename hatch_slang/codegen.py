@@ -22,8 +22,8 @@ from slangrt.dtypes import DTYPES
 
 from hatch_slang import __version__
 from hatch_slang.errors import ShaderError
+from hatch_slang.model import BufferSpec, EntrySpec, ParamSlot, ShaderSpec
 from hatch_slang.settings import TEMPLATE_FILES
-from hatch_slang.spec import BufferSpec, EntrySpec, ParamSlot, ShaderSpec
 
 LINE = 88
 MANIFEST = manifest.FILENAME

@@ -22,11 +22,12 @@ from hatch_slang.compiler import CompileJob, CompileResult, CompilerPool, compil
 from hatch_slang.config import BuildConfig
 from hatch_slang.discover import Shader, Source, parse, read_sources, select, sources
 from hatch_slang.errors import BuildErrors, CompileError, HatchSlangError, ShaderError
+from hatch_slang.model import ShaderSpec
 from hatch_slang.output import Drift as Drift
 from hatch_slang.output import drift as drift
 from hatch_slang.output import generated_files as generated_files
 from hatch_slang.output import write_output as write_output
-from hatch_slang.spec import ShaderSpec, build_spec
+from hatch_slang.spec import build_spec
 
 
 class Progress(Protocol):

@@ -15,13 +15,22 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from slangrt.dtypes import DTYPES
 
 from hatch_slang.errors import HatchSlangError
+from hatch_slang.spirv_format import (
+    DEC_BINDING,
+    DEC_DESCRIPTOR_SET,
+    OP_DECORATE,
+    OP_ENTRY_POINT,
+    OP_SOURCE,
+    instructions,
+    literal_string,
+    words,
+)
 
 # Slang's reflection names scalar types as NumPy does (`float32`, `uint8`); a bool is a 32-bit word.
 SCALARS: dict[str, str] = {**{t.numpy: code for code, t in DTYPES.items()}, "bool": "u32"}
@@ -183,47 +192,23 @@ def read_all_bindings(reflection_json: str) -> tuple[ReflectedBinding, ...]:
 
 # --- SPIR-V ---------------------------------------------------------------------------------
 
-_OP_SOURCE, _OP_ENTRY_POINT, _OP_DECORATE = 3, 15, 71
-_DECORATION_BINDING, _DECORATION_SET = 33, 34
-
-
-def _words(spirv: bytes) -> tuple[int, ...]:
-    if len(spirv) < 20 or len(spirv) % 4:
-        raise HatchSlangError("SPIR-V module is truncated")
-    words = struct.unpack(f"<{len(spirv) // 4}I", spirv)
-    if words[0] != 0x07230203:
-        raise HatchSlangError("not a SPIR-V module (bad magic number)")
-    return words
-
-
-def _instructions(words: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
-    """(index of the first word, opcode, word count) per instruction."""
-    i = 5
-    while i < len(words):
-        count, opcode = words[i] >> 16, words[i] & 0xFFFF
-        if count == 0 or i + count > len(words):
-            raise HatchSlangError("SPIR-V module is malformed")
-        yield i, opcode, count
-        i += count
-
 
 def used_bindings(spirv: bytes) -> set[tuple[int, int]]:
     """(set, binding) of the variables in the (single) entry point's interface."""
-    words = _words(spirv)
+    module = words(spirv)
     interface: set[int] = set()
     binding_of: dict[int, int] = {}
     set_of: dict[int, int] = {}
-    for i, opcode, count in _instructions(words):
-        if opcode == _OP_ENTRY_POINT:
+    for i, opcode, count in instructions(module):
+        w = module[i : i + count]
+        if opcode == OP_ENTRY_POINT:
             # operands: model, function id, name (nul-terminated, word padded), interface ids
-            j = i + 3
-            while j < i + count and all((words[j] >> s) & 0xFF for s in (0, 8, 16, 24)):
-                j += 1  # the name ends in the first word holding a zero byte
-            interface.update(words[j + 1 : i + count])
-        elif opcode == _OP_DECORATE and count >= 4 and words[i + 2] == _DECORATION_BINDING:
-            binding_of[words[i + 1]] = words[i + 3]
-        elif opcode == _OP_DECORATE and count >= 4 and words[i + 2] == _DECORATION_SET:
-            set_of[words[i + 1]] = words[i + 3]
+            _, end = literal_string(w, 3)
+            interface.update(w[end:])
+        elif opcode == OP_DECORATE and count >= 4 and w[2] == DEC_BINDING:
+            binding_of[w[1]] = w[3]
+        elif opcode == OP_DECORATE and count >= 4 and w[2] == DEC_DESCRIPTOR_SET:
+            set_of[w[1]] = w[3]
     return {(set_of.get(v, 0), binding_of[v]) for v in interface if v in binding_of}
 
 
@@ -233,8 +218,8 @@ def normalize_spirv(spirv: bytes) -> bytes:
     Slang declares language 11 (Slang), which older spirv-val and validation layers (1.3.239, as
     in Debian 12) reject as an invalid operand although drivers run the module.
     """
-    words = list(_words(spirv))
-    for i, opcode, count in _instructions(tuple(words)):
-        if opcode == _OP_SOURCE and count >= 3:
-            words[i + 1] = 0
-    return struct.pack(f"<{len(words)}I", *words)
+    module = list(words(spirv))
+    for i, opcode, count in instructions(tuple(module)):
+        if opcode == OP_SOURCE and count >= 3:
+            module[i + 1] = 0
+    return struct.pack(f"<{len(module)}I", *module)

@@ -4,15 +4,16 @@ The result, one :class:`EntrySpec` per entry point, is everything code generatio
 disagreement between comment and code (a ``t`` register on a read-write buffer, a dtype that is
 not the element type, a group size that is not the entry's ``[numthreads]``) names the comment's
 line; with ``strict = false`` it becomes a warning and reflection wins where it can.
+
+The spec's dataclasses are :mod:`hatch_slang.model`'s; what the SPIR-V needs bound beyond the
+documented bindings (uncommented uniform and push-constant blocks, buffers reflection missed) and
+the check that everything is bound are :mod:`hatch_slang.resources`'.
 """
 
 from __future__ import annotations
 
-import keyword
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
 
 from slangrt.dtypes import DTYPES
 
@@ -20,85 +21,39 @@ from hatch_slang.compiler import CompileResult
 from hatch_slang.contract import BindingDoc, BindingSet, DispatchDoc
 from hatch_slang.discover import Shader
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
-from hatch_slang.expr import RESERVED_NAMES, Expr, check_identifier
+from hatch_slang.model import BufferSpec, EntrySpec, ParamSlot, ShaderSpec, is_float
 from hatch_slang.reflection import (
     ReflectedBinding,
     ReflectedEntry,
-    Scalar,
     normalize_spirv,
     read_all_bindings,
     read_entry,
     scalar_size,
 )
-from hatch_slang.spirv import EntryInfo, Member, Module, Resource, read_module
+from hatch_slang.resources import (
+    block,
+    check_blocks,
+    check_bound,
+    declared_at,
+    from_spirv,
+    has_push,
+    push_block,
+    push_range,
+    push_view,
+    python_name,
+    unclash,
+    unique_names,
+    unread_fields,
+)
+from hatch_slang.spirv import EntryInfo, Module, read_module
+
+# The spec's dataclasses live in hatch_slang.model; importing them from here keeps working.
+__all__ = ["BufferSpec", "EntrySpec", "ParamSlot", "ShaderSpec", "build_spec"]
 
 _Problem = Callable[[int | None, str], None]
 
 
-def _is_float(scalar: str) -> bool:
-    return scalar in DTYPES and DTYPES[scalar].is_float
-
-
 _KIND_WORDS = {"t": "read-only storage buffer", "u": "read-write storage buffer", "b": "uniform buffer"}
-
-
-@dataclass(frozen=True)
-class ParamSlot:
-    name: str  # "" for a literal slot
-    scalar: str  # the packed type: u32, i32, f32, ...
-    offset: int  # bytes into the params buffer
-    as_float: bool  # Python sees a float (f32 fields and `x_bits` fields)
-    literal: int | None = None  # a constant the wrapper writes
-    derived: Expr | None = None  # computed by the wrapper from other sizes
-
-
-@dataclass(frozen=True)
-class BufferSpec:
-    index: int
-    name: str
-    role: Literal["data", "params"]
-    kind: Literal["storage", "uniform", "push"]  # push: the push-constant block (no descriptor)
-    writable: bool
-    dtype: str | None  # contract dtype code (f32, ...) for data; None: any dtype
-    shape: tuple[Expr, ...] | None  # None: 1-D any length (or anything, when `shape_checked` is False)
-    shape_checked: bool
-    doc: str
-    line: int | None
-    params: tuple[ParamSlot, ...] = ()
-    params_size: int = 0
-    flat: bool = False  # `flat[n]`: any shape, n elements in all
-    set: int = 0  # descriptor set
-    # The kernel reads it as bytes in 4-byte words (a byte-address buffer, or 32-bit words the
-    # comment calls bytes or quantised blocks): the wrapper passes `raw=True` to `Dims.array`.
-    raw: bool = False
-
-    @property
-    def key(self) -> tuple[int, int]:
-        return (self.set, self.index)
-
-
-@dataclass(frozen=True)
-class EntrySpec:
-    name: str
-    threads: tuple[int, int, int]
-    buffers: tuple[BufferSpec, ...]  # the bindings this entry uses, by index
-    spirv: bytes
-    grid: tuple[Expr, ...] | None  # None: the caller passes grid=
-    grid_text: str | None
-    inferable: tuple[str, ...]  # dims read off array shapes
-    params_required: tuple[str, ...]
-    params_optional: tuple[str, ...]  # params that are dims: inferred when omitted
-    grid_only: tuple[str, ...] = ()  # names only the Dispatch line uses: required int arguments
-    params_unread: tuple[str, ...] = ()  # fields this entry's SPIR-V never reads: optional, 0
-    grid_line: int | None = None  # the Dispatch line the grid comes from
-
-
-@dataclass(frozen=True)
-class ShaderSpec:
-    shader: Shader
-    entries: tuple[EntrySpec, ...]
-    dependencies: tuple[str, ...]
-    warnings: tuple[str, ...]
 
 
 def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) -> ShaderSpec:
@@ -138,7 +93,7 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     else:
         for doc in chosen.bindings:
             r = _lookup(doc, reflected_all)
-            if r is None and doc.role == "params" and _has_push(result):
+            if r is None and doc.role == "params" and has_push(result):
                 push_docs.append(doc)  # a documented push-constant block (no descriptor binding)
                 continue
             if r is None:
@@ -185,7 +140,7 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
             if res is not None and res.storage not in ("storage", "uniform"):
                 continue  # an image or sampler: reported below as what cannot be bound
             if r.kind == "uniform" and res is not None and res.storage == "uniform":
-                buffers.append(_block(shader, res, r.variable, "uniform", hard))
+                buffers.append(block(shader, res, r.variable, "uniform", hard))
             else:
                 buffers.append(_from_reflection(r))
         covered = {b.key for b in buffers if b.kind != "push"}
@@ -193,14 +148,14 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
             if key in covered:
                 continue
             if res.storage == "uniform":  # the default uniform buffer of global `uniform` values
-                buffers.append(_block(shader, res, res.variable, "uniform", hard))
+                buffers.append(block(shader, res, res.variable, "uniform", hard))
             elif res.storage == "storage":
-                buffers.append(_from_spirv(res))
+                buffers.append(from_spirv(res))
             else:
                 hard.append(
                     ShaderError(
                         shader.rel,
-                        _declared_at(shader.source, res.variable),
+                        declared_at(shader.source, res.variable),
                         f"`{res.variable or '?'}` (set {key[0]}, binding {key[1]}) is a {res.type_text}; "
                         "hatch-slang binds storage buffers, uniform buffers and push constants only",
                     )
@@ -208,9 +163,9 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
         push = _push_block(shader, info, pending, problem, hard)
         if push is not None:
             buffers.append(push)
-        buffers = _unique_names(buffers)
-        _check_bound(shader, info, buffers, hard)
-        _check_blocks(shader, module, info, buffers, hard)
+        buffers = unique_names(buffers)
+        check_bound(shader, info, buffers, hard)
+        check_blocks(shader, module, info, buffers, hard)
         entries.append(
             _entry(shader, refl, tuple(buffers), spirv, c.dispatch_for(refl.name), problem, warnings, module)
         )
@@ -372,7 +327,7 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
         offset = element * stride + (sc.offset if sc else 4 * k)
         size = max(size, offset + scalar_size(scalar))
         if f.literal is not None:
-            slots.append(ParamSlot("", scalar, offset, _is_float(scalar), literal=f.literal))
+            slots.append(ParamSlot("", scalar, offset, is_float(scalar), literal=f.literal))
             continue
         if f.name is None:
             continue
@@ -381,7 +336,7 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
             problem(
                 doc.line, f"params field `{f.name}` holds f32 bits, which need a 32-bit slot, not {scalar}"
             )
-        as_float = is_bits or _is_float(scalar)
+        as_float = is_bits or is_float(scalar)
         slots.append(ParamSlot(f.name, "f32" if is_bits else scalar, offset, as_float, derived=f.derived))
     size = max(size, stride * elements)
     size = -(-size // 16) * 16
@@ -442,7 +397,7 @@ def _entry(
 ) -> EntrySpec:
     c = shader.contract
     data_names = {b.name for b in buffers if b.role == "data"}
-    buffers = _unclash(buffers, data_names)
+    buffers = unclash(buffers, data_names)
     fields: dict[str, ParamSlot] = {}
     for b in buffers:
         for p in b.params:
@@ -509,7 +464,7 @@ def _entry(
     for b in checked:
         used_by_sizes.update(n for dim in b.shape or () for n in dim.names)
         used_by_sizes.update(n for p in b.params if p.derived for n in p.derived.names)
-    unread = _unread_fields(module, refl.name, checked) - used_by_sizes - set(inferable) - derived
+    unread = unread_fields(module, refl.name, checked) - used_by_sizes - set(inferable) - derived
     required = tuple(n for n in fields if n not in inferable and n not in derived and n not in unread)
     optional = tuple(n for n in fields if n in inferable and n not in derived)
     return EntrySpec(
@@ -528,182 +483,6 @@ def _entry(
     )
 
 
-def _unclash(buffers: tuple[BufferSpec, ...], data_names: set[str]) -> tuple[BufferSpec, ...]:
-    """Fields of uncommented blocks that clash with another argument take their block's name."""
-    taken = set(data_names)
-    counts: dict[str, int] = {}
-    for b in buffers:
-        for p in b.params:
-            counts[p.name] = counts.get(p.name, 0) + 1
-    out = []
-    for b in buffers:
-        if b.line is None and b.role == "params":
-            slots = tuple(
-                replace(p, name=f"{b.name}_{p.name}")
-                if p.name and (p.name in taken or counts[p.name] > 1)
-                else p
-                for p in b.params
-            )
-            b = replace(b, params=slots)
-        out.append(b)
-    return tuple(out)
-
-
-def _resource_of(info: EntryInfo, b: BufferSpec) -> Resource | None:
-    """The SPIR-V resource a params buffer fills: its descriptor, or the push-constant range."""
-    if b.kind == "push":
-        return next((r for r in info.resources if r.storage == "push_constant"), None)
-    return next((r for r in info.resources if (r.set or 0, r.binding or 0) == b.key), None)
-
-
-def _span(p: ParamSlot) -> tuple[int, int]:
-    return (p.offset, p.offset + (8 if p.scalar == "ptr" else scalar_size(p.scalar)))
-
-
-def _unread_fields(module: Module, entry: str, buffers: list[BufferSpec]) -> set[str]:
-    """Params fields whose bytes the entry's SPIR-V never loads (read off the SPIR-V itself)."""
-    info = module.entry(entry)
-    unread: set[str] = set()
-    for b in buffers:
-        if b.role != "params":
-            continue
-        res = _resource_of(info, b)
-        if res is None:
-            continue
-        loaded = module.loaded_offsets(entry, res)
-        if loaded is None:
-            continue
-        for p in b.params:
-            if p.name and p.literal is None and p.scalar != "ptr":
-                lo, hi = _span(p)
-                if not any(lo <= o < hi for o in loaded):
-                    unread.add(p.name)
-    return unread
-
-
-# --- what the SPIR-V needs bound beyond the documented and reflected descriptors ---------------
-
-
-def _has_push(result: CompileResult) -> bool:
-    return any(
-        r.storage == "push_constant"
-        for e in result.entries
-        for r in read_module(e.spirv).entry(e.name).resources
-    )
-
-
-def _declared_at(source: str, variable: str) -> int | None:
-    """The line declaring ``variable`` (for messages); None when it cannot be found."""
-    if not variable:
-        return None
-    pattern = re.compile(rf"\b{re.escape(variable)}\b")
-    for number, line in enumerate(source.splitlines(), start=1):
-        code = line.split("//", 1)[0]
-        if pattern.search(code):
-            return number
-    return None
-
-
-def _slot_name(member: Member, variable: str) -> str | None:
-    """The keyword argument of one member of a uniform or push-constant block.
-
-    Fields keep their own names, nested fields and vector components are joined with `_`
-    (`light.dir.x` -> `light_dir_x`); a name that is a Python keyword gets a trailing `_`; a name
-    starting with `_` (`_pad0`) is padding: written as zero, no argument.
-    """
-    path = list(member.path)
-    while path and path[0].startswith("__"):  # Slang's wrapper of a non-struct element (`__member0`)
-        path.pop(0)
-    parts = [p.replace("[]", "").strip("[]") for p in path]
-    name = "_".join(p for p in parts if p)
-    if not name or not (name[0].isalpha() or name.startswith("_")):
-        name = "_".join(p for p in (variable, name) if p)  # `ConstantBuffer<float4x4> m`: m_0_x ...
-    if name.startswith("_"):
-        return None
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in RESERVED_NAMES:
-        name += "_"
-    return name if check_identifier(name) is None else None
-
-
-def _block(
-    shader: Shader,
-    res: Resource,
-    variable: str,
-    kind: Literal["uniform", "push"],
-    hard: list[HatchSlangError],
-) -> BufferSpec:
-    """A uniform or push-constant block with no comment: its fields become keyword arguments."""
-    slots: list[ParamSlot] = []
-    for m in res.members:
-        name = _slot_name(m, variable)
-        if name is None:
-            continue
-        scalar = "u32" if m.scalar == "bool" else m.scalar
-        if scalar == "ptr" and m.pointee is None:
-            hard.append(
-                ShaderError(
-                    shader.rel,
-                    _declared_at(shader.source, m.path[0] if m.path else variable),
-                    f"`{m.name}` in `{variable}` is a pointer to a struct or another pointer; "
-                    "hatch-slang passes pointers to scalars only",
-                )
-            )
-        slots.append(ParamSlot(name, scalar, m.offset, _is_float(scalar)))
-    size = -(-max(res.size, 4) // (16 if kind == "uniform" else 4)) * (16 if kind == "uniform" else 4)
-    shown = variable or ("push constants" if kind == "push" else "uniforms")
-    name = (
-        shown if check_identifier(shown) is None else ("push" if kind == "push" else f"uniforms{res.binding}")
-    )
-    return BufferSpec(
-        res.binding or 0,
-        name,
-        "params",
-        kind,
-        False,
-        None,
-        None,
-        True,
-        f"`{shown}` (from reflection)",
-        None,
-        tuple(slots),
-        size,
-        set=res.set or 0,
-    )
-
-
-def python_name(variable: str, fallback: str) -> str:
-    """An argument name for a Slang variable as the compiler spells it: `dst.buffer` -> `dst_buffer`,
-    an entry-point parameter `entryPointParams.result` -> `result`."""
-    parts = [
-        p
-        for p in re.split(r"[^A-Za-z0-9_]+", variable)
-        if p and p not in ("entryPointParams", "globalParams")
-    ]
-    name = "_".join(parts)
-    return name if name and check_identifier(name) is None else fallback
-
-
-def _from_spirv(res: Resource) -> BufferSpec:
-    """A storage buffer the SPIR-V uses that reflection did not list (GLSL-style blocks, the
-    buffers of a ParameterBlock, entry-point `uniform` buffers)."""
-    kinds = {m.scalar for m in res.members}
-    scalar = kinds.pop() if len(kinds) == 1 else None
-    name = python_name(res.variable, f"binding{res.binding}")
-    return BufferSpec(
-        res.binding or 0,
-        name,
-        "data",
-        "storage",
-        res.declared_writable,
-        scalar if scalar in DTYPES else None,
-        None,
-        False,
-        f"`{res.variable}` (from the SPIR-V)",
-        None,
-        set=res.set or 0,
-    )
-
-
 def _push_block(
     shader: Shader,
     info: EntryInfo,
@@ -712,111 +491,12 @@ def _push_block(
     hard: list[HatchSlangError],
 ) -> BufferSpec | None:
     """The entry's push-constant range: documented (a params line) or from its members."""
-    blocks = [r for r in info.resources if r.storage == "push_constant"]
-    if not blocks:
+    found = push_range(info)
+    if found is None:
         return None
-    members: dict[int, Member] = {}
-    for b in blocks:  # several blocks share one range: fields by offset
-        for m in b.members:
-            members.setdefault(m.offset, m)
-    merged = Resource(
-        blocks[0].id,
-        blocks[0].variable if len(blocks) == 1 else "",
-        "push_constant",
-        None,
-        None,
-        tuple(members[o] for o in sorted(members)),
-        0,
-        max(b.size for b in blocks),
-        False,
-        False,
-        "push constant block",
-    )
-    doc = pending.pop(next(iter(pending)), None) if len(pending) >= 1 and len(blocks) == 1 else None
+    merged, blocks = found
+    doc = pending.pop(next(iter(pending)), None) if len(pending) >= 1 and blocks == 1 else None
     if doc is not None:
-        scalars = tuple(
-            Scalar(m.name or "x", "u32" if m.scalar == "bool" else m.scalar, m.offset) for m in merged.members
-        )
-        view = ReflectedBinding(0, merged.variable, "uniform", "pushConstant", False, scalars, merged.size)
-        spec = _from_doc(doc, view, problem)
+        spec = _from_doc(doc, push_view(merged), problem)
         return replace(spec, kind="push", params_size=-(-max(merged.size, 4) // 4) * 4)
-    variable = merged.variable if merged.variable not in ("entryPointParams", "") else ""
-    return _block(shader, merged, variable, "push", hard)
-
-
-def _unique_names(buffers: list[BufferSpec]) -> list[BufferSpec]:
-    """Arguments named from the code that would share a name get their set and binding added."""
-    counts: dict[str, int] = {}
-    for b in buffers:
-        counts[b.name] = counts.get(b.name, 0) + 1
-    return [
-        replace(b, name=f"{b.name}_set{b.set}_binding{b.index}")
-        if counts[b.name] > 1 and b.line is None
-        else b
-        for b in buffers
-    ]
-
-
-def _check_blocks(
-    shader: Shader, module: Module, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
-) -> None:
-    """Never zeros for a value the entry reads: every loaded byte of an uncommented uniform or
-    push-constant block belongs to an argument."""
-    for b in buffers:
-        if b.role != "params" or b.line is not None:
-            continue
-        res = _resource_of(info, b)
-        if res is None:
-            continue
-        loaded = module.loaded_offsets(info.name, res)
-        spans = [_span(p) for p in b.params]
-        if loaded is None:
-            missing = sorted({m.offset for m in res.members} - {lo for lo, _ in spans})
-        else:
-            missing = sorted(o for o in loaded if not any(lo <= o < hi for lo, hi in spans))
-        if missing:
-            names = [m.name for m in res.members if m.offset in missing] or [f"byte {missing[0]}"]
-            hard.append(
-                ShaderError(
-                    shader.rel,
-                    _declared_at(shader.source, res.variable),
-                    f"entry `{info.name}` reads `{names[0]}` of `{res.variable}` ({res.type_text}), which "
-                    "no argument of its wrapper fills; name it without a leading underscore or document "
-                    "the block's fields",
-                )
-            )
-
-
-def _check_bound(
-    shader: Shader, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
-) -> None:
-    """The invariant: every descriptor and push-constant range the entry's SPIR-V uses is bound."""
-    for r in info.resources:
-        if r.storage == "other":
-            continue  # images and samplers: reported where they are met
-        if r.array_size != 1:
-            hard.append(
-                ShaderError(
-                    shader.rel,
-                    _declared_at(shader.source, python_name(r.variable, r.variable).split("_")[0]),
-                    f"`{r.variable or '?'}` is an array of "
-                    f"{r.array_size or 'unsized'} {r.type_text.split('[')[0]}s; a wrapper binds one "
-                    "buffer per binding: declare separate buffers",
-                )
-            )
-            continue
-        if r.storage == "push_constant":
-            ok = any(b.kind == "push" for b in buffers)
-        else:
-            kinds = {b.kind for b in buffers if b.kind != "push" and b.key == (r.set or 0, r.binding or 0)}
-            ok = r.storage in kinds
-        if not ok:
-            hard.append(
-                ShaderError(
-                    shader.rel,
-                    _declared_at(shader.source, r.variable),
-                    f"entry `{info.name}` uses `{r.variable or '?'}` ({r.type_text}"
-                    + (f", set {r.set}, binding {r.binding}" if r.set is not None else "")
-                    + "), which its wrapper would leave unbound",
-                )
-            )
+    return push_block(shader, merged, hard)
