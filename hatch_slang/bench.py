@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -43,9 +43,34 @@ class BenchRow:
     wall_us: float  # median time from the call to the end of its kernel (waited for)
     submit_us: float = 0.0  # median time the call takes to return (the kernel runs asynchronously)
 
+    # The columns of the `hatch-slang bench` table, which :meth:`cells` fills.
+    COLUMNS: ClassVar[tuple[str, ...]] = (
+        "shader",
+        "entry",
+        "shape",
+        "GPU us",
+        "MB",
+        "GB/s",
+        "submit us",
+        "wall us",
+    )
+
     @property
     def gb_per_s(self) -> float:
         return self.bytes / (self.gpu_us * 1e3) if self.gpu_us > 0 else float("inf")
+
+    def cells(self) -> list[str]:
+        """The row as the table shows it, one text per :attr:`COLUMNS` entry."""
+        return [
+            self.shader,
+            self.entry,
+            self.shape,
+            f"{self.gpu_us:.2f}",
+            f"{self.bytes / 1e6:.2f}",
+            f"{self.gb_per_s:.1f}",
+            f"{self.submit_us:.1f}",
+            f"{self.wall_us:.1f}",
+        ]
 
     def as_json(self) -> dict[str, object]:
         return {

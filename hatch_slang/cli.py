@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
-import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,7 +19,7 @@ from hatch_slang import __version__, pipeline
 from hatch_slang.config import BuildConfig, load_project_config
 from hatch_slang.discover import Shader
 from hatch_slang.errors import BuildErrors, HatchSlangError
-from hatch_slang.model import BufferSpec, EntrySpec, ShaderSpec
+from hatch_slang.show import device_data, print_device, print_show, show_data, table
 
 EXIT_CODES = """\b
 Exit codes:
@@ -276,110 +274,6 @@ def check(root: str, no_cache: bool, quiet: bool, verbose: bool) -> None:
         click.echo(f"ok: {len(output.modules)} shader(s); {label} is current")
 
 
-def _register(b: BufferSpec) -> str:
-    return ("b" if b.kind == "uniform" else "u" if b.writable else "t") + str(b.index)
-
-
-def _origin(line: int | None) -> str:
-    """Where a piece of a wrapper comes from: the comment (with its line) or reflection."""
-    return f"comment line {line}" if line is not None else "reflection"
-
-
-def _arguments(e: EntrySpec) -> list[dict[str, str]]:
-    """Every argument of an entry's wrapper, what it is and where it comes from."""
-    out = []
-    for b in e.buffers:
-        if b.role == "data":
-            shape = "".join(f"[{d.text}]" for d in b.shape or ())
-            shape = (f"flat{shape}" if b.flat else shape or "1-D") if b.shape_checked else "any shape"
-            kind = f"array {b.dtype or 'any dtype'} {shape}"
-            out.append({"name": b.name, "kind": kind, "from": _origin(b.line)})
-    dims: dict[str, BufferSpec] = {}
-    for b in e.buffers:
-        for d in b.shape or ():
-            dims.setdefault(d.text, b)
-    fields = {p.name: b for b in e.buffers for p in b.params if p.name}
-    for name in [*e.params_required, *e.params_optional, *e.params_unread]:
-        b = fields[name]
-        kind = "params field" + (
-            f", inferred from `{dims[name].name}` when omitted" if name in e.params_optional else ""
-        )
-        kind += ", not read by this entry" if name in e.params_unread else ""
-        out.append({"name": name, "kind": kind, "from": _origin(b.line)})
-    for name in e.inferable:
-        if name not in fields:
-            b = dims[name]
-            out.append({"name": name, "kind": f"dimension of `{b.name}`", "from": _origin(b.line)})
-    for name in e.grid_only:
-        out.append({"name": name, "kind": "Dispatch size", "from": _origin(e.grid_line)})
-    if e.grid is None:
-        out.append({"name": "grid", "kind": "grid=(x, y, z)", "from": "caller (no Dispatch line)"})
-    return out
-
-
-def _show_data(spec: ShaderSpec) -> dict[str, Any]:
-    buffers: dict[int, BufferSpec] = {}
-    for e in spec.entries:
-        for b in e.buffers:
-            buffers.setdefault(b.index, b)
-    bindings = []
-    for b in sorted(buffers.values(), key=lambda b: b.index):
-        shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape is not None else None
-        if shape is not None and getattr(b, "flat", False):
-            shape = f"flat{shape}"
-        bindings.append(
-            {
-                "register": _register(b),
-                "binding": b.index,
-                "name": b.name,
-                "role": b.role,
-                "access": "read-write" if b.writable else "read-only",
-                "dtype": b.dtype,
-                "shape": shape,
-                "shape_checked": b.shape_checked,
-                "params": [
-                    {"name": p.name, "type": p.scalar, "offset": p.offset, "float": p.as_float}
-                    for p in b.params
-                ],
-                "doc": b.doc,
-                "line": b.line,
-                "from": _origin(b.line),
-                "shape_from": _origin(b.line) if b.shape_checked else "not documented: not checked",
-            }
-        )
-    entries = [
-        {
-            "name": e.name,
-            "threads": list(e.threads),
-            "threads_per_group": e.threads[0] * e.threads[1] * e.threads[2],
-            "dispatch": re.sub(r"(?i)^\s*dispatch\s*:\s*", "", e.grid_text) if e.grid_text else None,
-            "grid": [g.text for g in e.grid] if e.grid is not None else None,
-            "uses": [_register(b) + " " + b.name for b in e.buffers],
-            "params_required": list(e.params_required),
-            "params_inferred": list(e.params_optional),
-            "grid_from": _origin(e.grid_line) if e.grid is not None else "caller (grid=)",
-            "arguments": _arguments(e),
-        }
-        for e in spec.entries
-    ]
-    return {
-        "shader": spec.shader.rel,
-        "module": spec.shader.module,
-        "summary": spec.shader.contract.prose.split("\n\n")[0].replace("\n", " "),
-        "bindings": bindings,
-        "entries": entries,
-        "warnings": list(spec.warnings),
-    }
-
-
-def _table(headers: list[str], rows: list[list[str]], out: Callable[[str], None] = click.echo) -> None:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    out("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
-    out("  ".join("-" * w for w in widths))
-    for r in rows:
-        out("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip())
-
-
 @main.command(epilog=EXIT_CODES)
 @click.argument("name")
 @_root_option
@@ -395,48 +289,11 @@ def show(name: str, root: str, as_json: bool) -> None:
         spec = pipeline.inspect(config, name, cache=pipeline.open_cache(config))
     except HatchSlangError as e:
         raise _fail(e) from None
-    data = _show_data(spec)
+    data = show_data(spec)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    click.secho(f"{data['shader']}  (module {data['module']})", bold=True)
-    if data["summary"]:
-        click.echo(textwrap.fill(data["summary"], 100, initial_indent="  ", subsequent_indent="  "))
-    click.echo()
-    rows = []
-    for b in data["bindings"]:
-        if b["role"] == "params":
-            what = "params (" + ", ".join(p["name"] for p in b["params"]) + ")"
-        else:
-            what = f"{b['dtype'] or 'any'} {b['shape'] if b['shape'] is not None else '(1-D)'}"
-            if not b["shape_checked"]:
-                what = f"{b['dtype'] or 'any'} (not documented)"
-        rows.append([b["register"], b["name"], b["access"], what, b["doc"], b["from"]])
-    click.secho("bindings", bold=True)
-    _table(["reg", "name", "access", "dtype / shape", "doc", "from"], rows, lambda s: click.echo("  " + s))
-    for b in data["bindings"]:
-        if b["params"]:
-            click.echo()
-            click.secho(f"params in {b['register']} {b['name']}", bold=True)
-            prow = [[p["name"], p["type"], str(p["offset"])] for p in b["params"]]
-            _table(["field", "type", "byte offset"], prow, lambda s: click.echo("  " + s))
-    for entry in data["entries"]:
-        click.echo()
-        t = entry["threads"]
-        click.secho(f"entry {entry['name']}", bold=True)
-        click.echo(f"  threads per group: {t[0]} x {t[1]} x {t[2]} = {entry['threads_per_group']}")
-        click.echo(f"  dispatch: {entry['dispatch'] or 'not documented: the caller passes grid=(x, y, z)'}")
-        grid = f"({', '.join(entry['grid'])})" if entry["grid"] is not None else "grid="
-        click.echo(f"  grid: {grid}  [{entry['grid_from']}]")
-        click.echo(f"  uses: {', '.join(entry['uses']) or 'no bindings'}")
-        if entry["params_required"] or entry["params_inferred"]:
-            params = entry["params_required"] + [f"{p} (inferred)" for p in entry["params_inferred"]]
-            click.echo(f"  params: {', '.join(params)}")
-        click.echo("  arguments:")
-        arows = [[a["name"], a["kind"], a["from"]] for a in entry["arguments"]]
-        _table(["name", "what", "from"], arows, lambda s: click.echo("    " + s))
-    for w in data["warnings"]:
-        click.secho(f"warning: {w}", fg="yellow", err=True)
+    print_show(data)
 
 
 @main.command(epilog=EXIT_CODES)
@@ -458,51 +315,9 @@ def devices(as_json: bool) -> None:
         raise click.ClickException("no Vulkan device found")
     for d in infos:
         if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "index": d.index,
-                        "default": d.index == default,
-                        "name": d.name,
-                        "type": d.type,
-                        "driver": d.driver,
-                        "api_version": d.api_version,
-                        "memory_bytes": d.memory_bytes,
-                        "max_workgroup_count": list(d.max_workgroup_count),
-                        "max_workgroup_size": list(d.max_workgroup_size),
-                        "max_invocations": d.max_invocations,
-                        "max_storage_buffer_range": d.max_storage_buffer_range,
-                        "max_push_constants_size": getattr(d, "max_push_constants_size", 0),
-                        "features": list(getattr(d, "features", ())),
-                    }
-                )
-            )
-            continue
-        mark = "*" if d.index == default else " "
-        click.secho(
-            f"{mark} {d.index}  {d.name}  [{d.type}]  driver {d.driver}  Vulkan {d.api_version}  "
-            f"{d.memory_bytes / 2**30:.1f} GiB",
-            bold=d.index == default,
-        )
-        count, size = d.max_workgroup_count, d.max_workgroup_size
-        click.echo(
-            f"      groups <= {count[0]} x {count[1]} x {count[2]}; group size <= "
-            f"{size[0]} x {size[1]} x {size[2]}, {d.max_invocations} threads; "
-            f"storage buffer <= {_bytes(d.max_storage_buffer_range)}"
-        )
-        features = list(getattr(d, "features", ()))
-        if features:
-            text = "features: " + ", ".join(features)
-            click.echo(textwrap.fill(text, 110, initial_indent=" " * 6, subsequent_indent=" " * 16))
+            click.echo(json.dumps(device_data(d, d.index == default)))
         else:
-            click.echo("      features: none (slangrt cannot use this device)")
-
-
-def _bytes(n: int) -> str:
-    size, unit = float(n), 0
-    while size >= 1024 and unit < 3:
-        size, unit = size / 1024, unit + 1
-    return f"{size:.0f} B" if unit == 0 else f"{size:.1f} {('KiB', 'MiB', 'GiB')[unit - 1]}"
+            print_device(d, d.index == default)
 
 
 @main.command(epilog=EXIT_CODES)
@@ -543,7 +358,8 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
     arguments returning them. A row fails when a written array is not within atol + rtol *
     |expected| of it.
     """
-    from hatch_slang.validate import validate as validate_kernels  # imports NumPy: only here
+    from hatch_slang.validate import Row  # imports NumPy: only here
+    from hatch_slang.validate import validate as validate_kernels
 
     _select_device(device)
     config = _config(root)
@@ -558,22 +374,7 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
     if not rows:
         raise click.ClickException("the references yielded no case to run")
     if not as_json:
-        _table(
-            ["shader", "entry", "shape", "max abs err", "max rel err", "ms", "ok"],
-            [
-                [
-                    r.shader,
-                    r.entry,
-                    r.shape,
-                    "-" if r.skipped else f"{r.max_abs_err:.2e}",
-                    "-" if r.skipped else f"{r.max_rel_err:.2e}",
-                    "-" if r.skipped else f"{r.seconds * 1e3:.2f}",
-                    r.status,
-                ]
-                for r in rows
-            ],
-            _echo_row,
-        )
+        table(list(Row.COLUMNS), [r.cells() for r in rows], _echo_row)
         for r in rows:
             if r.error:
                 click.secho(f"{r.shader} {r.entry} [{r.shape}]: {r.error}", fg="red", err=True)
@@ -615,7 +416,8 @@ def bench(
       wall us    from the call to the kernel's end, waited for: what a caller who needs
                  the result sees (never below GPU us)
     """
-    from hatch_slang.bench import bench as bench_kernels  # imports NumPy and slangrt: only here
+    from hatch_slang.bench import BenchRow  # imports NumPy and slangrt: only here
+    from hatch_slang.bench import bench as bench_kernels
 
     _select_device(device)
     config = _config(root)
@@ -632,22 +434,7 @@ def bench(
     if not rows:
         raise click.ClickException("the references yielded no case to time")
     if not as_json:
-        _table(
-            ["shader", "entry", "shape", "GPU us", "MB", "GB/s", "submit us", "wall us"],
-            [
-                [
-                    r.shader,
-                    r.entry,
-                    r.shape,
-                    f"{r.gpu_us:.2f}",
-                    f"{r.bytes / 1e6:.2f}",
-                    f"{r.gb_per_s:.1f}",
-                    f"{r.submit_us:.1f}",
-                    f"{r.wall_us:.1f}",
-                ]
-                for r in rows
-            ],
-        )
+        table(list(BenchRow.COLUMNS), [r.cells() for r in rows])
         click.echo(f"\nmedians of {repeat} calls each on {rows[0].device}")
 
 

@@ -17,11 +17,13 @@ Binding lines, with or without a header (``Bindings:``, ``Buffers (same on every
     bits)`` for float bits and ``total = rows * dim`` for a field the wrapper computes. An
     indented line continues the binding above it. A block may list the bindings of several
     backends; the set that matches the compiled code is used (:mod:`hatch_slang.spec`).
+    (:mod:`hatch_slang.binding_lines` reads the lines, :mod:`hatch_slang.params_tuple` the tuples.)
 ``Dispatch: ...``
     A grid of one to three expressions and, where given, the group size, in any of the usual
     phrasings (``(X, Y) threadgroups of 256``, ``ceil(n / 64) workgroups x 64 threads``,
     ``(X, Y) x 256``, ``one thread per element, ceil(n / 256) groups of 256.``);
     ``Dispatch (a, b):`` / ``Dispatch [a]:`` / ``Dispatch for a:`` apply to those entries only.
+    (:mod:`hatch_slang.dispatch_line` reads the grid.)
 
 Everything else is prose, the wrappers' docstring. A line that looks like one of the forms but
 cannot be read becomes a :class:`Note` (a warning naming the line, with what the wrapper does
@@ -34,10 +36,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from hatch_slang import dialect
-from hatch_slang.dialect import Access, Unreadable
+from hatch_slang import dialect, dispatch_line, params_tuple
+from hatch_slang.binding_lines import BindingDoc, BindingSet, Group, Note, ParamsField, binding_sets
+from hatch_slang.dialect import Unreadable
 from hatch_slang.expr import Expr, check_identifier
 
 __all__ = [
@@ -68,54 +70,6 @@ _QUALIFIER = r"(?:\((?P<q1>[^()]*)\)|\[(?P<q2>[^\[\]]*)\]|for\s+(?P<q3>[^:]*?))"
 _DISPATCH_HEAD = re.compile(
     rf"^\s*(?:[-*•]\s*)?dispatch(?:ed)?\s*{_QUALIFIER}?\s*:(?P<rest>.*)$", re.IGNORECASE
 )
-
-
-@dataclass(frozen=True)
-class Note:
-    """Something in the comment that was not understood, and what the wrapper does instead."""
-
-    line: int
-    message: str
-
-
-@dataclass(frozen=True)
-class ParamsField:
-    """One slot of a packed params binding; ``name`` is None for padding and literal slots."""
-
-    slot: int  # position in the flat tuple, or within element `element` when that is given
-    name: str | None
-    is_bits: bool  # the raw bits of an f32 in an integer slot
-    element: int | None = None  # written per element (`p[element] = (...)`)
-    literal: int | None = None  # a constant slot: the wrapper writes this value
-    derived: Expr | None = None  # `total = rows * dim`: the wrapper computes it
-    declared: str | None = None  # a dtype written beside the name
-
-
-@dataclass(frozen=True)
-class BindingDoc:
-    line: int
-    register: Literal["t", "u", "b"] | None  # None when the line gives no register class
-    index: int
-    name: str
-    role: Literal["data", "params"]
-    dtype: str | None  # data: a slangrt.dtypes code, or None when the line names none (reflection's then)
-    shape: tuple[Expr, ...] | None  # data only; None means 1-D, any length
-    fields: tuple[ParamsField, ...]  # params only
-    doc: str
-    flat: bool = False  # shape written `flat[n]`: any shape, `n` elements in all
-    set: int | None = None  # `set S, binding N`
-    access: Access | None = None  # what the line's access words say
-    quantised: bool = False  # quantised blocks: the buffer holds their bytes
-
-
-@dataclass(frozen=True)
-class BindingSet:
-    """The bindings one block (or one backend's part of it) documents."""
-
-    label: str  # the backend it is for (`Metal`, `Vulkan`), or "" when it does not say
-    line: int
-    bindings: tuple[BindingDoc, ...]
-    unread: tuple[int, ...] = ()  # indices of binding lines that could not be read
 
 
 @dataclass(frozen=True)
@@ -170,13 +124,6 @@ def leading_comment(source: str) -> list[tuple[int, str]]:
     return out
 
 
-@dataclass
-class _Group:
-    label: str
-    line: int
-    raw: list[tuple[int, str]]
-
-
 def parse_contract(path: Path | str, source: str) -> Contract:
     """Read the comment contract of one shader. Unreadable lines become notes, never errors."""
     path = str(path)
@@ -185,8 +132,8 @@ def parse_contract(path: Path | str, source: str) -> Contract:
     entries: list[str] = []
     entries_line: int | None = None
     prose: list[str] = []
-    groups: list[_Group] = []
-    open_group: _Group | None = None
+    groups: list[Group] = []
+    open_group: Group | None = None
     dispatch: DispatchDoc | None = None
     entry_dispatch: list[DispatchDoc] = []
 
@@ -222,21 +169,21 @@ def parse_contract(path: Path | str, source: str) -> Contract:
             continue
         if (h := _HEADER.match(text)) and not dialect.binding_ref(text):
             label = _backend(h.group("note"))
-            open_group = _Group(label, number, [])
+            open_group = Group(label, number, [])
             groups.append(open_group)
             i += 1
             continue
         sub = _SUBHEADER.match(text)
         if sub and i + 1 < len(lines) and dialect.binding_ref(lines[i + 1][1]) is not None:
             label = _backend(sub.group("label")) or sub.group("label").strip()
-            open_group = _Group(label, number, [])
+            open_group = Group(label, number, [])
             groups.append(open_group)
             i += 1
             continue
         ref = dialect.binding_ref(text)
         if ref is not None and (open_group is not None or _evidence(ref)):
             if open_group is None:
-                open_group = _Group("", number, [])
+                open_group = Group("", number, [])
                 groups.append(open_group)
             joined, i = _continued(lines, i)
             open_group.raw.append((number, joined))
@@ -256,7 +203,7 @@ def parse_contract(path: Path | str, source: str) -> Contract:
         prose.append(text[1:] if text.startswith(" ") else text)
         i += 1
 
-    sets = _binding_sets(path, groups, notes)
+    sets = binding_sets(path, groups, notes)
     if entries:
         for d in entry_dispatch:
             for name in d.entries:
@@ -303,7 +250,7 @@ def _evidence(ref: dialect.BindingRef) -> bool:
     rest = ref.rest
     typed = any(dialect.dtype_word(w) for w in rest.split()[:4])
     try:
-        shaped = dialect.looks_like_params(rest) or dialect.find_shape(rest) is not None
+        shaped = params_tuple.looks_like_params(rest) or dialect.find_shape(rest) is not None
     except Unreadable:
         shaped = True
     accessed = dialect.find_access(rest) is not None
@@ -332,177 +279,6 @@ def _continued(lines: list[tuple[int, str]], i: int) -> tuple[str, int]:
     return joined, i
 
 
-def _binding_sets(path: str, groups: list[_Group], notes: list[Note]) -> list[BindingSet]:
-    """Read each group's lines; groups for one backend (or none) with disjoint bindings merge."""
-    sets: list[BindingSet] = []
-    for g in groups:
-        docs: list[BindingDoc] = []
-        unread: list[int] = []
-        for number, text in g.raw:
-            ref = dialect.binding_ref(text)
-            assert ref is not None
-            try:
-                docs.append(_read_binding(ref, number))
-            except Unreadable as e:
-                unread.append(ref.index)
-                notes.append(
-                    Note(
-                        number,
-                        f"binding {ref.index} (`{ref.name}`): {e}; "
-                        "the wrapper takes it as reflection describes it",
-                    )
-                )
-        if not docs and not unread:
-            continue
-        prev = sets[-1] if sets else None
-        if (
-            prev is not None
-            and prev.label == g.label
-            and not {d.name for d in prev.bindings} & {d.name for d in docs}
-            and not {(d.set or 0, d.index) for d in prev.bindings} & {(d.set or 0, d.index) for d in docs}
-        ):
-            sets[-1] = BindingSet(
-                prev.label, prev.line, prev.bindings + tuple(docs), prev.unread + tuple(unread)
-            )
-        else:
-            sets.append(BindingSet(g.label, g.line, tuple(docs), tuple(unread)))
-    return [_unique(s, notes) for s in sets]
-
-
-def _unique(s: BindingSet, notes: list[Note]) -> BindingSet:
-    kept: list[BindingDoc] = []
-    for b in s.bindings:
-        same = next(
-            (k for k in kept if (k.set or 0, k.index) == (b.set or 0, b.index) or k.name == b.name), None
-        )
-        if same is not None:
-            what = f"binding {b.index}" if same.index == b.index else f"the name `{b.name}`"
-            notes.append(
-                Note(b.line, f"{what} is already documented at line {same.line}; this line is ignored")
-            )
-            continue
-        kept.append(b)
-    return BindingSet(s.label, s.line, tuple(kept), s.unread)
-
-
-def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
-    if why := check_identifier(ref.name):
-        raise Unreadable(f"the name {why}")
-    rest = ref.rest
-    found = dialect.find_access(rest)
-    access = found[0] if found else None
-    body = rest
-    if found and found[1][0] < 3:  # a leading access word: drop it before reading the rest
-        body = rest[found[1][1] :].lstrip(" ,:;")
-    if dialect.bare_field_list(ref.name, body):
-        body = f"({body.split('  ')[0].rstrip('. ')})  {''.join(body.split('  ')[1:])}"
-    if dialect.looks_like_params(body, ref.name):
-        params = dialect.read_params(body)
-        fields = _fields(params)
-        return BindingDoc(
-            number,
-            ref.register,
-            ref.index,
-            ref.name,
-            "params",
-            None,
-            None,
-            fields,
-            params.doc,
-            set=ref.set,
-            access=access,
-        )
-    shape = dialect.find_shape(rest)
-    dtype, quantised = _dtype(rest, shape)
-    if shape is None and dtype is None and body.lstrip().startswith("("):
-        raise Unreadable(f"cannot read `{body.strip()}` as a params tuple or a dtype and shape")
-    doc = rest
-    if shape is not None:
-        doc = rest[: shape.span[0]] + " " + rest[shape.span[1] :]
-    doc = re.sub(r"\s+", " ", doc).strip(" ,;:-")
-    # The dtype and access words that open the line are read above; the rest is its description.
-    while (first := re.match(r"^([\w`-]+)[\s,;:]*", doc)) and (
-        dialect.dtype_word(first.group(1)) or first.group(1).strip("`").lower() in _LEADING_WORDS
-    ):
-        doc = doc[first.end() :]
-    doc = re.sub(r"^\(\s*\w*\s*\)\s*", "", doc).strip()
-    if quantised:
-        shape = None  # counted in blocks, not in the bytes the buffer holds
-    return BindingDoc(
-        number,
-        ref.register,
-        ref.index,
-        ref.name,
-        "data",
-        dtype,
-        shape.dims if shape else None,
-        (),
-        doc,
-        flat=bool(shape and shape.flat),
-        set=ref.set,
-        access=access,
-        quantised=quantised,
-    )
-
-
-_LEADING_WORDS = frozenset(
-    {"read", "ro", "read-only", "readonly", "write", "out", "rw", "read-write", "inout", "blocks"}
-)
-_AMBIGUOUS = frozenset(
-    {"long", "short", "single", "half", "char", "unsigned", "double", "int", "float", "byte", "bytes"}
-)
-
-
-def _dtype(rest: str, shape: dialect.Shape | None) -> tuple[str | None, bool]:
-    """The dtype a binding line names: near its start, or right before or after its shape."""
-    words = [(m.start(), m.group()) for m in re.finditer(r"[\w`]+", rest)]
-    if shape is not None:
-        before = [w for w in words if w[0] < shape.span[0]]
-        after = [w for w in words if w[0] >= shape.span[1]][:2]
-        candidates = before[-3:] + before[:3] + after
-    else:
-        candidates = words[:4]
-    for k, (_, w) in enumerate(dict.fromkeys(candidates)):
-        found = dialect.dtype_word(w)
-        if found is None:
-            continue
-        if w.lower().strip("`") in _AMBIGUOUS and k > 1 and shape is None:
-            continue
-        if found[1]:
-            # Quantised blocks `as u32 words`: the caller passes what the line says they are held in.
-            held = re.search(r"\b(?:as|in)\s+(\w+)\s+(?:words|elements|values)\b", rest)
-            word = dialect.dtype_word(held.group(1)) if held else None
-            if word is not None and not word[1]:
-                return word[0], True
-        return found
-    return None, False
-
-
-def _fields(params: dialect.ParamsDoc) -> tuple[ParamsField, ...]:
-    fields: list[ParamsField] = []
-    seen: set[str] = set()
-    for element, docs in params.elements:
-        for slot, f in enumerate(docs):
-            if f.name is not None:
-                if f.name in seen:
-                    raise Unreadable(f"params field `{f.name}` appears twice")
-                seen.add(f.name)
-            fields.append(
-                ParamsField(
-                    slot,
-                    f.name,
-                    f.is_bits,
-                    element if params.per_element else None,
-                    f.literal,
-                    f.derived,
-                    f.declared,
-                )
-            )
-    if all(f.name is None and f.literal is None for f in fields):
-        raise Unreadable("the params tuple names no fields")
-    return tuple(fields)
-
-
 def _read_dispatch(lines: list[tuple[int, str]], i: int, notes: list[Note]) -> tuple[DispatchDoc | None, int]:
     """Read a Dispatch line, joining the lines it wraps onto while that helps."""
     number, text = lines[i]
@@ -522,11 +298,11 @@ def _read_dispatch(lines: list[tuple[int, str]], i: int, notes: list[Note]) -> t
             break
         parts.append(nxt.strip())
         j += 1
-    best: tuple[dialect.GridDoc, int] | None = None
+    best: tuple[dispatch_line.GridDoc, int] | None = None
     error: Unreadable | None = None
     for k in range(1, len(parts) + 1):
         try:
-            g = dialect.read_dispatch(" ".join(parts[:k]))
+            g = dispatch_line.read_dispatch(" ".join(parts[:k]))
         except Unreadable as e:
             error = error or e
             continue

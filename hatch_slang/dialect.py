@@ -2,8 +2,9 @@
 
 :mod:`hatch_slang.contract` walks the comment block and decides what each line is; this module
 reads one line's content: a binding line's reference (``t0``, ``binding 3``, ``[3]``, ``set 0,
-binding 3``), its access words, dtype and shape, a params tuple in any of its spellings, and a
-Dispatch line's grid and group size with whatever prose surrounds them.
+binding 3``), its access words, dtype and shape. A params tuple in any of its spellings is
+:mod:`hatch_slang.params_tuple`'s to read, a Dispatch line's grid and group size
+:mod:`hatch_slang.dispatch_line`'s; both build on the pieces here.
 
 Every reader returns what it understood and raises :class:`Unreadable` (with a message saying
 what it could not read) for the rest; the caller turns that into a warning with a fallback.
@@ -13,14 +14,13 @@ Nothing is evaluated: names are validated identifiers and expressions go through
 
 from __future__ import annotations
 
-import ast
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from slangrt.dtypes import DTYPES
 
-from hatch_slang.expr import Expr, ExprError, check_identifier, parse_expr, parse_grid
+from hatch_slang.expr import Expr, ExprError, parse_expr
 
 Access = Literal["read", "write", "readwrite"]
 
@@ -221,7 +221,7 @@ _NOT_A_DIM = frozenset(
 )
 
 
-def _split_top(text: str, seps: str) -> list[str]:
+def split_top(text: str, seps: str) -> list[str]:
     """Split at ``seps`` characters that are not inside parentheses."""
     out, depth, cur = [], 0, ""
     for ch in text:
@@ -323,319 +323,9 @@ def _paren_dim(text: str) -> Shape | None:
     except (Unreadable, ValueError):
         return None
     words = {n.lower() for n in dim.names}
-    if (words & _PROSE_WORDS) or any(dtype_word(n) or find_access(n) for n in dim.names):
+    if (words & PROSE_WORDS) or any(dtype_word(n) or find_access(n) for n in dim.names):
         return None
     return Shape((dim,), False, m.span())
 
 
-_PROSE_WORDS = _NOT_A_DIM | {"one", "single", "every", "dispatch", "launch", "with", "by", "for", "as", "is"}
-
-
-# --- params ------------------------------------------------------------------------------------
-
-PADDING = re.compile(r"^_*(?:pad|padding|unused|reserved|spare|dummy|_)?_*\d*$", re.IGNORECASE)
-_BITS_CALL = re.compile(
-    r"^(?:bitcast|asuint|as_uint|bits|f32_bits|float_bits|floatbits|float_as_uint|floatbitstouint|"
-    r"as_bits|f32bits|__float_as_uint|to_bits)\s*\(\s*(?P<name>\w+)\s*\)$",
-    re.IGNORECASE,
-)
-_BITS_NOTE = re.compile(
-    r"^(?P<name>\w+)\s*(?:\(\s*(?:f32|float|fp32)\s*(?:bits|as\s+u32|as\s+uint|bit\s*pattern)\s*\)"
-    r"|:\s*(?:f32|float|fp32)\s+bits|\s+as\s+(?:f32\s+)?bits|\s+\((?:bits|bitcast)\))$",
-    re.IGNORECASE,
-)
-_TYPED = re.compile(r"^(?P<name>\w+)\s*(?::\s*|\(\s*)(?P<type>[A-Za-z]\w*)\s*\)?$")
-_LITERAL = re.compile(r"^(?P<v>0[xX][0-9a-fA-F]+|\d+)[uU]?$")
-
-
-@dataclass(frozen=True)
-class FieldDoc:
-    """One slot of a params tuple as written."""
-
-    name: str | None  # None: padding or a literal
-    is_bits: bool = False  # the raw bits of an f32 in an integer slot
-    literal: int | None = None
-    derived: Expr | None = None  # `total = rows * dim`: filled from the expression
-    declared: str | None = None  # a dtype written beside the name (`eps: f32`)
-
-
-def read_field(raw: str) -> FieldDoc:
-    text = raw.strip().strip("`").strip()
-    if not text:
-        raise Unreadable("an empty params slot")
-    if PADDING.match(text):
-        return FieldDoc(None)
-    if m := _LITERAL.match(text):
-        return FieldDoc(None, literal=int(m.group("v"), 0))
-    if "=" in text and not text.startswith("="):
-        name, expr = (s.strip() for s in text.split("=", 1))
-        _name(name)
-        try:
-            return FieldDoc(name, derived=parse_expr(normalize_expr(expr)))
-        except ExprError as e:
-            raise Unreadable(f"params field `{name}` = `{expr}`: {e}") from None
-    if m := _BITS_CALL.match(text):
-        return FieldDoc(_name(m.group("name")), is_bits=True)
-    if m := _BITS_NOTE.match(text):
-        return FieldDoc(_name(m.group("name")), is_bits=True)
-    if m := _TYPED.match(text):
-        found = dtype_word(m.group("type"))
-        if found is not None:
-            return FieldDoc(_name(m.group("name")), declared=found[0])
-    if text.endswith("_bits") and len(text) > len("_bits"):
-        return FieldDoc(_name(text[: -len("_bits")]), is_bits=True)
-    return FieldDoc(_name(text))
-
-
-def _name(text: str) -> str:
-    if why := check_identifier(text):
-        raise Unreadable(f"params field {why}")
-    return text
-
-
-# `p[0] = (...)`, `[1] = (...)`, or a bare `(...)`; several may follow each other.
-_GROUP = re.compile(
-    r"\s*(?:(?:\w+\s*)?\[\s*(?P<elem>\d+)\s*\]\s*[=:]\s*)?\((?P<fields>[^()]*(?:\([^()]*\)[^()]*)*)\)\s*[,;]?"
-)
-# An element list: `uint4 x 2: a, b, c, ...` or `u32[8]: a, b, ...`.
-_ELEMENT_LIST = re.compile(r"^(?P<type>[A-Za-z]\w*)\s*(?:[x×]\s*\d+|\[\s*\d+\s*\])\s*:\s*(?P<fields>.+)$")
-
-
-@dataclass(frozen=True)
-class ParamsDoc:
-    elements: tuple[tuple[int, tuple[FieldDoc, ...]], ...]  # (element index, its fields)
-    per_element: bool  # written per element (`p[k] = (...)` or several tuples)
-    doc: str
-
-
-PARAMS_NAMES = frozenset(
-    {"params", "param", "p", "args", "consts", "constants", "uniforms", "cfg", "config", "meta", "info", "pc"}
-)
-
-
-def bare_field_list(name: str, rest: str) -> bool:
-    """`params  dim (u32), eps (f32 bits)`: a params binding's fields listed without parentheses."""
-    if name.lower() not in PARAMS_NAMES or rest.lstrip().startswith("("):
-        return False
-    items = _split_top(rest.split("  ")[0].rstrip(". "), ",")
-    try:
-        return len(items) > 1 and all(read_field(i) for i in items)
-    except Unreadable:
-        return False
-
-
-def looks_like_params(rest: str, name: str = "") -> bool:
-    """Whether the rest of a binding line is a params tuple rather than a data buffer's shape."""
-    body = _strip_type_prefix(rest)
-    if _ELEMENT_LIST.match(body):
-        return True
-    if name.lower() in PARAMS_NAMES and body.lstrip().startswith("("):
-        return True  # `params (...)`: a tuple, whatever it holds (read_params says what is wrong)
-    m = _GROUP.match(body)
-    if m is None:
-        return False
-    items = [i.strip() for i in _split_top(m.group("fields"), ",")]
-    if not items or not all(items):
-        return False
-    if re.search(r"\b(elements?|floats|values|entries)\b", m.group("fields")):
-        return False
-    return (
-        all(re.match(r"^[`\w\s=*+/()\-:.]+$", i) for i in items)
-        and (
-            len(items) > 1
-            or m.group("elem") is not None
-            or "=" in items[0]
-            or name.lower() in PARAMS_NAMES
-            or (
-                rest.lstrip().startswith("(")
-                and re.match(r"^`?[A-Za-z_]\w*`?$", items[0]) is not None
-                # `(rows) f32, rw`: a dtype after it makes it a data buffer's one-dimensional shape
-                and not any(dtype_word(w) for w in body[m.end() :].split()[:2])
-            )
-        )
-    )
-
-
-_TUPLE_WORDS = frozenset(
-    {"params", "parameters", "constants", "uniform", "uniforms", "struct", "packed", "cbuffer", "constant"}
-    | {"consts", "ubo", "push_constant", "push-constant", "push"}
-)
-
-
-def _strip_type_prefix(rest: str) -> str:
-    """Drop a leading `params`/`struct`/`uint4` word that only says what a tuple is."""
-    words = rest.split(None, 1)
-    if len(words) == 2 and not _ELEMENT_LIST.match(rest):
-        w = words[0].strip(",:").lower()
-        if w in _TUPLE_WORDS or (
-            dtype_word(w) is not None and words[1].lstrip().startswith(("(", "p[", "[0]"))
-        ):
-            return words[1].lstrip(" ,:")
-    return rest
-
-
-def read_params(rest: str) -> ParamsDoc:
-    body = _strip_type_prefix(rest.strip())
-    if m := _ELEMENT_LIST.match(body):
-        fields_text, tail = m.group("fields"), ""
-        if "  " in fields_text:  # two spaces end the list and start its description
-            fields_text, tail = fields_text.split("  ", 1)
-        items = [read_field(f) for f in _split_top(fields_text.rstrip("."), ",")]
-        return ParamsDoc(_where(((0, tuple(items)),), tail), False, tail.strip())
-    groups: list[tuple[int | None, str]] = []
-    pos = 0
-    while (m := _GROUP.match(body, pos)) is not None and m.end() > pos:
-        groups.append((int(m.group("elem")) if m.group("elem") is not None else None, m.group("fields")))
-        pos = m.end()
-    if not groups:
-        raise Unreadable(f"cannot read `{rest.strip()}` as a params tuple `(a, b, ...)`")
-    labelled = [g for g in groups if g[0] is not None]
-    if labelled and len(labelled) != len(groups):
-        raise Unreadable("params tuples mix `p[k] = (...)` and bare `(...)`")
-    elements: list[tuple[int, tuple[FieldDoc, ...]]] = []
-    for k, (elem, text) in enumerate(groups):
-        index = elem if elem is not None else k
-        if any(index == e for e, _ in elements):
-            raise Unreadable(f"params element [{index}] is listed twice")
-        elements.append((index, tuple(read_field(f) for f in _split_top(text, ","))))
-    per_element = len(groups) > 1 or (groups[0][0] or 0) > 0
-    tail = body[pos:].strip()
-    return ParamsDoc(_where(tuple(elements), tail), per_element, tail)
-
-
-_WHERE = re.compile(r"\b(?:where|with)\s+(?P<name>[A-Za-z]\w*)\s*=\s*(?P<expr>[^;]+?)\s*(?:[;]|\.\s|\.?$)")
-
-
-def _where(
-    elements: tuple[tuple[int, tuple[FieldDoc, ...]], ...], tail: str
-) -> tuple[tuple[int, tuple[FieldDoc, ...]], ...]:
-    """`(rows, dim, total)  where total = rows * dim`: the prose defines a field."""
-    out = elements
-    for m in _WHERE.finditer(tail):
-        try:
-            expr = parse_expr(normalize_expr(m.group("expr")))
-        except ExprError:
-            continue
-        out = tuple(
-            (e, tuple(replace(f, derived=expr) if f.name == m.group("name") else f for f in fields))
-            for e, fields in out
-        )
-    return out
-
-
-# --- Dispatch lines ----------------------------------------------------------------------------
-
-_UNIT = re.compile(
-    r"(?<![\w-])(?:thread\s*-?\s*groups?|work\s*-?\s*groups?|groups?|blocks?|ctas?)(?![\w-])", re.IGNORECASE
-)
-_SIZE = r"(?P<n>\d+(?:\s*[x×*,]\s*\d+){0,2}|\(\s*\d+(?:\s*,\s*\d+){0,2}\s*\))"
-_AFTER_UNIT = re.compile(
-    rf"^\s*(?:of|x|×|\*|with|,)\s*{_SIZE}(?:\s*(?:threads?|invocations?|lanes?|items?))?", re.IGNORECASE
-)
-_TIMES_SIZE = re.compile(rf"\s*(?:x|×|\*)\s*{_SIZE}\s*(?:threads?|invocations?|lanes?)\b", re.IGNORECASE)
-_TRAILING_SIZE = re.compile(rf"\)\s*(?:x|×)\s*{_SIZE}\s*(?:threads?|invocations?|lanes?)?", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class GridDoc:
-    grid: tuple[Expr, ...]
-    group_size: int | None  # None: the line does not say; reflection's then
-
-
-def _size(text: str) -> int:
-    total = 1
-    for n in re.findall(r"\d+", text):
-        total *= int(n)
-    return total
-
-
-def _grid(text: str) -> tuple[Expr, ...]:
-    text = normalize_expr(text).strip().rstrip(",;:.").strip()
-    if text.startswith("[") and text.endswith("]"):
-        text = "(" + text[1:-1] + ")"
-    if not text:
-        raise ExprError("empty grid")
-    # An unparenthesised grid is one expression: `a, ceil(n / 4)` is prose, then a grid.
-    if not (text.startswith("(") and text.endswith(")")) and len(_split_top(text, ",")) > 1:
-        raise ExprError("several dimensions need parentheses")
-    grid = parse_grid(_c_division(text))
-    if any(g.is_name and g.names[0].lower() in _PROSE_WORDS for g in grid):
-        raise ExprError("an English word, not a size")
-    return grid
-
-
-class _RoundUp(ast.NodeTransformer):
-    """`(n + 255) / 256` is C's integer division, the round-up idiom: read it as `//`."""
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        return node  # inside ceil(), min(), max() a `/` is exact: `ceil((n + 1) / 64)`
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        self.generic_visit(node)
-        left = node.left
-        if (
-            isinstance(node.op, ast.Div)
-            and isinstance(left, ast.BinOp)
-            and isinstance(left.op, ast.Add | ast.Sub)
-        ):
-            return ast.BinOp(left, ast.FloorDiv(), node.right)
-        return node
-
-
-def _c_division(text: str) -> str:
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        return text
-    new = _RoundUp().visit(tree)
-    return text if ast.dump(new) == ast.dump(ast.parse(text, mode="eval")) else ast.unparse(new)
-
-
-def _grid_before(text: str) -> tuple[Expr, ...] | None:
-    """The longest grid that ends ``text``, starting at a word boundary (prose may precede it)."""
-    starts = [0] + [i for i in range(1, len(text)) if text[i - 1] in " \t,;:" and text[i] not in " \t"]
-    for s in starts:
-        try:
-            return _grid(text[s:])
-        except ExprError:
-            continue
-    return None
-
-
-def _grid_after(text: str) -> tuple[Expr, ...] | None:
-    """The longest grid that starts ``text`` (prose may follow it)."""
-    ends = [len(text)] + [i for i in range(len(text) - 1, 0, -1) if text[i] in " \t.;,"]
-    for e in ends:
-        try:
-            grid = _grid(text[:e])
-        except ExprError:
-            continue
-        # Prose may follow a grid only when the grid stands out: parenthesised or arithmetic.
-        if e == len(text) or text.lstrip().startswith(("(", "[")) or not all(g.is_name for g in grid):
-            return grid
-    return None
-
-
-def read_dispatch(text: str) -> GridDoc:
-    """Find the grid (and the group size, where given) in the text of a Dispatch line."""
-    text = text.replace("`", " ").strip()
-    for unit in _UNIT.finditer(text):
-        grid = _grid_before(text[: unit.start()].rstrip())
-        if grid is None:
-            continue
-        after = _AFTER_UNIT.match(text[unit.end() :])
-        return GridDoc(grid, _size(after.group("n")) if after else None)
-    if m := _TRAILING_SIZE.search(text):
-        grid = _grid_before(text[: m.start() + 1])
-        if grid is not None:
-            return GridDoc(grid, _size(m.group("n")))
-    if m := _TIMES_SIZE.search(text):
-        grid = _grid_before(text[: m.start()].rstrip())
-        if grid is not None:
-            return GridDoc(grid, _size(m.group("n")))
-    grid = _grid_after(text)
-    if grid is not None:
-        return GridDoc(grid, None)
-    raise Unreadable(
-        f"cannot find a grid in `{text}`; expected e.g. `Dispatch: (ceil(n / 256), rows) threadgroups of 256`"
-    )
+PROSE_WORDS = _NOT_A_DIM | {"one", "single", "every", "dispatch", "launch", "with", "by", "for", "as", "is"}

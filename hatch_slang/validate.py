@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from slangrt import SlangRTError, manifest
@@ -66,6 +66,17 @@ class Row:
     # Why the kernel did not run: the device lacks what it needs (not a failure; ok is False).
     skipped: str = field(default="", compare=False)
 
+    # The columns of the `hatch-slang validate` table, which :meth:`cells` fills.
+    COLUMNS: ClassVar[tuple[str, ...]] = (
+        "shader",
+        "entry",
+        "shape",
+        "max abs err",
+        "max rel err",
+        "ms",
+        "ok",
+    )
+
     @property
     def status(self) -> str:
         """``"ok"``, ``"FAIL"`` or ``"skipped"``."""
@@ -74,6 +85,18 @@ class Row:
     @property
     def failed(self) -> bool:
         return not self.ok and not self.skipped
+
+    def cells(self) -> list[str]:
+        """The row as the table shows it, one text per :attr:`COLUMNS` entry."""
+        return [
+            self.shader,
+            self.entry,
+            self.shape,
+            "-" if self.skipped else f"{self.max_abs_err:.2e}",
+            "-" if self.skipped else f"{self.max_rel_err:.2e}",
+            "-" if self.skipped else f"{self.seconds * 1e3:.2f}",
+            self.status,
+        ]
 
     def as_json(self) -> dict[str, object]:
         row: dict[str, object] = {
