@@ -158,3 +158,32 @@ def test_the_compilers_warnings_name_the_file(tmp_path: Path) -> None:
     out = pipeline.build(load_project_config(root))
     said = [w for w in out.warnings if "Slang says" in w or "warning[" in w]
     assert said and all(w.startswith("shaders/warns.slang") for w in said), out.warnings
+
+
+GLSL_DOUBLE = """\
+#version 450
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer Data { float values[]; };
+layout(push_constant) uniform Push { uint n; float factor; };
+
+void main()
+{
+    uint i = gl_GlobalInvocationID.x;
+    if (i < n) values[i] = values[i] * factor;
+}
+"""
+
+
+@pytest.mark.compile
+@pytest.mark.gpu
+@requires_device
+def test_a_glsl_compute_shader_builds_binds_and_runs(
+    tmp_path: Path, build_project: Callable[[Path], Callable[[str], ModuleType]]
+) -> None:
+    """GLSL's storage block and push constants are read off the SPIR-V: bound, and named."""
+    kernels = build_project(_project(tmp_path / "glslp", {"glsl_double.slang": GLSL_DOUBLE}))
+    fn = kernels("glsl_double").main
+    assert list(inspect.signature(fn).parameters) == ["Data", "n", "factor", "grid"]
+    x = np.arange(100, dtype=np.float32)
+    fn(x, n=100, factor=3.0, grid=(2, 1, 1))
+    np.testing.assert_array_equal(x, np.arange(100, dtype=np.float32) * 3)
