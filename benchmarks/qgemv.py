@@ -11,6 +11,11 @@ Two steps, because the device machine has no Slang compiler:
   interleaved rounds: the median of the rounds' medians), checks each output against NumPy in
   float64, and reports GB/s over the weight bytes against PyTorch's ``a.add_(b)`` in the same
   process (NumPy's ``a += b`` without CUDA).
+
+The ``_pq8`` entries read x rounded by a ``quantize_q8`` dispatch before them: each of their
+calls is the pair, timed together (the two dispatches' GPU times summed: from the end of the
+work before the pair to the end of the GEMV). Every row also gives the wall time of a call in a
+batch of ``--reps`` calls (from the batch's submission to the device going idle, per call).
 """
 
 from __future__ import annotations
@@ -67,10 +72,33 @@ VARIANTS: dict[str, tuple[str, str, dict[str, int], list[tuple[str, str]]]] = {
     "gemv_q4_0_q8 no_dot": ("gemv_q4_0", "gemv_q4_0_q8", {}, [NO_DOT]),
     "moe_gemv_q4_0 new": ("moe_gemv", "moe_gemv_q4_0", {}, []),
     "moe_gemv_q4_0_q8 new": ("moe_gemv", "moe_gemv_q4_0_q8", {}, []),
+    "moe_gemv_q4_0_q8 R2": ("moe_gemv", "moe_gemv_q4_0_q8", {"Q_ROWS_PER_THREAD": 2}, []),
+    "quantize_q8 new": ("quantize_q8", "quantize_q8", {}, []),
+    "gemv_q4_0_pq8 new": ("gemv_q4_0", "gemv_q4_0_pq8", {}, []),
+    "gemv_q4_0_pq8 R2": ("gemv_q4_0", "gemv_q4_0_pq8", {"ROWS_PER_THREAD": 2}, []),
+    "gemv_q4_0_pq8 U4": ("gemv_q4_0", "gemv_q4_0_pq8", {"UNROLL": 4}, []),
+    "moe_gemv_q4_0_pq8 new": ("moe_gemv", "moe_gemv_q4_0_pq8", {}, []),
+    "moe_gemv_q4_0_pq8 U1": ("moe_gemv", "moe_gemv_q4_0_pq8", {"Q_UNROLL": 1}, []),
+    "moe_gemv_q4_0_pq8 U4": ("moe_gemv", "moe_gemv_q4_0_pq8", {"Q_UNROLL": 4}, []),
+    "moe_gemv_q4_0_pq8 R2": ("moe_gemv", "moe_gemv_q4_0_pq8", {"Q_ROWS_PER_THREAD": 2}, []),
+    "moe_gemv_q4_0_pq8 R8": ("moe_gemv", "moe_gemv_q4_0_pq8", {"Q_ROWS_PER_THREAD": 8}, []),
     "gemv_q8_0 new": ("gemv_q8_0", "gemv_q8_0", {}, []),
     "gemv_q8_0 no_alu": ("gemv_q8_0", "gemv_q8_0", {}, [NO_ALU_Q8]),
 }
 OLD = {"gemv_q4_0 old": ("gemv_q4_0", "gemv_q4_0"), "moe_gemv_q4_0 old": ("moe_gemv", "moe_gemv_q4_0")}
+# moe_gemv_q4_0_q8 before its first weight loads moved ahead of the rounding of x (at --before).
+BEFORE = {"moe_gemv_q4_0_q8 before": ("moe_gemv", "moe_gemv_q4_0_q8")}
+QUANTIZE = "quantize_q8 new"  # the dispatch before each _pq8 one
+QUANTIZE_COLS = 2048  # columns per quantize_q8 workgroup (64 threads, a block each)
+
+
+def bindings(entry: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """An entry's (read, written) bindings."""
+    if entry == "quantize_q8":
+        return (0, 3), (1, 2)
+    if entry.startswith("moe"):
+        return ((1, 2, 4, 6, 7, 8) if entry.endswith("pq8") else (1, 2, 3, 4, 6)), (5,)
+    return ((0, 1, 4, 5, 6) if entry.endswith("pq8") else (0, 1, 2, 4)), (3,)
 
 
 def _consts(text: str) -> dict[str, int]:
@@ -92,7 +120,7 @@ def _rewrite(text: str, overrides: dict[str, int], edits: list[tuple[str, str]])
     return text
 
 
-def build(old: str) -> int:
+def build(old: str, before: str) -> int:
     from hatch_slang.compiler import CompileJob, CompileOptions, compile_job
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -108,6 +136,9 @@ def build(old: str) -> int:
         spv.write_bytes(result.entries[0].spirv)
         consts = _consts(text)
         group = int(re.search(rf"\[numthreads\((\d+), 1, 1\)\]\s*void {entry}\b", text)[1])
+        if entry == "quantize_q8":  # "rows" are columns of x here
+            index[name] = {"spv": spv.name, "entry": entry, "threads": group, "rows_per_group": QUANTIZE_COLS}
+            return
         q = "Q_" if "Q_LANES" in consts and entry.startswith("moe") else ""  # moe_gemv's Q4_0 constants
         rows_per_thread = consts[f"{q}ROWS_PER_THREAD"]
         # The old moe_gemv_q4_0 declares LANES inside the entry (moe_gemv_f32's is 64).
@@ -120,9 +151,11 @@ def build(old: str) -> int:
         }
         print(f"{name}: {group} threads, {index[name]['rows_per_group']} rows per group", file=sys.stderr)
 
-    for name, (shader, entry) in OLD.items():
+    olds = [(name, old, shader, entry) for name, (shader, entry) in OLD.items()]
+    olds += [(name, before, shader, entry) for name, (shader, entry) in BEFORE.items()]
+    for name, commit, shader, entry in olds:
         text = subprocess.run(
-            ["git", "show", f"{old}:shaders/{shader}.slang"],
+            ["git", "show", f"{commit}:shaders/{shader}.slang"],
             cwd=ROOT,
             check=True,
             capture_output=True,
@@ -132,7 +165,7 @@ def build(old: str) -> int:
     for name, (shader, entry, overrides, edits) in VARIANTS.items():
         text = (ROOT / "shaders" / f"{shader}.slang").read_text()
         compile_one(name, _rewrite(text, overrides, edits), entry)
-    (OUT / "index.json").write_text(json.dumps({"old": old, "kernels": index}, indent=1))
+    (OUT / "index.json").write_text(json.dumps({"old": old, "before": before, "kernels": index}, indent=1))
     return 0
 
 
@@ -145,13 +178,15 @@ class Problem:
     rows: int
     out: Any
     want: np.ndarray
+    # _pq8: quantize_q8's buffers and grid (its dispatch comes first), and the xq it must write
+    pre: tuple[dict[int, Any], tuple[int, int, int], np.ndarray] | None = None
 
 
 def problems(rng: np.random.Generator, small: bool) -> dict[str, list[Problem]]:
     import slangrt
 
     sys.path.insert(0, str(ROOT / "shaders"))
-    from gemv_q4_0 import dequantize_q4_0, round_x_q8
+    from gemv_q4_0 import dequantize_q4_0, quantize_x_q8, round_x_q8
     from gemv_q8_0 import dequantize_q8_0
 
     T = slangrt.Tensor.from_numpy
@@ -161,7 +196,25 @@ def problems(rng: np.random.Generator, small: bool) -> dict[str, list[Problem]]:
         "gemv_q4_0_q8": [],
         "moe_gemv_q4_0": [],
         "gemv_q8_0": [],
+        "gemv_q4_0_pq8": [],
+        "quantize_q8": [],
     }
+
+    def quantize(x: np.ndarray) -> tuple[dict[int, Any], tuple[int, int, int], np.ndarray]:
+        """quantize_q8's buffers for x, its grid, and the xq it must write; binds xq and xd."""
+        tokens, cols = x.shape
+        xq, xd = quantize_x_q8(x)
+        bufs = {
+            0: T(x),
+            1: slangrt.Tensor.empty(xq.shape, np.uint32),
+            2: slangrt.Tensor.empty(xd.shape, F32),
+            3: T(np.array([cols, tokens], np.uint32)),
+        }
+        out["quantize_q8"].append(
+            Problem(f"cols={cols}", x.nbytes + xq.nbytes + xd.nbytes, bufs, tokens, cols, bufs[2], xd[0])
+        )
+        return bufs, (-(-cols // QUANTIZE_COLS), tokens, 1), xq
+
     for rows, cols in shapes:
         x = rng.standard_normal((1, cols), dtype=F32)
         x64 = x[0].astype(np.float64)
@@ -181,6 +234,11 @@ def problems(rng: np.random.Generator, small: bool) -> dict[str, list[Problem]]:
                 want = deq(wq, wd).astype(np.float64) @ round_x_q8(x)[0]
                 out["gemv_q4_0_q8"].append(
                     Problem(f"rows={rows} cols={cols}", nbytes, bufs, 1, rows, y, want)
+                )
+                pre = quantize(x)
+                pbufs = {0: bufs[0], 1: bufs[1], 3: y, 4: params, 5: pre[0][1], 6: pre[0][2]}
+                out["gemv_q4_0_pq8"].append(
+                    Problem(f"rows={rows} cols={cols}", nbytes, pbufs, 1, rows, y, want, pre)
                 )
     experts, rows, cols, used = (8, 1024, 1024, 2) if small else (8, 14336, 4096, 2)
     x = rng.standard_normal((1, cols), dtype=F32)
@@ -205,6 +263,9 @@ def problems(rng: np.random.Generator, small: bool) -> dict[str, list[Problem]]:
     w_sel = dequantize_q4_0(wq[sel], wd[sel]).astype(np.float64)
     want = np.einsum("erc,c->er", w_sel, round_x_q8(x)[0])
     out["moe_gemv_q4_0_q8"] = [Problem(label, nbytes, bufs, used, rows, z, want)]
+    pre = quantize(x)
+    pbufs = {**{k: v for k, v in bufs.items() if k != 3}, 7: pre[0][1], 8: pre[0][2]}
+    out["moe_gemv_q4_0_pq8"] = [Problem(label, nbytes, pbufs, used, rows, z, want, pre)]
     return out
 
 
@@ -236,29 +297,34 @@ def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
 
     kernels: dict[str, Any] = {}
     for name, k in index["kernels"].items():
-        moe = k["entry"].startswith("moe")
-        reads = (1, 2, 3, 4, 6) if moe else (0, 1, 2, 4)
-        written = 5 if moe else 3
+        reads, written = bindings(k["entry"])
         specs = [slangrt.BindingSpec(i, f"b{i}", "storage", writable=False) for i in reads]
-        specs.append(slangrt.BindingSpec(written, "out", "storage", writable=True))
+        specs += [slangrt.BindingSpec(i, f"out{i}", "storage", writable=True) for i in written]
         spirv = (OUT / k["spv"]).read_bytes()
         kernels[name] = (slangrt.Kernel(spirv, k["entry"], specs, (k["threads"], 1, 1), name=name), k)
 
-    rows_out: list[tuple[str, Problem, list[float], float]] = []
+    rows_out: list[tuple[str, Problem, list[float], float, str, str]] = []
     cases = []
+    quant = kernels[QUANTIZE][0]
     for name, (kernel, k) in kernels.items():
         kind = k["entry"]
-        for prob in probs[kind]:
+        for prob in probs.get(kind, []):
             grid = (-(-prob.rows // k["rows_per_group"]), prob.grid_y, 1)
 
             def call(kernel: Any = kernel, prob: Problem = prob, grid: tuple[int, int, int] = grid) -> None:
+                if prob.pre:
+                    quant.dispatch(prob.pre[0], prob.pre[1])
                 kernel.dispatch(prob.buffers, grid)
 
             call()
             got = prob.out.numpy().astype(np.float64).reshape(prob.want.shape)
             err = float(np.abs(got - prob.want).max() / np.abs(prob.want).max())
+            if prob.pre and not np.array_equal(prob.pre[0][1].numpy(), prob.pre[2]):
+                err = float("inf")  # quantize_q8 did not round x as quantize_x_q8 does
             cases.append((name, prob, call, err))
     samples: dict[int, list[float]] = {i: [] for i in range(len(cases))}
+    parts: dict[int, list[tuple[float, float]]] = {i: [] for i in range(len(cases))}  # first, last
+    walls: dict[int, list[float]] = {i: [] for i in range(len(cases))}
     for _ in range(rounds):
         for i, (_name, _prob, call, _err) in enumerate(cases):
             call()
@@ -266,9 +332,21 @@ def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
             with slangrt.profile() as prof, slangrt.batch():
                 for _ in range(reps):
                     call()
-            samples[i].append(statistics.median(r.gpu_ns for r in prof.records) / 1e3)
+            per = len(prof.records) // reps  # dispatches per call
+            ns = [r.gpu_ns for r in prof.records]
+            samples[i].append(statistics.median(sum(ns[j : j + per]) for j in range(0, len(ns), per)) / 1e3)
+            parts[i].append((statistics.median(ns[::per]) / 1e3, statistics.median(ns[per - 1 :: per]) / 1e3))
+            slangrt.device().synchronize()
+            with slangrt.batch():
+                for _ in range(reps):
+                    call()
+                start = time.perf_counter()  # the dispatches are kept; leaving submits them
+            slangrt.device().synchronize()
+            walls[i].append((time.perf_counter() - start) * 1e6 / reps)
     for i, (name, prob, _call, err) in enumerate(cases):
-        rows_out.append((name, prob, samples[i], err))
+        first, last = (statistics.median(p) for p in zip(*parts[i]))
+        note = f"{first:.2f} + {last:.2f}" if prob.pre else ""
+        rows_out.append((name, prob, samples[i], err, f"{statistics.median(walls[i]):.2f}", note))
 
     # Size-matched references: how fast a plain streaming kernel moves the same bytes.
     from hatch_slang.kernels import gemv_f32
@@ -302,17 +380,20 @@ def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
         f"- baseline (vs add_): {baseline}",
         f"- {rounds} interleaved rounds of {reps} dispatches in one batch each; GPU us: median of the "
         "rounds' medians (min .. max of the rounds)",
-        f"- old: `shaders/` at `{index['old']}`",
+        f"- old: `shaders/` at `{index['old']}`; before: at `{index.get('before')}`",
+        "- _pq8 rows: quantize_q8 + the GEMV, GPU us summed (`parts`: quantize_q8 + GEMV, medians); "
+        "`wall us`: per call in a batch of the reps, from submission to idle (median of the rounds)",
         "",
-        "| kernel | shape | weight MB | GPU us | rounds | GB/s | vs add_ | max err / max abs |",
-        "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| kernel | shape | weight MB | GPU us | rounds | GB/s | vs add_ | wall us | parts "
+        "| max err / max abs |",
+        "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: |",
     ]
-    for name, prob, s, err in rows_out:
+    for name, prob, s, err, wall, note in rows_out:
         us = statistics.median(s)
         gb = prob.weight_bytes / (us * 1e3)
         lines.append(
             f"| {name} | {prob.label} | {prob.weight_bytes / 1e6:.1f} | {us:.2f} | "
-            f"{min(s):.2f} .. {max(s):.2f} | {gb:.0f} | {gb / base:.2f} | {err:.1e} |"
+            f"{min(s):.2f} .. {max(s):.2f} | {gb:.0f} | {gb / base:.2f} | {wall} | {note} | {err:.1e} |"
         )
     lines += [
         "",
@@ -326,7 +407,7 @@ def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
     print(text)
     if out_md:
         out_md.write_text(text)
-    return 1 if any(err > 1e-5 for *_, err in rows_out) else 0
+    return 1 if any(row[3] > 1e-5 for row in rows_out) else 0
 
 
 def main() -> int:
@@ -334,6 +415,7 @@ def main() -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="compile the kernels and variants into build/qgemv (needs slangpy)")
     b.add_argument("--old", default="d52bb00", help="the commit whose shaders are the old kernels")
+    b.add_argument("--before", default="34fa2d7", help="the commit of moe_gemv_q4_0_q8's 'before' row")
     r = sub.add_parser("run", help="time them")
     r.add_argument("--reps", type=int, default=50)
     r.add_argument("--rounds", type=int, default=5)
@@ -341,7 +423,7 @@ def main() -> int:
     r.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.cmd == "build":
-        return build(args.old)
+        return build(args.old, args.before)
     return run(args.reps, args.rounds, args.small, args.out)
 
 

@@ -63,21 +63,41 @@ def random_q4_0(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[np.nd
     return pack_q4_0(q, d)
 
 
-def round_x_q8(x: np.ndarray) -> np.ndarray:
-    """x as gemv_q4_0_q8 rounds it: per block of 32, int8 times 2^(floor(log2(amax)) - 6)."""
+def quantize_x_q8(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x rounded to 8 bits as quantize_q8.slang (and gemv_q4_0_q8, in each workgroup) rounds it:
+    per block of 32, int8 q_x times 2^e, e = floor(log2(amax)) - 6 -> (xq, xd): q_x as signed
+    bytes packed 4 per u32 word (``[..., cols / 4]``), the scales 2^e as f32 (``[..., cols / 32]``)."""
     *lead, cols = x.shape
     blocks = x.astype(np.float32).reshape(*lead, cols // BLOCK, BLOCK)
     amax = np.abs(blocks).max(axis=-1, keepdims=True)
     # The float's exponent field, as the kernel reads it (0 for zero and subnormals).
     field = (amax.view(np.uint32) >> 23).astype(np.int64) & 0xFF
     e = np.maximum(field - 127, -100) - 6
-    q = np.clip(np.floor(blocks.astype(np.float64) * np.exp2(-e) + 0.5), -128, 127)
-    return (q * np.exp2(e)).reshape(*lead, cols)
+    q = np.clip(np.floor(blocks.astype(np.float64) * np.exp2(-e) + 0.5), -128, 127).astype(np.int8)
+    xq = np.ascontiguousarray(q.reshape(*lead, cols)).view("<u4").astype(np.uint32)
+    return xq, np.exp2(e[..., 0]).astype(np.float32)
+
+
+def round_x_q8(x: np.ndarray) -> np.ndarray:
+    """x as gemv_q4_0_q8 rounds it (float64): per block of 32, int8 times 2^(floor(log2(amax)) - 6)."""
+    xq, xd = quantize_x_q8(x)
+    return dequantize_x_q8(xq, xd)
+
+
+def dequantize_x_q8(xq: np.ndarray, xd: np.ndarray) -> np.ndarray:
+    """The float64 values that quantize_x_q8's (xq, xd) stand for."""
+    *lead, words = xq.shape
+    q = np.ascontiguousarray(xq.astype("<u4")).view(np.int8).astype(np.float64)
+    q = q.reshape(*lead, words // 8, BLOCK) * xd.astype(np.float64)[..., None]
+    return q.reshape(*lead, words * 4)
 
 
 def reference(args: dict[str, Any], *, q8: bool = False) -> dict[str, np.ndarray]:
     w = dequantize_q4_0(args["wq"], args["wd"]).astype(np.float64)
-    x = round_x_q8(args["x"]) if q8 else args["x"].astype(np.float64)
+    if "xq" in args:  # gemv_q4_0_pq8: x as quantize_q8 left it
+        x = dequantize_x_q8(args["xq"], args["xd"])
+    else:
+        x = round_x_q8(args["x"]) if q8 else args["x"].astype(np.float64)
     y = x @ w.T
     if args["accumulate"]:
         y += args["y"]
@@ -93,13 +113,18 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
     for rows, cols, n_tokens in SHAPES:
         wq, wd = random_q4_0(rng, (rows, cols))
         for accumulate in (0, 1):
-            for entry in ("gemv_q4_0", "gemv_q4_0_q8"):
+            # gemv_q4_0_pq8 reads x as quantize_q8 rounds it (quantize_q8.py checks that bit for
+            # bit): the same result as gemv_q4_0_q8's. Its arrays do not give `cols`.
+            x = rng.standard_normal((n_tokens, cols)).astype(np.float32)
+            xq, xd = quantize_x_q8(x)
+            for entry in ("gemv_q4_0", "gemv_q4_0_q8", "gemv_q4_0_pq8"):
+                xs = {"xq": xq, "xd": xd, "cols": cols} if entry.endswith("pq8") else {"x": x}
                 yield Case(
                     entry,
                     label=f"rows={rows} cols={cols} tokens={n_tokens} acc={accumulate}",
                     dims={"rows": rows, "cols": cols, "n_tokens": n_tokens},
-                    args={"wq": wq, "wd": wd, "accumulate": accumulate},
-                    expect=partial(reference, q8=entry.endswith("q8")),
+                    args={"wq": wq, "wd": wd, "accumulate": accumulate, **xs},
+                    expect=partial(reference, q8=entry.endswith("_q8")),
                     atol=2e-6 * cols**0.5 * 8,
                     rtol=1e-5,
                 )

@@ -37,6 +37,12 @@ def reference_q4_0_q8(args: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"z": expert_gemv(w, q4.round_x_q8(args["x"]), args["sel_expert"], args["x_div"])}
 
 
+def reference_q4_0_pq8(args: dict[str, Any]) -> dict[str, np.ndarray]:
+    w = q4.dequantize_q4_0(args["wq"], args["wd"])
+    x = q4.dequantize_x_q8(args["xq"], args["xd"])
+    return {"z": expert_gemv(w, x, args["sel_expert"], args["x_div"])}
+
+
 # (n_tokens, n_used, n_experts, rows, cols): one of everything, odd sizes, a small MoE layer, x in
 # two chunks of groupshared memory (moe_gemv_q4_0 stages 4096 columns at a time).
 SHAPES = [
@@ -65,3 +71,9 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
             yield Case("moe_gemv_q4_0", label=label, dims=dims, args=args, expect=reference_q4_0, **tol)
             q8 = reference_q4_0_q8
             yield Case("moe_gemv_q4_0_q8", label=label, dims=dims, args=args, expect=q8, **tol)
+            # x rounded by quantize_q8 (quantize_q8.py checks that bit for bit): moe_gemv_q4_0_q8's result.
+            x = rng.standard_normal((n_entries // x_div, cols)).astype(np.float32)
+            xq, xd = q4.quantize_x_q8(x)
+            args = {**args, "xq": xq, "xd": xd, "cols": cols}  # no array gives cols
+            pq8 = reference_q4_0_pq8
+            yield Case("moe_gemv_q4_0_pq8", label=label, dims=dims, args=args, expect=pq8, **tol)
