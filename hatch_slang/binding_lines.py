@@ -126,6 +126,13 @@ def _unique(s: BindingSet, notes: list[Note]) -> BindingSet:
     return BindingSet(s.label, s.line, tuple(kept), s.unread)
 
 
+def _integer_words(text: str) -> bool:
+    """Whether the words before a list name an integer element type (and nothing else but access)."""
+    words = [w for w in re.split(r"[\s,;:]+", dialect.ACCESS_WORDS.sub(" ", text)) if w]
+    found = [dialect.dtype_word(w) for w in words]
+    return bool(words) and all(f is not None and f[0][0] in "ui" and not f[1] for f in found)
+
+
 def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
     if why := check_identifier(ref.name):
         raise Unreadable(f"the name {why}")
@@ -137,6 +144,10 @@ def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
         body = rest[found[1][1] :].lstrip(" ,:;")
     if params_tuple.bare_field_list(ref.name, body):
         body = f"({body.split('  ')[0].rstrip('. ')})  {''.join(body.split('  ')[1:])}"
+    listed = re.search(r"\[\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\]", body)
+    if listed and ref.name.lower() in params_tuple.PARAMS_NAMES and _integer_words(body[: listed.start()]):
+        # `params  u32, read, [n, k, dim]`: the values a params buffer holds, listed in order.
+        body = f"({listed.group(1)})  {body[listed.end() :].strip()}"
     if params_tuple.looks_like_params(body, ref.name):
         params = params_tuple.read_params(body)
         fields = _fields(params)
@@ -162,9 +173,12 @@ def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
         doc = rest[: shape.span[0]] + " " + rest[shape.span[1] :]
     doc = re.sub(r"\s+", " ", doc).strip(" ,;:-")
     # The dtype and access words that open the line are read above; the rest is its description.
+    typed = False  # one dtype word opens the line at most; a second one is the description's
     while (first := re.match(r"^([\w`-]+)[\s,;:]*", doc)) and (
-        dialect.dtype_word(first.group(1)) or first.group(1).strip("`").lower() in _LEADING_WORDS
+        (not typed and dialect.dtype_word(first.group(1)))
+        or first.group(1).strip("`").lower() in _LEADING_WORDS
     ):
+        typed = typed or dialect.dtype_word(first.group(1)) is not None
         doc = doc[first.end() :]
     doc = re.sub(r"^\(\s*\w*\s*\)\s*", "", doc).strip()
     if quantised:

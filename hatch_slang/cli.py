@@ -151,7 +151,8 @@ def _run_build(
 def _warn(output: pipeline.BuildOutput, quiet: bool) -> None:
     if not quiet:
         for w in output.warnings:
-            click.secho(f"warning: {w}", fg="yellow", err=True)
+            said = w if ": warning: " in w.split("\n", 1)[0] else f"warning: {w}"
+            click.secho(said, fg="yellow", err=True)
 
 
 @click.group(epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})

@@ -62,13 +62,17 @@ _HEADER = re.compile(
     re.IGNORECASE,
 )
 _SUBHEADER = re.compile(r"^\s*(?:[-*•]\s*)?(?P<label>[A-Za-z][\w ./()+-]{0,40}):\s*$")
+# `wgsl (mirrors rmsnorm.wgsl): in place, 3 bindings`: a backend's label, then a remark.
+_BACKEND_HEADER = re.compile(r"^\s*(?:[-*•]\s*)?(?P<label>[A-Za-z][\w ./()`+-]{0,60}?):\s*\S.*$")
 _BACKEND = re.compile(
     r"\b(metal|msl|vulkan|spir-?v|glsl|hlsl|d3d\d*|dx\d+|directx|cuda|wgsl|webgpu|opengl|cpu|slang)\b",
     re.IGNORECASE,
 )
 _QUALIFIER = r"(?:\((?P<q1>[^()]*)\)|\[(?P<q2>[^\[\]]*)\]|for\s+(?P<q3>[^:]*?))"
 _DISPATCH_HEAD = re.compile(
-    rf"^\s*(?:[-*•]\s*)?dispatch(?:ed)?\s*{_QUALIFIER}?\s*:(?P<rest>.*)$", re.IGNORECASE
+    r"^\s*(?:[-*•]\s*)?(?:dispatch(?:ed)?|num(?:ber of)?\s+(?:work|thread)\s*groups"
+    rf"|(?:work|thread)\s*group\s+count)\s*{_QUALIFIER}?\s*:(?P<rest>.*)$",
+    re.IGNORECASE,
 )
 
 
@@ -174,6 +178,8 @@ def parse_contract(path: Path | str, source: str) -> Contract:
             i += 1
             continue
         sub = _SUBHEADER.match(text)
+        if sub is None and (labelled := _BACKEND_HEADER.match(text)) and _backend(labelled.group("label")):
+            sub = labelled
         if sub and i + 1 < len(lines) and dialect.binding_ref(lines[i + 1][1]) is not None:
             label = _backend(sub.group("label")) or sub.group("label").strip()
             open_group = Group(label, number, [])

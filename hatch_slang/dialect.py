@@ -79,6 +79,7 @@ _ACCESS = re.compile(
     r"|read|write|written|out|output)(?![\w-])",
     re.IGNORECASE,
 )
+ACCESS_WORDS = _ACCESS  # the access-word pattern, for readers of whole lines
 _ACCESS_OF: dict[str, Access] = {
     "rw": "readwrite",
     "inout": "readwrite",
@@ -124,6 +125,7 @@ _REF = (
     r"|@group\(\s*(?P<set2>\d+)\s*\)\s*@binding\(\s*(?P<i3>\d+)\s*\)"
     r"|(?:binding|buffer|slot)(?:\s*/\s*(?:binding|buffer|slot))?\s*(?:[=#(]\s*)?(?P<i4>\d+)\s*\)?"
     r"|\[\[?\s*(?:buffer\s*\(\s*)?(?P<i5>\d+)\s*\)?\s*\]\]?(?!\s*=)"
+    r"|(?P<i6>\d+)(?=\s*:)"  # `0: q  f32, read, [n]` (under a header, or with a dtype and shape)
     r")"
 )
 _BINDING = re.compile(rf"^\s*(?:[-*•]\s+)?{_REF}{_SEP}{_NAME}\s*(?:[:,]|-{{1,2}}|–|—)?\s*(?P<rest>.*)$")
@@ -146,7 +148,7 @@ def binding_ref(text: str) -> BindingRef | None:
     if m is None:
         return None
     reg = m.group("reg")
-    index = next(int(v) for v in m.group("i1", "i2", "i3", "i4", "i5") if v is not None)
+    index = next(int(v) for v in m.group("i1", "i2", "i3", "i4", "i5", "i6") if v is not None)
     set_text = m.group("set") or m.group("set2")
     register: Literal["t", "u", "b"] | None = None
     if reg:
@@ -262,19 +264,48 @@ class Shape:
 
 
 def find_shape(text: str) -> Shape | None:
-    """The first shape written in ``text``: ``[a][b]``, ``[a, b]``, ``(a x b)``, ``a×b``, ``n floats``."""
+    """The first shape written in ``text``: ``[a][b]``, ``[a, b]``, ``[a x b]``, ``(a x b)``, ``a×b``,
+    ``n floats``. A bracket that reads as no shape (``[re | im] per frame``) gives way to another
+    form in the line; only when there is none is it unreadable."""
+    try:
+        found = _bracket_shape(text)
+    except Unreadable:
+        rest = _BRACKETS.sub(" ", text)
+        other = _other_shape(rest) if rest != text else None
+        if other is None:
+            if re.search(r"\[[^\[\]]*\|[^\[\]]*\]", text):
+                return None  # `packed [x | c | b]`: a picture of the layout, no shape
+            raise
+        return Shape(other.dims, other.flat, _span_in(text, rest, other))
+    return found if found is not None else _other_shape(text)
+
+
+def _span_in(text: str, rest: str, shape: Shape) -> tuple[int, int]:
+    """Where a shape found in ``rest`` (``text`` with its brackets blanked) stands in ``text``."""
+    piece = rest[shape.span[0] : shape.span[1]]
+    at = text.find(piece)
+    return (at, at + len(piece)) if at >= 0 else shape.span
+
+
+def _bracket_shape(text: str) -> Shape | None:
     m = _BRACKETS.search(text)
     if m is not None:
         if text[m.end() :].startswith("["):  # `[n][m][n[0]]`: a dimension holding brackets
             raise Unreadable(f"shape `{text[m.start() :].split()[0]}`: brackets inside a dimension")
         raw = _DIM.findall(m.group("dims"))
         parts = raw[0].split(",") if len(raw) == 1 and "," in raw[0] and "(" not in raw[0] else raw
+        if len(raw) == 1 and len(parts) == 1 and re.search(r"\s[x×]\s|×", raw[0]):
+            parts = re.split(r"\s+[x×]\s+|×", raw[0])  # `[d_conv x hidden_size]`
         if len(parts) == 1 and not parts[0].strip():
             raise Unreadable("empty shape `[]`")
         flat = bool(m.group("flat"))
         if flat and len(parts) != 1:
             raise Unreadable("`flat[...]` takes one size (the total element count)")
         return Shape(_dims(parts), flat, m.span())
+    return None
+
+
+def _other_shape(text: str) -> Shape | None:
     m = _PAREN_X.search(text)
     if m is not None:
         parts = re.split(r"\s+[x×]\s+|×", m.group("dims"))
@@ -300,10 +331,15 @@ def find_shape(text: str) -> Shape | None:
         and m.group("n").lower() not in _NOT_A_DIM
         and dtype_word(m.group("n")) is None  # `u32 words` names the element type, not a count
         and before != ["of"]
+        and not re.match(r"\s*(?:each|apiece|per)\b", text[m.end() :])  # `hs floats each`: parts of it
     ):
         # `any shape (n elements in all)`: `n` counts every element, whatever the shape.
         any_shape = re.search(r"\bany\s+(?:shape|rank)|\bflattened\b|\bin\s+all\b|\bin\s+total\b", text, re.I)
-        return Shape(_dims([m.group("n")]), bool(any_shape), m.span("n"))
+        span = m.span("n")
+        wrapped = re.search(r"\(\s*$", text[: span[0]]) and re.match(r"[^()]*\)", text[span[1] :])
+        if wrapped:  # `(n elements)`: the parenthesis goes with the size, out of the description
+            span = (text.rindex("(", 0, span[0]), span[1] + text[span[1] :].index(")") + 1)
+        return Shape(_dims([m.group("n")]), bool(any_shape), span)
     return None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from hatch_slang.dialect import Unreadable, dtype_word, normalize_expr, split_top
+from hatch_slang.dialect import Unreadable, dtype_word, find_access, normalize_expr, split_top
 from hatch_slang.expr import Expr, ExprError, check_identifier, parse_expr
 
 PADDING = re.compile(r"^_*(?:pad|padding|unused|reserved|spare|dummy|_)?_*\d*$", re.IGNORECASE)
@@ -98,9 +98,12 @@ PARAMS_NAMES = frozenset(
 
 def bare_field_list(name: str, rest: str) -> bool:
     """`params  dim (u32), eps (f32 bits)`: a params binding's fields listed without parentheses."""
-    if name.lower() not in PARAMS_NAMES or rest.lstrip().startswith("("):
+    if name.lower() not in PARAMS_NAMES or rest.lstrip().startswith("(") or "[" in rest:
         return False
     items = split_top(rest.split("  ")[0].rstrip(". "), ",")
+    words = [i.strip().split(" ")[0].strip("`") for i in items]
+    if any(dtype_word(w) is not None or find_access(w) is not None for w in words):
+        return False  # `p  f32, read [...]`: a data buffer's dtype and access, not field names
     try:
         return len(items) > 1 and all(read_field(i) for i in items)
     except Unreadable:
@@ -159,7 +162,9 @@ def _strip_type_prefix(rest: str) -> str:
 
 def read_params(rest: str) -> ParamsDoc:
     body = _strip_type_prefix(rest.strip())
-    if m := _ELEMENT_LIST.match(body):
+    if (m := _ELEMENT_LIST.match(body)) and re.match(r"\s*(?:\w+\s*)?[\[(]", m.group("fields")):
+        body = m.group("fields").strip()  # `uint4 x 4:` then `[0] = (...)` per element
+    elif m := _ELEMENT_LIST.match(body):
         fields_text, tail = m.group("fields"), ""
         if "  " in fields_text:  # two spaces end the list and start its description
             fields_text, tail = fields_text.split("  ", 1)

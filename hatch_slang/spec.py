@@ -29,6 +29,7 @@ from hatch_slang.reflection import (
     read_all_bindings,
     read_entry,
     scalar_size,
+    used_bindings,
 )
 from hatch_slang.resources import (
     block,
@@ -73,7 +74,14 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     warnings += [f"{shader.rel}:{n.line}: warning: {n.message}" for n in c.notes]
     reflected_all = {b.key: b for b in read_all_bindings(result.entries[0].reflection)}
 
-    chosen = _choose_set(c.binding_sets, reflected_all)
+    # Several backends' lists: match them against what the entries use, not every global the
+    # file declares (a file may keep another backend's buffers it never reads).
+    used: set[tuple[int, int]] = set()
+    for compiled in result.entries:
+        used |= {(s, b) for s, b in used_bindings(compiled.spirv)}
+    chosen = _choose_set(
+        c.binding_sets, {k: r for k, r in reflected_all.items() if k in used} or reflected_all
+    )
     if len(c.binding_sets) > 1 and chosen is not None:
         others = ", ".join(f"line {s.line}" for s in c.binding_sets if s is not chosen)
         label = f"the {chosen.label} binding list" if chosen.label else "the binding list"
@@ -441,15 +449,22 @@ def _entry(
                 )
         grid = d.grid
     sizes = known | set(grid_only)
-    for p in fields.values():
-        for name in p.derived.names if p.derived else ():
-            if name not in sizes or name in derived:
-                raise ShaderError(
-                    shader.rel,
-                    next(b.line for b in buffers if p in b.params),
-                    f"params field `{p.name}` is computed from `{name}`, which no array, params "
-                    "field or Dispatch size of this entry defines",
-                )
+    for p in list(fields.values()):
+        bad = [n for n in (p.derived.names if p.derived else ()) if n not in sizes or n in derived]
+        if bad:
+            # Unreadable as a formula: the caller passes the field like any other.
+            line = next(b.line for b in buffers if p in b.params)
+            warnings.append(
+                f"{shader.rel}:{line}: warning: params field `{p.name}` is computed from `{bad[0]}`, "
+                "which no array, params field or Dispatch size of this entry defines; the wrapper "
+                f"takes `{p.name}` as an argument instead"
+            )
+            plain = replace(p, derived=None)
+            buffers = tuple(
+                replace(b, params=tuple(plain if q is p else q for q in b.params)) for b in buffers
+            )
+            fields[p.name] = plain
+            derived.discard(p.name)
     checked: list[BufferSpec] = []
     for b in buffers:
         unknown = [n for dim in b.shape or () for n in dim.names if n not in sizes]

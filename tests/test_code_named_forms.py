@@ -187,3 +187,56 @@ def test_a_glsl_compute_shader_builds_binds_and_runs(
     x = np.arange(100, dtype=np.float32)
     fn(x, n=100, factor=3.0, grid=(2, 1, 1))
     np.testing.assert_array_equal(x, np.arange(100, dtype=np.float32) * 3)
+
+
+TWO_BACKENDS = """\
+// Bindings, for both backends this file is shared with:
+//   wgsl: in place, 3 bindings
+//     binding 0: x       f32, read-write, normalized in place
+//     binding 1: weight  f32, read
+//     binding 2: params  (n, eps_bits)
+//   metal: out of place, 4 buffers
+//     buffer 0: src      f32, read
+//     buffer 1: dst      f32, write
+//     buffer 2: w        f32, read
+//     buffer 3: params   (n, eps_bits)
+[[vk::binding(0)]] RWStructuredBuffer<float> x_buf;
+[[vk::binding(1)]] StructuredBuffer<float> w_buf;
+[[vk::binding(2)]] StructuredBuffer<uint> p_buf;
+[[vk::binding(3)]] StructuredBuffer<float> unused_metal_only;
+[shader("compute")] [numthreads(64, 1, 1)]
+void rms(uint3 t : SV_DispatchThreadID) { if (t.x < p_buf[0]) x_buf[t.x] *= w_buf[t.x] * asfloat(p_buf[1]); }
+"""
+
+DERIVED_FROM_NOTHING = """\
+// Bindings:
+//   binding 0: x       f32, read-write (rows*dim)
+//   binding 1: params  (total = rows*dim, dim)
+// Dispatch: ceil(total / 64) workgroups of 64
+[[vk::binding(0)]] RWStructuredBuffer<float> x;
+[[vk::binding(1)]] StructuredBuffer<uint> params;
+[shader("compute")] [numthreads(64, 1, 1)]
+void scale(uint3 t : SV_DispatchThreadID) { if (t.x < params[0]) x[t.x] *= float(params[1]); }
+"""
+
+
+@pytest.mark.compile
+def test_the_backend_list_is_matched_against_what_the_entry_uses(tmp_path: Path) -> None:
+    """A binding the file declares but the entry never uses does not make the other list win."""
+    root = _project(tmp_path / "backends", {"rms.slang": TWO_BACKENDS})
+    out = pipeline.build(load_project_config(root))
+    assert any(
+        "rms.slang:2: note: the wgsl binding list" in w and "(line 6 ignored)" in w for w in out.warnings
+    )
+    source = out.files["rms.py"].decode()
+    assert "x: npt.NDArray[np.float32]" in source and "eps: float" in source
+
+
+@pytest.mark.compile
+def test_a_field_computed_from_unknown_sizes_becomes_an_argument(tmp_path: Path) -> None:
+    root = _project(tmp_path / "derived", {"scale.slang": DERIVED_FROM_NOTHING})
+    out = pipeline.build(load_project_config(root))
+    assert any(
+        "scale.slang:3: warning: params field `total` is computed from `rows`" in w for w in out.warnings
+    )
+    assert "    total: int," in out.files["scale.py"].decode()

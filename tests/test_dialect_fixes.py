@@ -75,3 +75,69 @@ def test_a_name_still_ends_at_its_separators() -> None:
     for line in ["t0: x. f32, [n]", "t0: x, f32, [n]", "t0: `x` f32 [n]", "t0: x[n] f32", "t0: x -- f32 [n]"]:
         c = parse_contract("k.slang", f"// Bindings:\n//   {line}\n")
         assert c.bindings is not None and [b.name for b in c.bindings] == ["x"], (line, c.notes)
+
+
+# --- forms met in a real engine's kernels (written here in our own words) ---------------------
+
+
+def test_a_shape_written_with_x_inside_one_bracket_is_two_dimensions() -> None:
+    c = parse_contract(
+        "k.slang", "// Bindings:\n//   binding 1: state  f32, read-write, the window [taps x width]\n"
+    )
+    assert c.bindings is not None and not c.notes
+    assert [d.text for d in c.bindings[0].shape or ()] == ["taps", "width"]
+
+
+def test_a_layout_picture_in_brackets_gives_way_to_the_real_shape() -> None:
+    text = "// Bindings:\n//   binding 1: out  f32, write (frames · 2·bins), [re | im] per frame\n"
+    c = parse_contract("k.slang", text)
+    assert c.bindings is not None and not c.notes
+    assert [d.text for d in c.bindings[0].shape or ()] == ["frames * 2*bins"]
+    alone = parse_contract(
+        "k.slang", "// Bindings:\n//   binding 0: proj  f32, read, packed [a | b | c], h floats each\n"
+    )
+    assert alone.bindings is not None and not alone.notes and alone.bindings[0].shape is None
+
+
+def test_a_params_named_binding_with_a_dtype_and_shape_is_data() -> None:
+    c = parse_contract("k.slang", "// Bindings:\n//   binding 3: p  f32, read  [2*t-1][h*d]\n")
+    assert c.bindings is not None and c.bindings[0].role == "data"
+    assert [d.text for d in c.bindings[0].shape or ()] == ["2*t-1", "h*d"]
+
+
+def test_an_element_list_header_with_one_tuple_per_line() -> None:
+    text = (
+        "// Bindings:\n//   binding 4: params  uint4 x 2:\n//       [0] = (cin, cout, h, w)\n"
+        "//       [1] = (groups, _, _, _)\n"
+    )
+    c = parse_contract("k.slang", text)
+    assert c.bindings is not None and not c.notes
+    assert [(f.element, f.slot, f.name) for f in c.bindings[0].fields][:5] == [
+        (0, 0, "cin"),
+        (0, 1, "cout"),
+        (0, 2, "h"),
+        (0, 3, "w"),
+        (1, 0, "groups"),
+    ]
+
+
+def test_numbered_binding_lines_a_params_list_and_a_workgroup_count() -> None:
+    text = (
+        "// Launch:\n//   workgroup size: (128, 1, 1)\n//   num workgroups: (heads, ceil(dim / 128), 1)\n//\n"
+        "// Buffer bindings:\n//   0: q       f32, read, [heads * dim]\n"
+        "//   1: params  u32, read, [heads, dim]\n"
+    )
+    c = parse_contract("k.slang", text)
+    assert not c.notes and c.dispatch is not None
+    assert [g.text for g in c.dispatch.grid] == ["heads", "ceil(dim / 128)", "1"]
+    assert c.bindings is not None
+    q, params = c.bindings
+    assert (q.index, q.name, [d.text for d in q.shape or ()]) == (0, "q", ["heads * dim"])
+    assert (params.role, [f.name for f in params.fields]) == ("params", ["heads", "dim"])
+
+
+def test_a_count_in_parentheses_leaves_the_description_clean() -> None:
+    c = parse_contract(
+        "k.slang", "// Bindings:\n//   binding 0: x  f32, read-write (n elements) scaled in place\n"
+    )
+    assert c.bindings is not None and c.bindings[0].doc == "scaled in place"
