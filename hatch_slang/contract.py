@@ -40,7 +40,7 @@ from pathlib import Path
 from hatch_slang import dialect, dispatch_line, params_tuple
 from hatch_slang.binding_lines import BindingDoc, BindingSet, Group, Note, ParamsField, binding_sets
 from hatch_slang.dialect import Unreadable
-from hatch_slang.expr import Expr, check_identifier
+from hatch_slang.expr import Expr, check_identifier, parse_expr
 
 __all__ = [
     "BindingDoc",
@@ -209,6 +209,8 @@ def parse_contract(path: Path | str, source: str) -> Contract:
         prose.append(text[1:] if text.startswith(" ") else text)
         i += 1
 
+    if dispatch is None and not entry_dispatch:
+        dispatch = _single_group(lines)
     sets = binding_sets(path, groups, notes)
     if entries:
         for d in entry_dispatch:
@@ -230,6 +232,27 @@ def parse_contract(path: Path | str, source: str) -> Contract:
         notes=tuple(notes),
         binding_sets=tuple(sets),
     )
+
+
+_SINGLE_GROUP = re.compile(
+    r"\b(?:a\s+)?single\s+(?:work|thread)\s*-?\s*group(?:\s+of\s+(?P<n>\d+)(?:\s+threads)?)?\b"
+    r"(?!\s+(?:per|for\s+each|each))",
+    re.IGNORECASE,
+)
+# ... and only where the same line says the group walks the whole input (else: one group *per* item?)
+_WALKS_ALL = re.compile(
+    r"grid-?strid|strid(?:es|ing)\s+over|loops?\s+over|the\s+whole|all\s+of", re.IGNORECASE
+)
+
+
+def _single_group(lines: list[tuple[int, str]]) -> DispatchDoc | None:
+    """`Single workgroup of 256, grid-striding over n.`: prose that fixes the grid at one group."""
+    for number, text in lines:
+        m = _SINGLE_GROUP.search(text)
+        if m is not None and _WALKS_ALL.search(text):
+            n = int(m.group("n")) if m.group("n") else None
+            return DispatchDoc(number, f"Dispatch: {text.strip()}", (parse_expr("1"),), n)
+    return None
 
 
 def _entry_names(text: str, number: int, notes: list[Note], entries: list[str]) -> bool:

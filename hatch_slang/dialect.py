@@ -287,8 +287,16 @@ def _span_in(text: str, rest: str, shape: Shape) -> tuple[int, int]:
     return (at, at + len(piece)) if at >= 0 else shape.span
 
 
+def _indexing(text: str, m: re.Match[str]) -> bool:
+    """`writes out[0]`, `x[i]`: brackets right after a name index it; they are no shape."""
+    if m.group("flat") or text[m.start() : m.start() + 1] in ("`", " "):
+        return False
+    word = re.search(r"([A-Za-z_]\w*)$", text[: m.start()])
+    return word is not None and dtype_word(word.group(1)) is None
+
+
 def _bracket_shape(text: str) -> Shape | None:
-    m = _BRACKETS.search(text)
+    m = next((found for found in _BRACKETS.finditer(text) if not _indexing(text, found)), None)
     if m is not None:
         if text[m.end() :].startswith("["):  # `[n][m][n[0]]`: a dimension holding brackets
             raise Unreadable(f"shape `{text[m.start() :].split()[0]}`: brackets inside a dimension")

@@ -141,3 +141,22 @@ def test_a_count_in_parentheses_leaves_the_description_clean() -> None:
         "k.slang", "// Bindings:\n//   binding 0: x  f32, read-write (n elements) scaled in place\n"
     )
     assert c.bindings is not None and c.bindings[0].doc == "scaled in place"
+
+
+def test_a_single_striding_workgroup_is_a_grid_of_one() -> None:
+    c = parse_contract("k.slang", "// Softmax in place.\n// Single workgroup of 256, grid-striding over n.\n")
+    assert (
+        c.dispatch is not None and [g.text for g in c.dispatch.grid] == ["1"] and c.dispatch.group_size == 256
+    )
+    # One group per item, or no word of walking everything: no grid is guessed.
+    assert parse_contract("k.slang", "// A single workgroup per row.\n").dispatch is None
+    assert parse_contract("k.slang", "// A single workgroup of 256 handles a row.\n").dispatch is None
+
+
+def test_brackets_right_after_a_name_index_it_and_are_no_shape() -> None:
+    c = parse_contract(
+        "k.slang", "// Bindings:\n//   binding 1: out  u32, read-write, writes out[0] = the index\n"
+    )
+    assert c.bindings is not None and c.bindings[0].shape is None and not c.notes
+    c = parse_contract("k.slang", "// Bindings:\n//   binding 0: x  f32[n][m] the input\n")
+    assert c.bindings is not None and [d.text for d in c.bindings[0].shape or ()] == ["n", "m"]
