@@ -181,8 +181,10 @@ def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
         typed = typed or dialect.dtype_word(first.group(1)) is not None
         doc = doc[first.end() :]
     doc = re.sub(r"^\(\s*\w*\s*\)\s*", "", doc).strip()
-    if quantised:
-        shape = None  # counted in blocks, not in the bytes the buffer holds
+    if quantised and not (dtype not in (None, "u8") and shape is not None and "/" in shape.dims[-1].text):
+        # Counted in blocks or weights, not in the elements the buffer holds. (A shape whose last
+        # dimension is divided, `[rows][cols / 8]` over u32, already counts the words: kept.)
+        shape = None
     return BindingDoc(
         number,
         ref.register,
@@ -231,6 +233,10 @@ def _dtype(rest: str, shape: dialect.Shape | None) -> tuple[str | None, bool]:
             word = dialect.dtype_word(held.group(1)) if held else None
             if word is not None and not word[1]:
                 return word[0], True
+        if not found[1] and found[0] != "u8" and any((q := dialect.dtype_word(t)) and q[1] for _, t in words):
+            # `u32, the stacked weight, [n][m][k] Q4_0.`: words of that type holding quantised
+            # blocks; the shape counts weights, not the words the caller passes.
+            return found[0], True
         return found
     return None, False
 

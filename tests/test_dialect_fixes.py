@@ -160,3 +160,12 @@ def test_brackets_right_after_a_name_index_it_and_are_no_shape() -> None:
     assert c.bindings is not None and c.bindings[0].shape is None and not c.notes
     c = parse_contract("k.slang", "// Bindings:\n//   binding 0: x  f32[n][m] the input\n")
     assert c.bindings is not None and [d.text for d in c.bindings[0].shape or ()] == ["n", "m"]
+
+
+def test_words_holding_quantised_blocks_are_not_checked_by_a_weight_count() -> None:
+    """`u32 ... [experts][m][k] Q4_0`: the shape counts weights, not the words the caller passes;
+    `[rows][cols / 8] Q4_0 quants` over u32 already counts words and stays checked."""
+    c = parse_contract("k.slang", "// Bindings:\n//   t0: w  u32, the stacked weights `[e][m][k]` Q4_0.\n")
+    assert c.bindings is not None and (c.bindings[0].dtype, c.bindings[0].shape) == ("u32", None)
+    c = parse_contract("k.slang", "// Bindings:\n//   t0: wq  u32, [rows][cols / 8] Q4_0 quants\n")
+    assert c.bindings is not None and [d.text for d in c.bindings[0].shape or ()] == ["rows", "cols / 8"]
