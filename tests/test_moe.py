@@ -57,16 +57,21 @@ def quantized(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return wq, wd, q4.dequantize_q4_0(wq, wd)
 
 
-def reference_ffn(x: np.ndarray, layer: Layer, n_used: int) -> tuple[np.ndarray, np.ndarray]:
-    """The residual after the step, and the chosen experts; in float64."""
-    x = x.astype(np.float64)
-    h = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * layer.norm
+def route(h: np.ndarray, layer: Layer, n_used: int) -> tuple[np.ndarray, np.ndarray]:
+    """The router's choice in float64: softmax, top n_used of (p + bias), renormalised weights."""
     logits = h @ layer.router.T.astype(np.float64)
     p = np.exp(logits - logits.max(axis=-1, keepdims=True))
     p /= p.sum(axis=-1, keepdims=True)
     chosen = np.argsort(-(p + layer.bias), axis=-1, kind="stable")[:, :n_used]
     weight = np.take_along_axis(p, chosen, axis=-1)
-    weight /= weight.sum(axis=-1, keepdims=True)
+    return chosen, weight / weight.sum(axis=-1, keepdims=True)
+
+
+def reference_ffn(x: np.ndarray, layer: Layer, n_used: int) -> tuple[np.ndarray, np.ndarray]:
+    """The residual after the step, and the chosen experts; in float64."""
+    x = x.astype(np.float64)
+    h = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * layer.norm
+    chosen, weight = route(h, layer, n_used)
     out = x.copy()
     for t in range(len(x)):
         for s, e in enumerate(chosen[t]):

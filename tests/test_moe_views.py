@@ -21,7 +21,7 @@ import pytest
 
 from . import test_moe
 from .test_kernels import library
-from .test_moe import Layer, kernels, make_layer, quantized
+from .test_moe import Layer, kernels, make_layer, quantized, route
 
 pytestmark = test_moe.pytestmark
 __all__ = ["library"]  # the fixture, imported for use here
@@ -36,12 +36,7 @@ def gelu(x: np.ndarray) -> np.ndarray:
 def reference_step(x: np.ndarray, layer: Layer, n_used: int) -> tuple[np.ndarray, np.ndarray]:
     """The residual after route -> up GEMV -> GELU -> down GEMV -> combine; in float64."""
     x = x.astype(np.float64)
-    logits = x @ layer.router.T.astype(np.float64)
-    p = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
-    chosen = np.argsort(-(p + layer.bias), axis=-1, kind="stable")[:, :n_used]
-    weight = np.take_along_axis(p, chosen, axis=-1)
-    weight /= weight.sum(axis=-1, keepdims=True)
+    chosen, weight = route(x, layer, n_used)
     out = x.copy()
     for t in range(len(x)):
         for s, e in enumerate(chosen[t]):
