@@ -38,56 +38,66 @@ OUT = ROOT / "build" / "qgemv"
 F32 = np.float32
 
 # Diagnostic rewrites of the new kernels (their outputs are wrong where they drop work):
-NO_ALU = (
-    r"(float word_dot\([^)]*\)\n\{\n)(.*?)(    return s;)",
-    r"\g<1>    s += asfloat(word) * xa.x;\n\g<3>",
-)
 NO_ALU_Q8 = (
     r"(float word_dot\([^)]*\)\n\{\n)(.*?)(    return s;)",
     r"\g<1>    s += asfloat(word) * xv.x;\n\g<3>",
 )
-NO_STAGE = (r"\n\s*xs\[b \* 8 \+ \(j \^ \(b % 8\)\)\] = v\[i\] \* [^;]*;", "\n            ;")
 NO_DOT = (  # gemv_q4_0_q8's integer dot products of a row replaced by one add per word
     r"s = dot4add_i8packed\(w & 0x0F0F0F0Fu, xa\[k\], s\);\n\s*s = dot4add_i8packed\(\(w >> 4\) [^;]*;",
     "s += int(w);",
 )
-X_GLOBAL = (
-    r"xv\[j\] = xs\[b \* 8 \+ \(j \^ \(b % 8\)\)\];",
-    "xv[j] = x4[x_base + (c0 + b) * 8 + j] * x_scale(j);",
+LIMB_NO_DOT = (  # gemv_q4_0's block_dot (24 packed dot products) replaced by one add per word
+    r"(int block_dot\([^)]*\)\n\{\n)(.*?)(    return int\(t\);)",
+    r"\g<1>    uint t = w.x + w.y + w.z + w.w + offset;\n\g<3>",
 )
+TWO_LIMBS = (  # gemv_q4_0's block_dot without its last limb (8 of its 24 dot products)
+    r"    t = t \* 256u \+ offset;\n\s*\[unroll\]\n\s*for \(uint k = 0; k < 4; k\+\+\)\n\s*"
+    r"t = dot4add_u8packed\(hi\[k\], l\[5\]\[k\], dot4add_u8packed\(lo\[k\], l\[4\]\[k\], t\)\);\n",
+    "    t = t + offset;\n",
+)
+X23 = [  # gemv_q4_0's x split to 23 bits (n = round(x 2^(22 - e)), |n| < 2^23) instead of 22
+    (r"float up = asfloat\(uint\(148 - e\) << 23\);[^\n]*", "float up = asfloat(uint(149 - e) << 23);"),
+    (
+        r"int4 n = asint\(v\[(\w)\] \* up \+ 12582912.0f\) - 0x4B400000;",
+        r"int4 m = asint(min(abs(v[\1]) * up, 8388607.0f) + 8388608.0f) - 0x4B000000;"
+        r" int4 n = select(v[\1] < 0.0f, -m, m);",
+    ),
+    (r"uint\(106 \+ e\) << 23", "uint(105 + e) << 23"),
+]
 DIAG = {
-    "no_alu": "nibble arithmetic replaced by one FMA per word",
-    "no_stage": "x not copied to groupshared memory",
-    "x_global": "x read from global memory (L1) per block instead of groupshared memory",
-    "no_dot": "the 8 integer dot products per row and block replaced by one add per word",
+    "no_alu": "byte arithmetic replaced by one FMA per word",
+    "no_dot": "the integer dot products per row and block replaced by one add per word",
+    "two_limbs": "the last of the 3 limbs of x dropped (16 of the 24 dot products left)",
 }
 
 # name -> (shader, entry, {static const name: value} overrides, [(regex, replacement)])
 VARIANTS: dict[str, tuple[str, str, dict[str, int], list[tuple[str, str]]]] = {
     "gemv_q4_0 new": ("gemv_q4_0", "gemv_q4_0", {}, []),
-    "gemv_q4_0 no_alu": ("gemv_q4_0", "gemv_q4_0", {}, [NO_ALU]),
-    "gemv_q4_0 no_stage": ("gemv_q4_0", "gemv_q4_0", {}, [NO_STAGE]),
+    "gemv_q4_0 U1": ("gemv_q4_0", "gemv_q4_0", {"UNROLL": 1}, []),
+    "gemv_q4_0 X23": ("gemv_q4_0", "gemv_q4_0", {}, X23),
+    "gemv_q4_0 no_dot": ("gemv_q4_0", "gemv_q4_0", {}, [LIMB_NO_DOT]),
+    "gemv_q4_0 two_limbs": ("gemv_q4_0", "gemv_q4_0", {}, [TWO_LIMBS]),
     "gemv_q4_0_q8 new": ("gemv_q4_0", "gemv_q4_0_q8", {}, []),
-    "gemv_q4_0_q8 R2": ("gemv_q4_0", "gemv_q4_0_q8", {"ROWS_PER_THREAD": 2}, []),
     "gemv_q4_0_q8 no_dot": ("gemv_q4_0", "gemv_q4_0_q8", {}, [NO_DOT]),
     "moe_gemv_q4_0 new": ("moe_gemv", "moe_gemv_q4_0", {}, []),
     "moe_gemv_q4_0_q8 new": ("moe_gemv", "moe_gemv_q4_0_q8", {}, []),
-    "moe_gemv_q4_0_q8 R2": ("moe_gemv", "moe_gemv_q4_0_q8", {"Q_ROWS_PER_THREAD": 2}, []),
+    "moe_gemv_q4_0_q8 U1": ("moe_gemv", "moe_gemv_q4_0_q8", {"Q_UNROLL": 1}, []),
+    "moe_gemv_q4_0_q8 G512": ("moe_gemv", "moe_gemv_q4_0_q8", {"Q_GROUP": 512}, []),
+    "moe_gemv_q4_0_q8 R8": ("moe_gemv", "moe_gemv_q4_0_q8", {"Q_ROWS_PER_THREAD": 8}, []),
     "quantize_q8 new": ("quantize_q8", "quantize_q8", {}, []),
     "gemv_q4_0_pq8 new": ("gemv_q4_0", "gemv_q4_0_pq8", {}, []),
-    "gemv_q4_0_pq8 R2": ("gemv_q4_0", "gemv_q4_0_pq8", {"ROWS_PER_THREAD": 2}, []),
-    "gemv_q4_0_pq8 U4": ("gemv_q4_0", "gemv_q4_0_pq8", {"UNROLL": 4}, []),
     "moe_gemv_q4_0_pq8 new": ("moe_gemv", "moe_gemv_q4_0_pq8", {}, []),
-    "moe_gemv_q4_0_pq8 U1": ("moe_gemv", "moe_gemv_q4_0_pq8", {"Q_UNROLL": 1}, []),
-    "moe_gemv_q4_0_pq8 U4": ("moe_gemv", "moe_gemv_q4_0_pq8", {"Q_UNROLL": 4}, []),
-    "moe_gemv_q4_0_pq8 R2": ("moe_gemv", "moe_gemv_q4_0_pq8", {"Q_ROWS_PER_THREAD": 2}, []),
-    "moe_gemv_q4_0_pq8 R8": ("moe_gemv", "moe_gemv_q4_0_pq8", {"Q_ROWS_PER_THREAD": 8}, []),
     "gemv_q8_0 new": ("gemv_q8_0", "gemv_q8_0", {}, []),
     "gemv_q8_0 no_alu": ("gemv_q8_0", "gemv_q8_0", {}, [NO_ALU_Q8]),
 }
 OLD = {"gemv_q4_0 old": ("gemv_q4_0", "gemv_q4_0"), "moe_gemv_q4_0 old": ("moe_gemv", "moe_gemv_q4_0")}
-# moe_gemv_q4_0_q8 before its first weight loads moved ahead of the rounding of x (at --before).
-BEFORE = {"moe_gemv_q4_0_q8 before": ("moe_gemv", "moe_gemv_q4_0_q8")}
+# The kernels as they were at --before (the last change's baseline, timed in the same run).
+BEFORE = {
+    "gemv_q4_0 before": ("gemv_q4_0", "gemv_q4_0"),
+    "gemv_q4_0_q8 before": ("gemv_q4_0", "gemv_q4_0_q8"),
+    "moe_gemv_q4_0 before": ("moe_gemv", "moe_gemv_q4_0"),
+    "moe_gemv_q4_0_q8 before": ("moe_gemv", "moe_gemv_q4_0_q8"),
+}
 QUANTIZE = "quantize_q8 new"  # the dispatch before each _pq8 one
 QUANTIZE_COLS = 2048  # columns per quantize_q8 workgroup (64 threads, a block each)
 
@@ -269,7 +279,7 @@ def problems(rng: np.random.Generator, small: bool) -> dict[str, list[Problem]]:
     return out
 
 
-def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
+def run(reps: int, rounds: int, small: bool, out_md: Path | None, only: str | None = None) -> int:
     import slangrt
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -297,6 +307,8 @@ def run(reps: int, rounds: int, small: bool, out_md: Path | None) -> int:
 
     kernels: dict[str, Any] = {}
     for name, k in index["kernels"].items():
+        if only and name != QUANTIZE and not re.search(only, name):
+            continue
         reads, written = bindings(k["entry"])
         specs = [slangrt.BindingSpec(i, f"b{i}", "storage", writable=False) for i in reads]
         specs += [slangrt.BindingSpec(i, f"out{i}", "storage", writable=True) for i in written]
@@ -415,16 +427,17 @@ def main() -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="compile the kernels and variants into build/qgemv (needs slangpy)")
     b.add_argument("--old", default="d52bb00", help="the commit whose shaders are the old kernels")
-    b.add_argument("--before", default="34fa2d7", help="the commit of moe_gemv_q4_0_q8's 'before' row")
+    b.add_argument("--before", default="e9e387a", help="the commit of the 'before' rows")
     r = sub.add_parser("run", help="time them")
     r.add_argument("--reps", type=int, default=50)
     r.add_argument("--rounds", type=int, default=5)
     r.add_argument("--small", action="store_true", help="small shapes (a CPU device)")
     r.add_argument("--out", type=Path)
+    r.add_argument("--only", help="time only the kernels whose name matches this regex (quantize_q8 stays)")
     args = ap.parse_args()
     if args.cmd == "build":
         return build(args.old, args.before)
-    return run(args.reps, args.rounds, args.small, args.out)
+    return run(args.reps, args.rounds, args.small, args.out, args.only)
 
 
 if __name__ == "__main__":
