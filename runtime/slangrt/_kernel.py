@@ -5,8 +5,8 @@
 params cache; written NumPy arguments in scratch memory the call waits for), then hands the
 dispatch to this thread's open ``batch()``/``profile()`` recorder if there is one, else submits
 the kernel's own command buffer recorded for these buffers and grid (``_pipeline``). With
-Tensors only, the call returns once submitted; with a written NumPy argument it waits and copies
-the result back.
+Tensors only, the call returns once submitted (or kept for the queue's next submission: see
+``_queue``); with a written NumPy argument it waits and copies the result back.
 """
 
 from __future__ import annotations
@@ -145,7 +145,8 @@ class Kernel(ArgumentChecks):
         ``buffers`` maps each binding to a :class:`Tensor` (bound in place) or a NumPy array
         (copied in; copied back into the same array after the kernel, if the binding is
         writable); keys are binding numbers for descriptor set 0 and ``(set, binding)`` for any
-        set. With Tensors only, the call returns once the work is submitted; with any NumPy
+        set. With Tensors only, the call returns once the work is submitted (calls close together
+        share one submission, made before anything waits for them); with any NumPy
         array it waits for the kernel. A grid with any dimension below 1 does nothing.
 
         ``push``: the kernel's push constants, exactly ``push_size`` bytes (``bytes`` or a uint8

@@ -186,7 +186,7 @@ def _make_parts(core: Core, pd: Any, finalizer: weakref.finalize[Any, Any]) -> P
     vk = _vk.vk()
     ffi = vk.ffi
     settings = _settings.get()
-    queue = Queue(core, settings.timeout_ns, settings.spin_s)
+    queue = Queue(core, settings.timeout_ns, settings.spin_s, settings.submit_delay_s)
     core.attach(queue, drain=queue.drain)
     contexts = Contexts(core, queue)
     core.attach(contexts)

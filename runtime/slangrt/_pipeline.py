@@ -282,7 +282,7 @@ class KernelState:
             variant.key = key
             if cached is not None:
                 cached[0] = variant
-        serial = self.queue.submit(variant.command_buffers, self.what)
+        serial = self.queue.submit(variant.command_buffers, self.what, keep=True)
         variant.serial = serial
         for a in allocs:
             a.last_use = serial

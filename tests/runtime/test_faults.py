@@ -17,6 +17,7 @@ that chosen functions fail with a chosen ``VkResult`` without running, and that 
 from __future__ import annotations
 
 import gc
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -175,8 +176,10 @@ def vk(monkeypatch: pytest.MonkeyPatch) -> Iterator[VkProxy]:
 @pytest.fixture(params=["native", "staging"])
 def dev(request: pytest.FixtureRequest, vk: VkProxy) -> Iterator[slangrt.Device]:
     """A device of its own, opened through the proxy; closing it must destroy all it made."""
-    # SLANGRT_STAGING=1 or 0; SLANGRT_CACHE_DIR= (every pipeline is created afresh).
-    with _settings.overridden(staging=request.param == "staging", cache_dir=None):
+    # SLANGRT_STAGING=1 or 0; SLANGRT_CACHE_DIR= (every pipeline is created afresh);
+    # SLANGRT_SUBMIT_DELAY_US=0: every call is submitted by the call itself, so that a failed
+    # submission fails that call (test_queue.py covers calls that share a submission).
+    with _settings.overridden(staging=request.param == "staging", cache_dir=None, submit_delay_us=0):
         d = slangrt.Device(slangrt.device().info.index)
     yield d
     vk.clear()
@@ -348,6 +351,46 @@ def test_each_submission_of_a_large_numpy_call_may_fail(vk: VkProxy, dev: slangr
         vk.fail("vkQueueSubmit", UNKNOWN, skip=which, times=1)
         expect_fault(vk, dev, lambda: run_add(k, a, b, n), slangrt.VulkanError)
     assert (a == (2 + submissions) * b).all()  # every failed call left `a` as it was
+
+
+@pytest.mark.parametrize("who", ["wait", "helper"])
+def test_a_failed_shared_submission_fails_the_wait_that_covers_it(vk: VkProxy, who: str) -> None:
+    """Calls that share one vkQueueSubmit (SLANGRT_SUBMIT_DELAY_US): when it fails, the calls
+    it held do not run, the next wait that covers them raises (once), nothing leaks and nothing
+    waits forever; submitted by a wait, or by the helper thread after the delay."""
+    delay_us = 30e6 if who == "wait" else 2000.0
+    with _settings.overridden(cache_dir=None, submit_delay_us=delay_us):
+        d = slangrt.Device(slangrt.device().info.index)
+    try:
+        k = add_kernel(d)
+        a = slangrt.Tensor.from_numpy(np.zeros(100, np.float32), device=d)
+        b = slangrt.Tensor.from_numpy(np.ones(100, np.float32), device=d)
+        n = slangrt.Tensor.from_numpy(np.array([100], np.uint32), device=d)
+        run_add(k, a, b, 100, n)
+        d.synchronize()
+        before = snapshot(vk, d)
+        q = d.parts.queue
+        q._quiet_since = 0.0
+        run_add(k, a, b, 100, n)  # submitted at once: a = 2
+        fault = vk.fail("vkQueueSubmit", UNKNOWN, times=1)
+        run_add(k, a, b, 100, n)
+        run_add(k, a, b, 100, n)  # these two are kept, and their submission fails
+        if who == "helper":
+            deadline = time.monotonic() + 10
+            while not fault.hits:
+                assert time.monotonic() < deadline, "the helper never submitted the kept calls"
+                time.sleep(0.001)
+        with pytest.raises(slangrt.VulkanError, match="submitting kernel 'add'"):
+            d.synchronize()
+        vk.clear()
+        d.synchronize()  # raised once
+        assert (a.numpy() == 2).all()  # the two calls of the failed submission did not run
+        assert snapshot(vk, d) == before
+        run_add(k, a, b, 100, n)
+        assert (a.numpy() == 3).all()
+    finally:
+        vk.clear()
+        d.close()
 
 
 # -- pipelines and command buffers -------------------------------------------------------------
