@@ -123,6 +123,29 @@ def tiny(rounds: int, inner: int, results: dict[str, float]) -> None:
     r.add("slangrt: generated wrapper, no wait", lambda: ew.add_inplace(ta, tb), inner, dev.synchronize)
     r.add("slangrt: Kernel.dispatch + synchronize()", ours_wait, inner)
     r.add("slangrt: generated wrapper + synchronize()", wrapper_wait, inner)
+    solo = None
+    if "submit_delay_us" in getattr(slangrt._settings.Settings, "__dataclass_fields__", {}):
+        # The same kernel on a device that submits every call by itself (no coalescing).
+        with slangrt._settings.overridden(submit_delay_us=0):
+            solo = slangrt.Device(dev.info.index)
+        ks = rt.kernel("add_wide", rt.ADD_B, (256, 1, 1), solo)
+        sa, sb, sp = (
+            slangrt.Tensor.from_numpy(x, device=solo)
+            for x in (np.zeros(TINY, F32), np.ones(TINY, F32), rt.add_params(TINY))
+        )
+        sbuf = {0: sa, 1: sb, 2: sp}
+
+        def solo_wait() -> None:
+            ks.dispatch(sbuf, grid)
+            solo.synchronize()
+
+        r.add(
+            "slangrt: Kernel.dispatch, no wait, every call submitted alone (SLANGRT_SUBMIT_DELAY_US=0)",
+            lambda: ks.dispatch(sbuf, grid),
+            inner,
+            solo.synchronize,
+        )
+        r.add("slangrt: Kernel.dispatch + synchronize(), SLANGRT_SUBMIT_DELAY_US=0", solo_wait, inner)
     cu = None
     try:
         cu = rt.Cuda()
@@ -142,7 +165,16 @@ def tiny(rounds: int, inner: int, results: dict[str, float]) -> None:
 
         r.add("CuPy RawKernel: launch, no sync", lambda: cu.add(grid[:2], (256,), args), inner, cu.sync)
         r.add("CuPy RawKernel: launch + sync", cu_wait, inner)
+    queue = dev.parts.queue
+    calls_before, flushes_before = queue.submitted, getattr(queue, "flushes", None)
     results.update({f"tiny|{name}": t * 1e6 for name, t in r.run().items()})
+    if flushes_before is not None:
+        # Every contender on the default device, waits included: calls per vkQueueSubmit.
+        results["tiny|calls per vkQueueSubmit (default device, all rows)"] = (
+            queue.submitted - calls_before
+        ) / max(1, queue.flushes - flushes_before)
+    if solo is not None:
+        solo.close()
 
     inner_b = max(2, inner // 100)
     r = rt.Rounds(rounds)
@@ -394,6 +426,14 @@ def targets(r: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
             "tiny dispatch, no wait ≤ 1.3× CuPy launch",
             lambda d: (
                 get(d, "tiny|slangrt: Kernel.dispatch, no wait"),
+                get(d, "tiny|CuPy RawKernel: launch, no sync"),
+            ),
+            1.3,
+        ),
+        (
+            "tiny dispatch through the generated wrapper, no wait ≤ 1.3× CuPy launch",
+            lambda d: (
+                get(d, "tiny|slangrt: generated wrapper, no wait"),
                 get(d, "tiny|CuPy RawKernel: launch, no sync"),
             ),
             1.3,
