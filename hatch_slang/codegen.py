@@ -115,7 +115,23 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
         params += ["    *,", *kw]
     parameters = "\n" + "\n".join(params) + "\n" if params else ""
 
-    body: list[str] = [f"_d = _c.Dims({_lit(spec.shader.module + '.' + e.name)})"]
+    # A call with the last call's tensors and values repeats its dispatch unchecked (LastCall).
+    args = _tuple([b.name for b in data]) if data else "()"
+    scalar_names = [
+        *e.params_required,
+        *e.grid_only,
+        *e.params_optional,
+        *e.params_unread,
+        *([] if e.grid is not None else ["grid"]),
+    ]
+    scalars = _tuple(scalar_names) if scalar_names else "()"
+    last = f"_{e.name}_last"
+    body: list[str] = [
+        f"_scalars = {scalars}",  # as given: the names below are rebound once inferred
+        *_call(f"if {last}.repeat(", [args, "_scalars"], close="):"),
+        "    return",
+        f"_d = _c.Dims({_lit(spec.shader.module + '.' + e.name)})",
+    ]
     for name in (*e.params_optional, *e.grid_only):
         body.append(f"_d.given({_lit(name)}, {name})")
     for b in data:
@@ -174,7 +190,8 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
     buffers = ["{", *[f"    {k}: _{b.name}," for k, b in zip(keys, bound)], "}"] if bound else ["{}"]
     body += ["_d.run(", f"    _LIB.kernel({_lit(spec.shader.module)}, {_lit(e.name)}),"]
     body += ["    " + line for line in buffers[:-1]] + ["    " + buffers[-1] + ","]
-    body += ["    _grid,", *([f"    push=_{push.name},"] if push else []), ")"]
+    body += ["    _grid,", *([f"    push=_{push.name},"] if push else [])]
+    body += [f"    last={last},", f"    args={args},", "    scalars=_scalars,", ")"]
 
     return templates.function.substitute(
         name=e.name,

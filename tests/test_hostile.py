@@ -90,6 +90,17 @@ def assert_safe_module(source: str) -> ast.Module:
     """Structural check of a generated module: nothing but the wrapper's own vocabulary."""
     tree = ast.parse(source)
     module_names = {"annotations", "Any", "np", "npt", "slangrt", "_c", "__all__", "_LIB", "__file__"}
+    # One `_<wrapper>_last = _c.LastCall()` per wrapper, at module level, and nothing else like it.
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    lasts = set()
+    for n in tree.body:
+        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]).endswith("_last"):
+            name = ast.unparse(n.targets[0])
+            assert name[1:-5] in functions and ast.unparse(n.value) == "_c.LastCall()", ast.unparse(n)
+            lasts.add(name)
+    assert len(lasts) == len(functions)
+    module_names |= lasts
+    allowed_bases = ALLOWED_ATTR_BASES | lasts
     for node in ast.walk(tree):
         assert not isinstance(
             node, ast.Lambda | ast.GeneratorExp | ast.ListComp | ast.Subscript | ast.Starred
@@ -98,11 +109,11 @@ def assert_safe_module(source: str) -> ast.Module:
             base = node.value
             while isinstance(base, ast.Attribute):
                 base = base.value
-            assert isinstance(base, ast.Name) and base.id in ALLOWED_ATTR_BASES, ast.unparse(node)
+            assert isinstance(base, ast.Name) and base.id in allowed_bases, ast.unparse(node)
         if isinstance(node, ast.Call):
             f = node.func
             assert isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name), ast.unparse(node)
-            assert f.value.id in {"_c", "_d", "_LIB"}, ast.unparse(node)
+            assert f.value.id in {"_c", "_d", "_LIB"} | lasts, ast.unparse(node)
     for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
         params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
         assigned = {

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from ._arguments import Packed
 from ._kernel import Kernel
+from ._lastcall import LastCall
 from ._library import KernelLibrary
 from ._tensor import Tensor
 from .dtypes import DTYPES
@@ -476,10 +477,16 @@ class Dims:
         buffers: Mapping[Any, Bound],
         grid: tuple[int, int, int],
         push: npt.NDArray[np.uint8] | None = None,
+        *,
+        last: LastCall | None = None,
+        args: tuple[object, ...] = (),
+        scalars: tuple[object, ...] = (),
     ) -> None:
         """Dispatch: ``buffers`` keyed as ``Kernel.dispatch`` takes them, ``push`` the bytes
         :meth:`pack` made for the push-constant block (None: the kernel has none). Tensors
-        packed for pointer parameters go to the dispatch's ``refs``."""
+        packed for pointer parameters go to the dispatch's ``refs``. ``last``: the wrapper's
+        :class:`LastCall`, which keeps this call (its array ``args`` and other arguments
+        ``scalars``, as the wrapper was called) where it can be repeated unchecked."""
         # Packed params are read-only NumPy arguments: the kernel binds them from its device's
         # params cache (same bytes, same memory), so the call does not wait for them.
         refs: list[Tensor] = []
@@ -496,3 +503,8 @@ class Dims:
         kernel.dispatch(buffers, grid, push, refs)
         for original, copy in self.writebacks:
             original[...] = copy
+        if last is not None:
+            if push is None and not refs and not self.writebacks:
+                last.keep(args, scalars, kernel, buffers, grid)
+            else:
+                last.forget()

@@ -15,6 +15,10 @@ The names (implemented in ``slangrt._call``):
   module); its ``.kernel(shader, entry)`` is the ``Kernel`` to dispatch.
 - :class:`Dims` ``(kernel)``: one call's argument checks: ``given``, ``array``, ``get``,
   ``expect``, ``derived``, ``pack`` and ``run`` (the dispatch).
+- :class:`LastCall` ``()``: one per wrapper, at module level; ``.repeat(arrays, scalars)``
+  dispatches again, unchecked, when a call's arguments are the last kept call's (the same open
+  tensors, equal values of the same types), and ``Dims.run(..., last=, args=, scalars=)`` keeps
+  a call that may be repeated. Added within API 1 (the 0.1 series, before its first release).
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.expr``
@@ -24,12 +28,14 @@ The names (implemented in ``slangrt._call``):
 from __future__ import annotations
 
 from ._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
+from ._lastcall import LastCall
 
 API_VERSION = 1
 
 __all__ = [
     "API_VERSION",
     "Dims",
+    "LastCall",
     "WrapperAPIError",
     "ceil",
     "div",
