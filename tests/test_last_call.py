@@ -155,13 +155,29 @@ def test_a_bad_call_after_a_kept_one_fails_as_it_would_alone(
 def test_host_arrays_are_never_kept(kernels: ModuleType) -> None:
     axpy = kernels.axpy.axpy
     last = kernels.axpy._axpy_last
+    last.forget()
     args = tensors()
-    axpy(**args)
-    assert last._plan is not None
     axpy(**{**args, "y": np.zeros((ROWS, COLS), np.float32)})  # written back: not kept
-    assert last._plan is None
     axpy(**{**args, "scale": np.ones(ROWS, np.float32)})  # copied for the call: not kept
-    assert last._plan is None
+    assert last._plans == ()
+    axpy(**args)
+    assert len(last._plans) == 1
+
+
+def test_a_few_argument_sets_are_kept(kernels: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    axpy = kernels.axpy.axpy
+    sets = [tensors(seed) for seed in range(kernels.axpy._axpy_last.KEEP)]
+    starts = [s["y"].numpy() for s in sets]
+    for s in sets:
+        axpy(**s)
+    with NoChecks(monkeypatch):
+        for s in reversed(sets):
+            axpy(**s)
+    for s, y0 in zip(sets, starts, strict=True):
+        np.testing.assert_allclose(s["y"].numpy(), expected(s, 2, y0), rtol=1e-5, atol=1e-5)
+    axpy(**tensors(99))  # one more: the oldest kept set goes
+    with NoChecks(monkeypatch), pytest.raises(AssertionError, match="the call was checked"):
+        axpy(**sets[0])
 
 
 def test_a_kept_call_keeps_no_tensor_alive(kernels: ModuleType) -> None:

@@ -503,8 +503,5 @@ class Dims:
         kernel.dispatch(buffers, grid, push, refs)
         for original, copy in self.writebacks:
             original[...] = copy
-        if last is not None:
-            if push is None and not refs and not self.writebacks:
-                last.keep(args, scalars, kernel, buffers, grid)
-            else:
-                last.forget()
+        if last is not None and push is None and not refs and not self.writebacks:
+            last.keep(args, scalars, kernel, buffers, grid)

@@ -11,7 +11,7 @@ value or type of a scalar) takes the full path, which checks everything.
 
 Only calls whose every bound argument is one of the caller's tensors or packed params are kept
 (not those that copied, viewed or will write back a host array, nor those with pointers or push
-constants). A call keeps weak references to its tensors: nothing stays alive because of it.
+constants). A kept call holds weak references to its tensors: nothing stays alive because of it.
 The dispatch itself goes through ``Kernel.dispatch``, whose own plan check confirms the same
 allocations again.
 """
@@ -30,31 +30,34 @@ __all__ = ["LastCall"]
 
 
 class LastCall:
-    """The last call of one generated wrapper (module-level, one per wrapper)."""
+    """The last calls of one generated wrapper (module-level, one per wrapper): up to
+    ``KEEP``, newest first, for a step that calls one wrapper on a few argument sets."""
 
-    __slots__ = ("_plan",)
+    __slots__ = ("_plans",)
+
+    KEEP = 4
 
     def __init__(self) -> None:
-        # (scalars as (type, value) pairs, per array (weak reference, allocation, binding key),
-        #  the packed params by binding key, kernel, grid), or None.
-        self._plan: Any = None
+        # Per kept call: (scalars as (type, value) pairs, per array (weak reference,
+        # allocation, binding key), the packed params by binding key, kernel, grid).
+        self._plans: tuple[Any, ...] = ()
 
     def repeat(self, arrays: tuple[object, ...], scalars: tuple[object, ...]) -> bool:
-        """Dispatch again and return True if these are the last call's arguments."""
-        plan = self._plan
-        if plan is None:
-            return False
-        kept, slots, fixed, kernel, grid = plan
-        for value, (kind, old) in zip(scalars, kept, strict=True):
-            if value.__class__ is not kind or value != old:
-                return False
-        buffers = dict(fixed)
-        for arg, (ref, alloc, key) in zip(arrays, slots, strict=True):
-            if ref() is not arg or arg._alloc is not alloc:
-                return False
-            buffers[key] = arg
-        kernel.dispatch(buffers, grid)
-        return True
+        """Dispatch again and return True if these are a kept call's arguments."""
+        for kept, slots, fixed, kernel, grid in self._plans:
+            for value, (kind, old) in zip(scalars, kept, strict=True):
+                if value.__class__ is not kind or value != old:
+                    break
+            else:
+                buffers = dict(fixed)
+                for arg, (ref, alloc, key) in zip(arrays, slots, strict=True):
+                    if ref() is not arg or arg._alloc is not alloc:
+                        break
+                    buffers[key] = arg
+                else:
+                    kernel.dispatch(buffers, grid)
+                    return True
+        return False
 
     def keep(
         self,
@@ -70,8 +73,7 @@ class LastCall:
         for arg in arrays:
             key = next((k for k, bound in buffers.items() if bound is arg), None)
             if arg.__class__ is not Tensor or key is None or key in used:
-                self._plan = None
-                return
+                return  # not kept: the earlier ones stay
             used.add(key)
             slots.append((weakref.ref(arg), arg._alloc, key))
         fixed = []
@@ -79,12 +81,11 @@ class LastCall:
             if key in used:
                 continue
             if bound.__class__ is not Packed or bound.flags.writeable:
-                self._plan = None  # a host array copied for the call, or a view made of one
-                return
+                return  # a host array copied for the call, or a view made of one
             fixed.append((key, bound))
         kept = tuple((value.__class__, value) for value in scalars)
-        self._plan = (kept, tuple(slots), tuple(fixed), kernel, grid)
+        self._plans = ((kept, tuple(slots), tuple(fixed), kernel, grid), *self._plans[: self.KEEP - 1])
 
     def forget(self) -> None:
-        """The wrapper's last call cannot be repeated unchecked."""
-        self._plan = None
+        """Forget every kept call."""
+        self._plans = ()
