@@ -73,6 +73,9 @@ DIAG = {
 # name -> (shader, entry, {static const name: value} overrides, [(regex, replacement)])
 VARIANTS: dict[str, tuple[str, str, dict[str, int], list[tuple[str, str]]]] = {
     "gemv_q4_0 new": ("gemv_q4_0", "gemv_q4_0", {}, []),
+    # Persistent workgroups: at most C of them (C{n}), each taking ceil(tiles / C) tiles of rows.
+    "gemv_q4_0 C224": ("gemv_q4_0", "gemv_q4_0", {"MAX_GROUPS": 224}, []),
+    "gemv_q4_0 C528": ("gemv_q4_0", "gemv_q4_0", {"MAX_GROUPS": 528}, []),
     "gemv_q4_0 U1": ("gemv_q4_0", "gemv_q4_0", {"UNROLL": 1}, []),
     "gemv_q4_0 X23": ("gemv_q4_0", "gemv_q4_0", {}, X23),
     "gemv_q4_0 no_dot": ("gemv_q4_0", "gemv_q4_0", {}, [LIMB_NO_DOT]),
@@ -80,10 +83,28 @@ VARIANTS: dict[str, tuple[str, str, dict[str, int], list[tuple[str, str]]]] = {
     "gemv_q4_0_q8 new": ("gemv_q4_0", "gemv_q4_0_q8", {}, []),
     "gemv_q4_0_q8 no_dot": ("gemv_q4_0", "gemv_q4_0_q8", {}, [NO_DOT]),
     "moe_gemv_q4_0 new": ("moe_gemv", "moe_gemv_q4_0", {}, []),
+    **{
+        f"moe_gemv_q4_0 {'R2 ' if rows == 2 else ''}C{cap}": (
+            "moe_gemv",
+            "moe_gemv_q4_0",
+            {"LIMB_MAX_GROUPS": cap, **({"Q_ROWS_PER_THREAD": 2} if rows == 2 else {})},
+            [],
+        )
+        for rows, cap in ((4, 264), (4, 528), (4, 896), (2, 600))
+    },
+    **{
+        f"moe_gemv_q4_0_q8 R{rows} C{cap}": (
+            "moe_gemv",
+            "moe_gemv_q4_0_q8",
+            {"Q8_MAX_GROUPS": cap, "Q8_ROWS_PER_THREAD": rows},
+            [],
+        )
+        for rows, cap in ((4, 528), (4, 896), (2, 528), (2, 1056), (2, 1792), (1, 600), (1, 896), (1, 1200))
+    },
     "moe_gemv_q4_0_q8 new": ("moe_gemv", "moe_gemv_q4_0_q8", {}, []),
     "moe_gemv_q4_0_q8 U1": ("moe_gemv", "moe_gemv_q4_0_q8", {"Q_UNROLL": 1}, []),
     "moe_gemv_q4_0_q8 G512": ("moe_gemv", "moe_gemv_q4_0_q8", {"Q_GROUP": 512}, []),
-    "moe_gemv_q4_0_q8 R8": ("moe_gemv", "moe_gemv_q4_0_q8", {"Q_ROWS_PER_THREAD": 8}, []),
+    "moe_gemv_q4_0_q8 R8": ("moe_gemv", "moe_gemv_q4_0_q8", {"Q8_ROWS_PER_THREAD": 8}, []),
     "quantize_q8 new": ("quantize_q8", "quantize_q8", {}, []),
     "gemv_q4_0_pq8 new": ("gemv_q4_0", "gemv_q4_0_pq8", {}, []),
     "moe_gemv_q4_0_pq8 new": ("moe_gemv", "moe_gemv_q4_0_pq8", {}, []),
@@ -98,6 +119,9 @@ BEFORE = {
     "moe_gemv_q4_0 before": ("moe_gemv", "moe_gemv_q4_0"),
     "moe_gemv_q4_0_q8 before": ("moe_gemv", "moe_gemv_q4_0_q8"),
 }
+# The persistent entries' cap on workgroups (a static const): their grid is
+# ceil(tiles / ceil(tiles / cap)) groups, tiles = ceil(rows / rows_per_group) * grid_y.
+CAPS = {"gemv_q4_0": "MAX_GROUPS", "moe_gemv_q4_0": "LIMB_MAX_GROUPS", "moe_gemv_q4_0_q8": "Q8_MAX_GROUPS"}
 QUANTIZE = "quantize_q8 new"  # the dispatch before each _pq8 one
 QUANTIZE_COLS = 2048  # columns per quantize_q8 workgroup (64 threads, a block each)
 
@@ -151,6 +175,8 @@ def build(old: str, before: str) -> int:
             return
         q = "Q_" if "Q_LANES" in consts and entry.startswith("moe") else ""  # moe_gemv's Q4_0 constants
         rows_per_thread = consts[f"{q}ROWS_PER_THREAD"]
+        if entry == "moe_gemv_q4_0_q8" and "Q8_ROWS_PER_THREAD" in consts:
+            rows_per_thread = consts["Q8_ROWS_PER_THREAD"]
         # The old moe_gemv_q4_0 declares LANES inside the entry (moe_gemv_f32's is 64).
         lanes = 32 if entry.startswith("moe") and not q else consts[f"{q}LANES"]
         index[name] = {
@@ -159,6 +185,8 @@ def build(old: str, before: str) -> int:
             "threads": group,
             "rows_per_group": group // lanes * rows_per_thread,
         }
+        if CAPS.get(entry) in consts:
+            index[name]["max_groups"] = consts[CAPS[entry]]
         print(f"{name}: {group} threads, {index[name]['rows_per_group']} rows per group", file=sys.stderr)
 
     olds = [(name, old, shader, entry) for name, (shader, entry) in OLD.items()]
@@ -322,6 +350,9 @@ def run(reps: int, rounds: int, small: bool, out_md: Path | None, only: str | No
         kind = k["entry"]
         for prob in probs.get(kind, []):
             grid = (-(-prob.rows // k["rows_per_group"]), prob.grid_y, 1)
+            if "max_groups" in k:  # persistent: one row of groups over all the tiles
+                tiles = grid[0] * grid[1]
+                grid = (-(-tiles // -(-tiles // k["max_groups"])), 1, 1)
 
             def call(kernel: Any = kernel, prob: Problem = prob, grid: tuple[int, int, int] = grid) -> None:
                 if prob.pre:
@@ -427,7 +458,7 @@ def main() -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="compile the kernels and variants into build/qgemv (needs slangpy)")
     b.add_argument("--old", default="d52bb00", help="the commit whose shaders are the old kernels")
-    b.add_argument("--before", default="e9e387a", help="the commit of the 'before' rows")
+    b.add_argument("--before", default="bab178b", help="the commit of the 'before' rows")
     r = sub.add_parser("run", help="time them")
     r.add_argument("--reps", type=int, default=50)
     r.add_argument("--rounds", type=int, default=5)

@@ -105,8 +105,18 @@ def reference(args: dict[str, Any], *, q8: bool = False) -> dict[str, np.ndarray
 
 
 # (rows, cols, n_tokens): one block, rows not a multiple of 16, a decode-step projection, x in
-# two chunks of groupshared memory (the second of 3 blocks).
-SHAPES = [(1, 32, 1), (3, 64, 2), (257, 4096, 1), (1000, 1024, 3), (4096, 1024, 1), (37, 4192, 2)]
+# two chunks of groupshared memory (the second of 3 blocks), and more than gemv_q4_0's 396 tiles
+# of 32 rows (its workgroups take 2 each, across tokens; x in one chunk, then in two).
+SHAPES = [
+    (1, 32, 1),
+    (3, 64, 2),
+    (257, 4096, 1),
+    (1000, 1024, 3),
+    (4096, 1024, 1),
+    (37, 4192, 2),
+    (1000, 1024, 17),
+    (300, 4192, 60),
+]
 
 
 def cases(rng: np.random.Generator) -> Iterator[Case]:

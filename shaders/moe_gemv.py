@@ -44,13 +44,17 @@ def reference_q4_0_pq8(args: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 # (n_tokens, n_used, n_experts, rows, cols): one of everything, odd sizes, a small MoE layer, x in
-# two chunks of groupshared memory (moe_gemv_q4_0 stages 4096 columns at a time).
+# two chunks of groupshared memory (moe_gemv_q4_0 stages 4096 columns at a time), and more than
+# the persistent entries' 396 tiles of 32 rows (moe_gemv_q4_0) and 792 of 16 (moe_gemv_q4_0_q8):
+# their workgroups take 2 or 3 each, across entries and rows of x; x in one chunk, then in two.
 SHAPES = [
     (1, 1, 1, 1, 32),
     (2, 3, 5, 13, 96),
     (3, 2, 8, 257, 1024),
     (1, 8, 32, 256, 2048),
     (2, 2, 3, 20, 4160),
+    (40, 2, 4, 300, 1024),
+    (30, 2, 3, 300, 4160),
 ]
 
 
