@@ -118,6 +118,7 @@ class Queue:
         self._quiet_since = 0.0  # when the last vkQueueSubmit returned
         # Submit infos for coalesced calls (made on first use, refilled under _submit_lock).
         self._many: tuple[Any, Any, Any] | None = None
+        self._last_submitted: Any = None  # what _submit_info points to
         self._keep_structs: Any = None
         self._wake = threading.Condition(self._lock)
         self._helper: threading.Thread | None = None
@@ -142,28 +143,25 @@ class Queue:
         if core.lost or core.closed:
             core.check_usable()
         delay = self.delay_s
-        if keep and delay > 0.0:
+        # Kept while a burst goes on: the queue not quiet for `delay` and the caller not waiting
+        # for each call (all earlier work seen finished: every microsecond counts there).
+        if keep and delay > 0.0 and (self._kept or self.completed < self.flushed):
             now = time.perf_counter()
-            # Submitted at once after a quiet spell, or where the caller has seen all earlier
-            # work finish (it waits for each call: every microsecond counts).
-            if not self._kept and (now - self._quiet_since >= delay or self.completed >= self.flushed):
-                with self._submit_lock, self._lock:
-                    if not self._kept:
-                        return self._submit_now(command_buffers, what)
-            with self._lock:
-                serial = self._keep(command_buffers, what)
-                kept = self._kept
-                if len(kept) == 1:
-                    # The first of a burst: a later call, a wait or the helper submits it.
-                    self._kept_since = now
-                    if self._helper is None:
-                        self._start_helper()
-                    self._wake.notify()
-                    return serial
-                if now - self._kept_since < delay and len(kept) < _KEEP_MAX:
-                    return serial
-            self.flush()
-            return serial
+            if self._kept or now - self._quiet_since < delay:
+                with self._lock:
+                    serial = self._keep(command_buffers, what)
+                    kept = self._kept
+                    if len(kept) == 1:
+                        # The first of a burst: a later call, a wait or the helper submits it.
+                        self._kept_since = now
+                        if self._helper is None:
+                            self._start_helper()
+                        self._wake.notify()
+                        return serial
+                    if now - self._kept_since < delay and len(kept) < _KEEP_MAX:
+                        return serial
+                self.flush()
+                return serial
         with self._submit_lock:
             with self._lock:
                 if not self._kept:
@@ -185,7 +183,9 @@ class Queue:
         # With both locks held and nothing kept: one command buffer straight to the driver.
         serial = self.submitted + 1
         self._signal_value[0] = serial
-        self._submit_info.pCommandBuffers = command_buffers  # its commandBufferCount is 1
+        if command_buffers is not self._last_submitted:  # its commandBufferCount is 1
+            self._submit_info.pCommandBuffers = command_buffers
+            self._last_submitted = command_buffers
         result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._ffi.NULL)
         self._quiet_since = time.perf_counter()
         self.flushes += 1
@@ -335,7 +335,7 @@ class Queue:
         lib = self._lib
         handle, semaphore = self._device, self.semaphore
         out = self._out()
-        deadline = time.perf_counter() + self.spin_s
+        deadline = 0.0
         polls = 0
         while True:
             result = lib.vkGetSemaphoreCounterValue(handle, semaphore, out)
@@ -345,8 +345,12 @@ class Queue:
                 self._advance(out[0])
                 return
             polls += 1
-            if not polls & 7 and time.perf_counter() >= deadline:  # the clock every 8 polls
-                break
+            if not polls & 7:  # the clock every 8 polls, first after 8
+                now = time.perf_counter()
+                if not deadline:
+                    deadline = now + self.spin_s
+                elif now >= deadline:
+                    break
         vk = _vk.vk()
         values = self._ffi.new("uint64_t[1]", [serial])
         info = self._ffi.new(
