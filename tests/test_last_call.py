@@ -203,3 +203,19 @@ def test_repeated_calls_inside_a_batch(kernels: ModuleType, monkeypatch: pytest.
         for _ in range(4):
             axpy(**args)
     np.testing.assert_allclose(args["y"].numpy(), expected(args, 5, y0), rtol=1e-5, atol=1e-5)
+
+
+def test_floats_are_compared_by_their_bits(kernels: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    axpy = kernels.axpy.axpy
+    args = {**tensors(), "alpha": 0.0}
+    axpy(**args)
+    with NoChecks(monkeypatch), pytest.raises(AssertionError, match="the call was checked"):
+        axpy(**{**args, "alpha": -0.0})  # equal to 0.0, but packs other bits
+
+
+def test_numpy_scalars_are_checked_every_time(kernels: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    axpy = kernels.axpy.axpy
+    args = {**tensors(), "alpha": np.float32(0.5)}
+    axpy(**args)
+    with NoChecks(monkeypatch), pytest.raises(AssertionError, match="the call was checked"):
+        axpy(**args)

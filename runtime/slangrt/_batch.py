@@ -60,6 +60,15 @@ class _State(threading.local):
 
 
 _local = _State()
+# How many batch() and profile() blocks are open in all threads: while none is, a dispatch needs
+# no look at this thread's state (`recorder`, `flush_current`).
+_open = [0]
+_open_lock = threading.Lock()
+
+
+def _opened(delta: int) -> None:
+    with _open_lock:
+        _open[0] += delta
 
 
 @dataclass(frozen=True)
@@ -422,6 +431,8 @@ class Recorder:
 def recorder(batches: Batches) -> Recorder | None:
     """This thread's recorder for ``batches``' device while it is inside ``batch()`` or
     ``profile()``; None otherwise (the dispatch goes straight to the device)."""
+    if not _open[0]:
+        return None
     st = _local
     recorders = st.recorders
     if recorders is not None:
@@ -437,6 +448,8 @@ def recorder(batches: Batches) -> Recorder | None:
 
 def flush_current(core: Core) -> None:
     """Submit what this thread's open batch recorded on ``core`` (nothing outside a batch)."""
+    if not _open[0]:
+        return
     recorders = _local.recorders
     if recorders is not None:
         rec = recorders.get(id(core))
@@ -456,12 +469,14 @@ def batch() -> Iterator[None]:
     st.depth += 1
     if st.depth == 1:
         st.recorders = {}
+        _opened(1)
     try:
         yield
     finally:
         st.depth -= 1
         if st.depth == 0:
             recorders, st.recorders = st.recorders or {}, None
+            _opened(-1)
             error: BaseException | None = None
             for rec in recorders.values():
                 try:
@@ -482,10 +497,12 @@ def profile() -> Iterator[Profile]:
     """
     p = Profile()
     _local.profiles.append(p)
+    _opened(1)
     try:
         yield p
     finally:
         _local.profiles.remove(p)
+        _opened(-1)
         recorders = _local.recorders
         if recorders is not None:
             for rec in recorders.values():

@@ -262,6 +262,7 @@ def record() -> Iterator[Graph]:
         raise SlangRTError("record() cannot begin inside batch() or another record()")
     graph = Graph()
     st.depth, st.recorders, st.graph = 1, {}, graph
+    _batch._opened(1)
     ok = False
     try:
         yield graph
@@ -269,6 +270,7 @@ def record() -> Iterator[Graph]:
     finally:
         recorders = st.recorders or {}
         st.depth, st.recorders, st.graph = 0, None, None
+        _batch._opened(-1)
         if ok:
             graph._finish(recorders)
         else:

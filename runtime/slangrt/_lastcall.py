@@ -28,6 +28,24 @@ from ._tensor import Tensor
 
 __all__ = ["LastCall"]
 
+_SCALARS = (int, float, bool, str, type(None))
+
+
+def _plain(value: object) -> bool:
+    """A value kept calls are compared by: a Python scalar, or a tuple of them (``grid``)."""
+    if value.__class__ is tuple:
+        return all(v.__class__ in _SCALARS for v in value)
+    return value.__class__ in _SCALARS
+
+
+def _key(value: object) -> object:
+    """What a kept value is compared by: floats by their bits, tuples item by item with types."""
+    if value.__class__ is float:
+        return value.hex()
+    if value.__class__ is tuple:
+        return tuple((v.__class__, _key(v)) for v in value)
+    return value
+
 
 class LastCall:
     """The last calls of one generated wrapper (module-level, one per wrapper): up to
@@ -46,7 +64,12 @@ class LastCall:
         """Dispatch again and return True if these are a kept call's arguments."""
         for kept, slots, fixed, kernel, grid in self._plans:
             for value, (kind, old) in zip(scalars, kept, strict=True):
-                if value.__class__ is not kind or value != old:
+                if value.__class__ is not kind:
+                    break
+                if kind is float or kind is tuple:
+                    if _key(value) != old:  # floats by their bits: -0.0 is not 0.0
+                        break
+                elif value != old:
                     break
             else:
                 buffers = dict(fixed)
@@ -83,7 +106,9 @@ class LastCall:
             if bound.__class__ is not Packed or bound.flags.writeable:
                 return  # a host array copied for the call, or a view made of one
             fixed.append((key, bound))
-        kept = tuple((value.__class__, value) for value in scalars)
+        if not all(_plain(value) for value in scalars):
+            return  # NumPy scalars, tensors for pointers: the full path each time
+        kept = tuple((value.__class__, _key(value)) for value in scalars)
         self._plans = ((kept, tuple(slots), tuple(fixed), kernel, grid), *self._plans[: self.KEEP - 1])
 
     def forget(self) -> None:
