@@ -18,9 +18,8 @@ thread submits what a burst leaves behind after ``delay_s`` (as soon as it gets 
 worst the interpreter's switch interval, 5 ms, while another thread runs Python without
 pause). ``delay_s`` 0 submits every call at once.
 
-Waiting polls the semaphore for a short while before sleeping in ``vkWaitSemaphores``: waking
-from that sleep costs tens of microseconds on some drivers, more than a small dispatch takes.
-Every wait has a timeout (:class:`DispatchTimeoutError`).
+Waiting polls the semaphore for a short while before sleeping in ``vkWaitSemaphores`` (waking
+costs tens of microseconds on some drivers); every wait has a timeout (DispatchTimeoutError).
 
 :class:`Contexts` hands out one-off command buffers (a command pool each, so that threads record
 without locks) and takes them back once their submission has completed.
@@ -30,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections import deque
@@ -38,10 +38,11 @@ from typing import Any
 
 from . import _vk
 from ._core import Core
-from ._errors import DeviceLostError, DispatchTimeoutError
+from ._errors import DeviceLostError, DispatchTimeoutError, SlangRTError
 
 __all__ = ["PENDING", "Context", "Contexts", "Queue"]
 
+_log = logging.getLogger("slangrt")
 _VK_TIMEOUT = 2
 _VK_ERROR_DEVICE_LOST = -4
 
@@ -114,8 +115,8 @@ class Queue:
         self._kept: list[Any] = []
         self._kept_owners: list[Any] = []
         self._kept_what: list[str] = []
-        self._kept_since = 0.0  # when the oldest kept one was submitted
-        self._quiet_since = 0.0  # when the last vkQueueSubmit returned
+        # When the oldest kept one was submitted; when the last vkQueueSubmit returned.
+        self._kept_since = self._quiet_since = 0.0
         # Submit infos for coalesced calls (made on first use, refilled under _submit_lock).
         self._many: tuple[Any, Any, Any] | None = None
         self._last_submitted: Any = None  # what _submit_info points to
@@ -123,22 +124,25 @@ class Queue:
         self._wake = threading.Condition(self._lock)
         self._helper: threading.Thread | None = None
         self._closing = False
-        # A submission that failed on the helper thread: raised by the next wait that covers it.
-        # (its first serial, the error).
-        self._error: tuple[int, BaseException] | None = None
+        # Submissions that failed on the helper thread, each raised by the next wait that covers
+        # it: (its first serial, the error), oldest first.
+        self._errors: list[tuple[int, BaseException]] = []
         self._local = threading.local()
         self._deferred: list[tuple[int, int, Callable[[], None]]] = []
         self._deferred_lock = threading.Lock()
         self._seq = itertools.count()
+        # The thread in _flush_locked (see wait(): a finalizer the garbage collector runs there).
+        self._flusher = 0
+        if delay_s > 0.0:  # (made here, not under the lock by a call: see _flusher)
+            self._start_helper()
 
     # -- submitting ----------------------------------------------------------------------------
 
     def submit(self, command_buffers: Any, what: str, keep: bool = False) -> int:
-        """Submit ``command_buffers`` (a ``VkCommandBuffer[1]``, kept alive by the queue until
-        it reaches the driver); return the submission's serial. ``keep``: the caller does not
-        wait for it (a kernel's own dispatch), so within a burst of calls it may be kept and
-        submitted with later ones (see the module's docstring); otherwise it reaches the
-        driver before this returns, after whatever was kept, in the same ``vkQueueSubmit``."""
+        """Submit ``command_buffers`` (a ``VkCommandBuffer[1]``, kept alive by the queue until it
+        reaches the driver); return its serial. ``keep``: the caller does not wait for it (a
+        kernel's own dispatch), so in a burst it may be kept and submitted with later ones (see
+        the module); else it reaches the driver now, after whatever was kept, in one submission."""
         core = self._core
         if core.lost or core.closed:
             core.check_usable()
@@ -154,8 +158,6 @@ class Queue:
                     if len(kept) == 1:
                         # The first of a burst: a later call, a wait or the helper submits it.
                         self._kept_since = now
-                        if self._helper is None:
-                            self._start_helper()
                         self._wake.notify()
                         return serial
                     if now - self._kept_since < delay and len(kept) < _KEEP_MAX:
@@ -203,46 +205,46 @@ class Queue:
     def _flush_locked(self, stash: bool = False) -> None:
         # flush() with self._submit_lock held. ``stash``: a failure is kept for the next wait
         # that covers it (the helper thread has no caller to raise it to), not raised.
-        while True:
-            with self._lock:
-                kept, owners, whats = self._kept, self._kept_owners, self._kept_what
-                if not kept:
-                    return
-                if len(kept) > _KEEP_MAX:  # other threads kept more meanwhile
-                    self._kept, self._kept_owners, self._kept_what = (
-                        kept[_KEEP_MAX:],
-                        owners[_KEEP_MAX:],
-                        whats[_KEEP_MAX:],
-                    )
-                    kept, owners, whats = kept[:_KEEP_MAX], owners[:_KEEP_MAX], whats[:_KEEP_MAX]
-                else:
-                    self._kept, self._kept_owners, self._kept_what = [], [], []
-            first = self.flushed + 1
-            n = len(kept)
-            last = first + n - 1
-            if self._many is None:
-                self._many = self._submit_infos()
-            infos, cbs, values = self._many
-            cbs[0:n] = kept
-            values[0:n] = range(first, last + 1)
-            result = self._lib.vkQueueSubmit(self._queue, n, infos, self._ffi.NULL)
-            self._quiet_since = time.perf_counter()
-            self.flushes += 1
-            if result:
-                if result != _VK_ERROR_DEVICE_LOST:
-                    self._lost_submission(last)
-                what = whats[0] if n == 1 else f"{whats[-1]} (with {n - 1} earlier calls)"
-                try:
-                    self._fail(result, f"submitting {what}")
-                except BaseException as exc:
-                    if not stash:
-                        raise
-                    with self._lock:
-                        if self._error is None:
-                            self._error = (first, exc)
-                    return
-            self.flushed = last
-            del owners  # the driver has the command buffers now
+        self._flusher = threading.get_ident()
+        try:
+            while True:
+                with self._lock:
+                    kept, owners, whats = self._kept, self._kept_owners, self._kept_what
+                    if not kept:
+                        return
+                    if len(kept) > _KEEP_MAX:  # other threads kept more meanwhile
+                        self._kept, self._kept_owners = kept[_KEEP_MAX:], owners[_KEEP_MAX:]
+                        self._kept_what = whats[_KEEP_MAX:]
+                        kept, owners, whats = kept[:_KEEP_MAX], owners[:_KEEP_MAX], whats[:_KEEP_MAX]
+                    else:
+                        self._kept, self._kept_owners, self._kept_what = [], [], []
+                first = self.flushed + 1
+                n = len(kept)
+                last = first + n - 1
+                if self._many is None:
+                    self._many = self._submit_infos()
+                infos, cbs, values = self._many
+                cbs[0:n] = kept
+                values[0:n] = range(first, last + 1)
+                result = self._lib.vkQueueSubmit(self._queue, n, infos, self._ffi.NULL)
+                self._quiet_since = time.perf_counter()
+                self.flushes += 1
+                if result:
+                    if result != _VK_ERROR_DEVICE_LOST:
+                        self._lost_submission(last)
+                    what = whats[0] if n == 1 else f"{whats[-1]} (with {n - 1} earlier calls)"
+                    try:
+                        self._fail(result, f"submitting {what}")
+                    except BaseException as exc:
+                        if not stash:
+                            raise
+                        with self._lock:
+                            self._errors.append((first, exc))
+                        return
+                self.flushed = last
+                del owners  # the driver has the command buffers now
+        finally:
+            self._flusher = 0
 
     def _submit_infos(self) -> tuple[Any, Any, Any]:
         """``_KEEP_MAX`` submit infos, each of one command buffer signalling its own value."""
@@ -268,10 +270,10 @@ class Queue:
         return infos, cbs, values
 
     def _lost_submission(self, last: int) -> None:
-        """vkQueueSubmit failed: nothing up to serial ``last`` that it held will run. Once the
-        work handed over before it has finished, signal the semaphore from the host, so that
-        nothing waits for those serials forever (the error goes to the caller)."""
-        self.wait(self.flushed, "the work submitted before a failed submission")
+        """vkQueueSubmit failed: nothing up to serial ``last`` that it held will run. Once the work
+        handed over before it is done, signal ``last`` from the host (the error goes elsewhere)."""
+        if self.flushed > self.completed:  # (not wait(): that would raise an earlier failure)
+            self._wait_flushed(self.flushed, "the work submitted before a failed submission")
         vk = _vk.vk()
         info = self._ffi.new(
             "VkSemaphoreSignalInfo*",
@@ -281,9 +283,7 @@ class Queue:
         self.flushed = last
 
     def _start_helper(self) -> None:
-        # Called with self._lock held.
-        thread = threading.Thread(target=self._helper_loop, name="slangrt-submit", daemon=True)
-        self._helper = thread
+        thread = self._helper = threading.Thread(target=self._helper_loop, name="slangrt-submit", daemon=True)
         thread.start()
 
     def _helper_loop(self) -> None:
@@ -306,8 +306,7 @@ class Queue:
                     self._flush_locked(stash=True)
             except Exception as exc:  # waiting for the work before a failed submission failed
                 with self._lock:
-                    if self._error is None:
-                        self._error = (0, exc)
+                    self._errors.append((0, exc))
 
     # -- waiting -------------------------------------------------------------------------------
 
@@ -322,17 +321,23 @@ class Queue:
 
     def wait(self, serial: int, what: str, timeout_ns: int | None = None) -> None:
         """Return once submission ``serial`` has finished; raise after the timeout."""
-        if self._error is not None:
-            self._raise_failed(serial)
+        if self._errors or serial > self.flushed:
+            if self._flusher == threading.get_ident():  # the locks are held, the work not submitted
+                raise SlangRTError(f"{what} was waited for inside a submission (by a finalizer?)")
+            if self._errors:
+                self._raise_failed(serial)
         if serial <= self.completed:
             return
         if serial > self.flushed:
             if serial > self.submitted:
                 raise AssertionError(f"waiting for serial {serial}, only {self.submitted} submitted")
             self.flush()
-            if self._error is not None:  # the helper's submission of it failed meanwhile
+            if self._errors:  # the helper's submission of it failed meanwhile
                 self._raise_failed(serial)
-        lib = self._lib
+        self._wait_flushed(serial, what, timeout_ns)
+
+    def _wait_flushed(self, serial: int, what: str, timeout_ns: int | None = None) -> None:
+        lib = self._lib  # wait() for a serial already handed to the driver
         handle, semaphore = self._device, self.semaphore
         out = self._out()
         deadline = 0.0
@@ -374,20 +379,25 @@ class Queue:
         self.poll()
 
     def _raise_failed(self, serial: int) -> None:
-        """Raise the helper thread's failed submission to a wait for any serial it held or later."""
+        """Raise the helper thread's oldest failed submission that held ``serial`` or earlier."""
         with self._lock:
-            failed = self._error
-            if failed is None or serial < failed[0]:
-                return
-            self._error = None
-        raise failed[1]
+            for i, (first, exc) in enumerate(self._errors):
+                if first <= serial:
+                    del self._errors[i]
+                    raise exc
 
     def wait_idle(self, what: str, timeout_ns: int | None = None) -> None:
-        """Wait for everything submitted so far."""
-        self.wait(self.submitted, what, timeout_ns)
+        self.wait(self.submitted, what, timeout_ns)  # everything submitted so far
 
     def drain(self, timeout_ns: int) -> None:
-        """Wait for everything submitted, at most ``timeout_ns`` (the device is closing)."""
+        """Wait for everything submitted, at most ``timeout_ns``, the device closing (failed
+        submissions that no wait raised are logged: their calls did not run, nothing runs)."""
+        with self._submit_lock:
+            self._flush_locked(stash=True)
+        with self._lock:
+            errors, self._errors = self._errors, []
+        for _, exc in errors:
+            _log.warning("slangrt: closing a device after a failed submission: %s", exc)
         self.wait_idle("closing the device", timeout_ns=min(self.timeout_ns, timeout_ns))
 
     # -- deferred work -------------------------------------------------------------------------
@@ -441,8 +451,7 @@ class Queue:
             helper.join(timeout=1.0)
 
     def destroy(self) -> None:
-        """Forget the callbacks still waiting (the device is being destroyed, which frees
-        everything they would free) and destroy the semaphore."""
+        """Stop the helper; forget pending callbacks (the device frees all); destroy the semaphore."""
         self.stop_helper()
         self.drop_deferred()
         self._lib.vkDestroySemaphore(self._device, self.semaphore, self._ffi.NULL)
