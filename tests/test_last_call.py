@@ -219,3 +219,30 @@ def test_numpy_scalars_are_checked_every_time(kernels: ModuleType, monkeypatch: 
     axpy(**args)
     with NoChecks(monkeypatch), pytest.raises(AssertionError, match="the call was checked"):
         axpy(**args)
+
+
+def test_a_repeated_call_inside_record_is_recorded_and_replays(
+    kernels: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    axpy = kernels.axpy.axpy
+    args = tensors(7)
+    y0 = args["y"].numpy()
+    axpy(**args)  # kept
+    with NoChecks(monkeypatch), slangrt.record() as step:
+        axpy(**args)  # repeated unchecked: the kernel's full path records it
+    step.replay()
+    step.replay()
+    np.testing.assert_allclose(args["y"].numpy(), expected(args, 4, y0), rtol=1e-5)
+
+
+def test_a_kept_call_with_a_closed_tensor_fails_as_it_would_alone(kernels: ModuleType) -> None:
+    axpy = kernels.axpy.axpy
+    args = tensors(8)
+    axpy(**args)
+    args["x"].close()
+    with pytest.raises(ValueError, match="closed") as kept:
+        axpy(**args)
+    kernels.axpy._axpy_last.forget()
+    with pytest.raises(ValueError, match="closed") as alone:
+        axpy(**args)
+    assert str(kept.value) == str(alone.value)
