@@ -7,16 +7,14 @@ in the meantime, staging memory, one-off command buffers) are handed back by cal
 run once the semaphore passes their serial (:meth:`Queue.defer`).
 
 Calls made close together share one ``vkQueueSubmit`` (*coalescing*): the driver's submission
-costs 12 µs on an H200 VM, several times the Python of a call, so a stream of small calls would
-otherwise go at the driver's pace. :meth:`Queue.submit` hands a command buffer to the driver at
-once when the queue has been quiet for ``delay_s`` (an isolated call starts on the GPU as soon as
-it did before); within a burst it keeps the call's command buffer and serial, and the call that
-finds the oldest kept one ``delay_s`` old submits them all, in order, in one ``vkQueueSubmit``
-signalling the newest serial. Whatever is kept goes to the driver before any wait for it
-(:meth:`Queue.wait`, and so every read of a tensor, ``synchronize()``, closing), and a helper
-thread submits what a burst leaves behind after ``delay_s`` (as soon as it gets the GIL: at
-worst the interpreter's switch interval, 5 ms, while another thread runs Python without
-pause). ``delay_s`` 0 submits every call at once.
+costs 12 µs on an H200 VM, several times a call's Python. :meth:`Queue.submit` hands a call to
+the driver at once after a quiet spell of ``delay_s`` or once the caller has seen all earlier
+work finish; within a burst it keeps the command buffer (its serial given out), and the call that
+finds the oldest kept one ``delay_s`` old submits all of them, in order, in one ``vkQueueSubmit``
+(a submit info and semaphore value each). Kept work reaches the driver before any wait for it
+(:meth:`Queue.wait`: reads, ``synchronize()``, closing) and before any submission that is not
+kept; a helper thread submits what a burst leaves behind (once it gets the GIL: at worst the
+interpreter's 5 ms switch interval while another thread runs Python). ``delay_s`` 0: no keeping.
 
 Waiting polls the semaphore for a short while before sleeping in ``vkWaitSemaphores`` (waking
 costs tens of microseconds on some drivers); every wait has a timeout (DispatchTimeoutError).
@@ -407,8 +405,9 @@ class Queue:
         if serial <= self.completed:
             callback()
             return
-        with self._deferred_lock:
-            heapq.heappush(self._deferred, (serial, next(self._seq), callback))
+        item = (serial, next(self._seq), callback)  # not under the lock: a collection it starts
+        with self._deferred_lock:  # may run finalizers that defer too
+            heapq.heappush(self._deferred, item)
 
     def _advance(self, value: int) -> None:
         if value > self.completed:
