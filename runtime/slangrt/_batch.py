@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _settings, _vk
+from ._contexts import Context, Contexts
 from ._core import Core
 from ._errors import SlangRTError
 from ._heap import Allocation, bind_range
 from ._memory import Memory
-from ._queue import PENDING, Context, Contexts, Queue
+from ._queue import PENDING, Queue
 from ._record import DescriptorSets, Op, record_ops
 
 __all__ = [

@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 
 from . import _settings, _vk
+from ._contexts import Contexts
 from ._core import Core
 from ._errors import SlangRTError
 from ._heap import SUBALLOC_MAX, Allocation, Heap
-from ._queue import PENDING, Contexts, Queue
+from ._queue import PENDING, Queue
 
 __all__ = ["PARAMS_MAX", "Memory", "Params", "parallel_copy"]
 

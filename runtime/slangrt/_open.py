@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _batch, _settings, _vk
+from ._contexts import Contexts
 from ._core import Core
 from ._errors import VulkanUnavailableError
 from ._instance import DeviceInfo, Instance, Probe, compute_queue_family
 from ._memory import Memory
 from ._pcache import PipelineCache
-from ._queue import Contexts, Queue
+from ._queue import Queue
 from ._record import DescriptorSets
 
 __all__ = ["Parts", "open_device"]

@@ -18,9 +18,6 @@ interpreter's 5 ms switch interval while another thread runs Python). ``delay_s`
 
 Waiting polls the semaphore for a short while before sleeping in ``vkWaitSemaphores`` (waking
 costs tens of microseconds on some drivers); every wait has a timeout (DispatchTimeoutError).
-
-:class:`Contexts` hands out one-off command buffers (a command pool each, so that threads record
-without locks) and takes them back once their submission has completed.
 """
 
 from __future__ import annotations
@@ -30,7 +27,6 @@ import itertools
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +34,7 @@ from . import _vk
 from ._core import Core
 from ._errors import DeviceLostError, DispatchTimeoutError, SlangRTError
 
-__all__ = ["PENDING", "Context", "Contexts", "Queue"]
+__all__ = ["PENDING", "Queue"]
 
 _log = logging.getLogger("slangrt")
 _VK_TIMEOUT = 2
@@ -112,7 +108,7 @@ class Queue:
         # Kept submissions (coalescing): handles, the arrays that own them, what they are.
         self._kept: list[Any] = []
         self._kept_owners: list[Any] = []
-        self._kept_what: list[str] = []
+        self._kept_what: list[tuple[str, int]] = []  # what each is, the thread that kept it
         # When the oldest kept one was submitted; when the last vkQueueSubmit returned.
         self._kept_since = self._quiet_since = 0.0
         # Submit infos for coalesced calls (made on first use, refilled under _submit_lock).
@@ -124,7 +120,9 @@ class Queue:
         self._closing = False
         # Submissions that failed on the helper thread, each raised by the next wait that covers
         # it: (its first serial, the error), oldest first.
-        self._errors: list[tuple[int, BaseException]] = []
+        # Failed submissions not raised yet: (their first serial, the error, the threads whose
+        # calls they held and that have not been told; None: any thread).
+        self._errors: list[tuple[int, BaseException, set[int] | None]] = []
         self._local = threading.local()
         self._deferred: list[tuple[int, int, Callable[[], None]]] = []
         self._deferred_lock = threading.Lock()
@@ -176,7 +174,7 @@ class Queue:
         self.submitted = serial
         self._kept.append(command_buffers[0])
         self._kept_owners.append(command_buffers)
-        self._kept_what.append(what)
+        self._kept_what.append((what, threading.get_ident()))
         return serial
 
     def _submit_now(self, command_buffers: Any, what: str) -> int:
@@ -228,16 +226,25 @@ class Queue:
                 self._quiet_since = time.perf_counter()
                 self.flushes += 1
                 if result:
+                    with self._lock:  # nothing kept after a failed submission may run before it
+                        whats += self._kept_what
+                        self._kept, self._kept_owners, self._kept_what = [], [], []
+                        last = self.submitted
                     if result != _VK_ERROR_DEVICE_LOST:
                         self._lost_submission(last)
-                    what = whats[0] if n == 1 else f"{whats[-1]} (with {n - 1} earlier calls)"
+                    n = len(whats)
+                    what = whats[0][0] if n == 1 else f"{whats[-1][0]} (with {n - 1} earlier calls)"
                     try:
                         self._fail(result, f"submitting {what}")
                     except BaseException as exc:
+                        # Every other thread with a call in it hears of it at its next wait.
+                        me = 0 if stash else threading.get_ident()
+                        threads = {t for _, t in whats if t != me}
+                        if threads:
+                            with self._lock:
+                                self._errors.append((first, exc, threads))
                         if not stash:
                             raise
-                        with self._lock:
-                            self._errors.append((first, exc))
                         return
                 self.flushed = last
                 del owners  # the driver has the command buffers now
@@ -304,7 +311,7 @@ class Queue:
                     self._flush_locked(stash=True)
             except Exception as exc:  # waiting for the work before a failed submission failed
                 with self._lock:
-                    self._errors.append((0, exc))
+                    self._errors.append((0, exc, None))
 
     # -- waiting -------------------------------------------------------------------------------
 
@@ -377,11 +384,16 @@ class Queue:
         self.poll()
 
     def _raise_failed(self, serial: int) -> None:
-        """Raise the helper thread's oldest failed submission that held ``serial`` or earlier."""
+        """Raise the oldest failed submission that held ``serial`` or earlier and a call of this
+        thread (once per thread) that this thread has not heard of."""
+        me = threading.get_ident()
         with self._lock:
-            for i, (first, exc) in enumerate(self._errors):
-                if first <= serial:
-                    del self._errors[i]
+            for i, (first, exc, threads) in enumerate(self._errors):
+                if first <= serial and (threads is None or me in threads):
+                    if threads is not None and len(threads) > 1:
+                        threads.discard(me)
+                    else:
+                        del self._errors[i]
                     raise exc
 
     def wait_idle(self, what: str, timeout_ns: int | None = None) -> None:
@@ -394,7 +406,7 @@ class Queue:
             self._flush_locked(stash=True)
         with self._lock:
             errors, self._errors = self._errors, []
-        for _, exc in errors:
+        for _, exc, _threads in errors:
             _log.warning("slangrt: closing a device after a failed submission: %s", exc)
         self.wait_idle("closing the device", timeout_ns=min(self.timeout_ns, timeout_ns))
 
@@ -454,96 +466,3 @@ class Queue:
         self.stop_helper()
         self.drop_deferred()
         self._lib.vkDestroySemaphore(self._device, self.semaphore, self._ffi.NULL)
-
-
-class Context:
-    """A command pool with one primary command buffer, plus an optional timestamp query pool."""
-
-    __slots__ = ("cb", "command_buffers", "pool", "queries", "query_capacity", "serial")
-
-    def __init__(self, core: Core) -> None:
-        vk = _vk.vk()
-        self.pool, self.command_buffers = _vk.pool_with_buffer(
-            core.handle, core.queue_family, vk.VK_COMMAND_POOL_CREATE_TRANSIENT_BIT
-        )
-        self.cb: Any = self.command_buffers[0]
-        self.serial = 0
-        self.queries: Any = None
-        self.query_capacity = 0
-
-    def destroy(self, handle: Any) -> None:
-        vk = _vk.vk()
-        if self.queries is not None:
-            vk.lib.vkDestroyQueryPool(handle, self.queries, vk.ffi.NULL)
-        vk.lib.vkDestroyCommandPool(handle, self.pool, vk.ffi.NULL)
-
-
-class Contexts:
-    """Recycles :class:`Context` objects: reused once the submission that used them is done."""
-
-    def __init__(self, core: Core, queue: Queue) -> None:
-        vk = _vk.vk()
-        self._core = core
-        self._queue = queue
-        self._lock = threading.Lock()
-        self._in_flight: deque[Context] = deque()
-        self._free: list[Context] = []
-        self._all: list[Context] = []
-        self._begin_info = vk.ffi.new(
-            "VkCommandBufferBeginInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                "flags": vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-            },
-        )
-
-    def begin(self) -> Context:
-        """A context whose command buffer has been begun, ready for recording."""
-        core = self._core
-        ctx: Context | None = None
-        with self._lock:
-            if self._free:
-                ctx = self._free.pop()
-            elif self._in_flight:
-                front = self._in_flight[0]
-                if front.serial <= self._queue.completed or front.serial <= self._queue.poll():
-                    ctx = self._in_flight.popleft()
-        lib = _vk.vk().lib
-        if ctx is None:
-            ctx = Context(core)
-            with self._lock:
-                self._all.append(ctx)
-        else:
-            _vk.check(lib.vkResetCommandPool(core.handle, ctx.pool, 0), "resetting a command pool")
-        _vk.check(lib.vkBeginCommandBuffer(ctx.cb, self._begin_info), "beginning a command buffer")
-        return ctx
-
-    def submit(self, ctx: Context, what: str) -> int:
-        """End and submit ``ctx``'s command buffer; it is recycled once the work is done."""
-        lib = _vk.vk().lib
-        try:
-            _vk.check(lib.vkEndCommandBuffer(ctx.cb), f"recording {what}")
-            serial = self._queue.submit(ctx.command_buffers, what)
-        except BaseException:
-            self.abandon(ctx)
-            raise
-        self.retire(ctx, serial)
-        return serial
-
-    def retire(self, ctx: Context, serial: int) -> None:
-        ctx.serial = serial
-        with self._lock:
-            self._in_flight.append(ctx)
-
-    def abandon(self, ctx: Context) -> None:
-        """Give back a context that was never submitted."""
-        with self._lock:
-            self._free.append(ctx)
-
-    def destroy(self) -> None:
-        with self._lock:
-            contexts, self._all = self._all, []
-            self._free.clear()
-            self._in_flight.clear()
-        for ctx in contexts:
-            ctx.destroy(self._core.handle)

@@ -147,3 +147,84 @@ def test_a_finalizer_waiting_inside_a_submission_does_not_deadlock(vk: VkProxy) 
         assert (s.a.numpy() == 4).all()
     finally:
         s.dev.close()
+
+
+def test_a_failed_shared_submission_is_raised_in_every_thread_with_a_call_in_it(vk: VkProxy) -> None:
+    # Thread A's calls are kept; the main thread's upload submits them with its own and fails:
+    # the main thread gets the error from its call, A from its next wait, once each.
+    s = Setup()
+    try:
+        kept = threading.Event()
+        errors: list[BaseException] = []
+
+        def a() -> None:
+            s.add()
+            s.add()
+            kept.set()
+
+        t = threading.Thread(target=a)
+        t.start()
+        t.join()
+        assert kept.is_set() and s.q.flushed < s.q.submitted
+        ran = 2 - (s.q.submitted - s.q.flushed)  # A's first call went out at once if a poll saw
+        # the queue idle in between (a collection's finalizers may poll): it ran
+        vk.fail("vkQueueSubmit", UNKNOWN, times=1)
+        # A transfer is never kept: it submits what is kept first, in the same vkQueueSubmit.
+        with pytest.raises(slangrt.VulkanError):
+            s.q.submit(s.q._kept_owners[0], "a transfer")
+        vk.clear()
+
+        def a_waits() -> None:
+            for _ in range(2):
+                try:
+                    s.dev.synchronize()
+                except slangrt.VulkanError as exc:
+                    errors.append(exc)
+
+        t = threading.Thread(target=a_waits)
+        t.start()
+        t.join()
+        assert len(errors) == 1  # told once
+        s.dev.synchronize()  # the main thread was told by its call
+        assert (s.a.numpy() == 2 + ran).all()  # nothing of the failed submission ran
+    finally:
+        vk.clear()
+        s.dev.close()
+
+
+def test_calls_kept_after_a_failed_chunk_do_not_run_after_it(vk: VkProxy) -> None:
+    from slangrt._queue import _KEEP_MAX
+
+    s = Setup()
+    try:
+        barrier = threading.Barrier(2)
+        raised: list[BaseException] = []
+
+        def keep_many() -> None:
+            barrier.wait()
+            try:
+                for _ in range(_KEEP_MAX):
+                    s.add()
+            except slangrt.VulkanError as exc:  # the thread whose call submitted the 64
+                raised.append(exc)
+
+        # Two threads keep calls; whoever first finds 64 kept submits, others may keep more.
+        threads = [threading.Thread(target=keep_many) for _ in range(2)]
+        vk.fail("vkQueueSubmit", UNKNOWN, times=1)
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        vk.clear()
+        assert len(raised) == 1
+        s.dev.synchronize()  # this thread had no call in the failed submission
+        assert s.q.flushed == s.q.submitted
+        got = s.a.numpy()[0]
+        # The failed submission and everything kept with or after it in that flush did not run;
+        # calls submitted later did: a is 2 plus whole later submissions, never more than all.
+        assert 2 <= got <= 2 + 2 * _KEEP_MAX
+        s.add()
+        assert s.a.numpy()[0] == got + 1
+    finally:
+        vk.clear()
+        s.dev.close()
