@@ -150,39 +150,36 @@ def test_a_finalizer_waiting_inside_a_submission_does_not_deadlock(vk: VkProxy) 
 
 
 def test_a_failed_shared_submission_is_raised_in_every_thread_with_a_call_in_it(vk: VkProxy) -> None:
-    # Thread A's calls are kept; the main thread's upload submits them with its own and fails:
+    # Thread A's calls are kept; the main thread's transfer submits them with its own and fails:
     # the main thread gets the error from its call, A from its next wait, once each.
     s = Setup()
     try:
-        kept = threading.Event()
+        kept, failed = threading.Event(), threading.Event()
         errors: list[BaseException] = []
+        counts: list[int] = []
 
         def a() -> None:
             s.add()
             s.add()
+            counts.append(s.q.submitted - s.q.flushed)
             kept.set()
-
-        t = threading.Thread(target=a)
-        t.start()
-        t.join()
-        assert kept.is_set() and s.q.flushed < s.q.submitted
-        ran = 2 - (s.q.submitted - s.q.flushed)  # A's first call went out at once if a poll saw
-        # the queue idle in between (a collection's finalizers may poll): it ran
-        vk.fail("vkQueueSubmit", UNKNOWN, times=1)
-        # A transfer is never kept: it submits what is kept first, in the same vkQueueSubmit.
-        with pytest.raises(slangrt.VulkanError):
-            s.q.submit(s.q._kept_owners[0], "a transfer")
-        vk.clear()
-
-        def a_waits() -> None:
+            failed.wait(10)
             for _ in range(2):
                 try:
                     s.dev.synchronize()
                 except slangrt.VulkanError as exc:
                     errors.append(exc)
 
-        t = threading.Thread(target=a_waits)
+        t = threading.Thread(target=a)
         t.start()
+        assert kept.wait(10) and counts[0] >= 1
+        ran = 2 - counts[0]  # A's first call went out at once if something polled in between
+        vk.fail("vkQueueSubmit", UNKNOWN, times=1)
+        # A transfer is never kept: it submits what is kept first, in the same vkQueueSubmit.
+        with pytest.raises(slangrt.VulkanError):
+            s.q.submit(s.q._kept_owners[0], "a transfer")
+        vk.clear()
+        failed.set()
         t.join()
         assert len(errors) == 1  # told once
         s.dev.synchronize()  # the main thread was told by its call
