@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +11,10 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+
+# The suite runs on lavapipe, where slangrt submits every call by itself unless told otherwise
+# (a CPU device): calls are coalesced here as on a GPU, so that the tests exercise GPUs' default.
+os.environ.setdefault("SLANGRT_SUBMIT_DELAY_US", "20")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,8 +30,6 @@ def _user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     """Each test gets its own user cache directory (builds and subprocesses included), so that
     hatch-slang's per-user build cache neither leaks between tests nor into the real one. The
     slangrt pipeline cache, which also follows XDG_CACHE_HOME, keeps its usual place."""
-    import os
-
     if "SLANGRT_CACHE_DIR" not in os.environ:
         xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
         base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"

@@ -63,7 +63,7 @@ def open_device(owner: object, instance: Instance, info: DeviceInfo) -> Parts:
     finalizer = weakref.finalize(owner, core.destroy)
     try:
         _describe_core(core, pd, info, instance, "bufferDeviceAddress" in probe.tokens)
-        parts = _make_parts(core, pd, finalizer)
+        parts = _make_parts(core, pd, info, finalizer)
         if host_import:
             _enable_host_import(parts.memory, core, pd)
         core.pipeline_cache = PipelineCache(core.handle, pd)
@@ -182,12 +182,12 @@ def _describe_core(core: Core, pd: Any, info: DeviceInfo, instance: Instance, de
     core.timestamp_bits = int(families[core.queue_family].timestampValidBits)
 
 
-def _make_parts(core: Core, pd: Any, finalizer: weakref.finalize[Any, Any]) -> Parts:
+def _make_parts(core: Core, pd: Any, info: DeviceInfo, finalizer: weakref.finalize[Any, Any]) -> Parts:
     """The queue, contexts, descriptor sets, memory and batches, each attached to the core."""
     vk = _vk.vk()
     ffi = vk.ffi
     settings = _settings.get()
-    queue = Queue(core, settings.timeout_ns, settings.spin_s, settings.submit_delay_s)
+    queue = Queue(core, settings.timeout_ns, settings.spin_s, settings.submit_delay_s(info.type))
     core.attach(queue, drain=queue.drain)
     contexts = Contexts(core, queue)
     core.attach(contexts)

@@ -27,8 +27,10 @@ _DEFAULT_TIMEOUT_S = 120.0
 # lost only while other processes kept both cores busy).
 _DEFAULT_SPIN_US = 200.0
 # Calls closer together than this share one vkQueueSubmit (see _queue): the driver's submission
-# costs 12 µs on an H200 VM, a generated wrapper's Python 5-6 µs.
-_DEFAULT_SUBMIT_DELAY_US = 20.0
+# costs 12 µs on an H200 VM, a repeated wrapper call's Python 2-3 µs. Not on a CPU device
+# (lavapipe): there the helper thread only competes with the driver's own threads for the cores
+# (a tiny call without a wait: 24 µs coalesced against 21 µs alone on 2 cores).
+DEFAULT_SUBMIT_DELAY_US = 20.0
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -44,8 +46,9 @@ class Settings:
     timeout_s: float = _DEFAULT_TIMEOUT_S
     #: SLANGRT_SPIN_US: how long a wait polls before it sleeps in the driver.
     spin_us: float = _DEFAULT_SPIN_US
-    #: SLANGRT_SUBMIT_DELAY_US: calls this close together share one vkQueueSubmit (0: none do).
-    submit_delay_us: float = _DEFAULT_SUBMIT_DELAY_US
+    #: SLANGRT_SUBMIT_DELAY_US: calls this close together share one vkQueueSubmit (0: none do;
+    #: None, unset: DEFAULT_SUBMIT_DELAY_US on a GPU, 0 on a CPU device).
+    submit_delay_us: float | None = None
     #: SLANGRT_CACHE_DIR (else $XDG_CACHE_HOME/slangrt, else ~/.cache/slangrt): the on-disk
     #: pipeline cache; None (SLANGRT_CACHE_DIR set empty) turns it off.
     cache_dir: Path | None = None
@@ -66,9 +69,12 @@ class Settings:
     def spin_s(self) -> float:
         return self.spin_us * 1e-6
 
-    @property
-    def submit_delay_s(self) -> float:
-        return self.submit_delay_us * 1e-6
+    def submit_delay_s(self, device_type: str) -> float:
+        """The submission delay for a device of this type ("cpu", "discrete", ...)."""
+        delay = self.submit_delay_us
+        if delay is None:
+            delay = 0.0 if device_type == "cpu" else DEFAULT_SUBMIT_DELAY_US
+        return delay * 1e-6
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
@@ -111,8 +117,10 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         validation=_flag(e, "SLANGRT_VALIDATION"),
         timeout_s=_number(e, "SLANGRT_TIMEOUT_S", _DEFAULT_TIMEOUT_S, "seconds"),
         spin_us=max(0.0, _number(e, "SLANGRT_SPIN_US", _DEFAULT_SPIN_US, "microseconds")),
-        submit_delay_us=max(
-            0.0, _number(e, "SLANGRT_SUBMIT_DELAY_US", _DEFAULT_SUBMIT_DELAY_US, "microseconds")
+        submit_delay_us=(
+            max(0.0, _number(e, "SLANGRT_SUBMIT_DELAY_US", 0.0, "microseconds"))
+            if e.get("SLANGRT_SUBMIT_DELAY_US", "").strip()
+            else None
         ),
         cache_dir=_cache_dir(e),
         batch_flush=int(flush) if flush.isdigit() else 0,

@@ -178,3 +178,16 @@ def test_closing_the_device_submits_and_waits_for_kept_calls() -> None:
     dev.close()  # submits, waits, frees; the helper thread ends
     assert q.flushed == q.completed == q.submitted
     assert helper is None or not helper.is_alive()
+
+
+def test_the_default_delay_keeps_calls_on_gpus_only() -> None:
+    default = _settings.read({})
+    assert default.submit_delay_us is None
+    assert default.submit_delay_s("cpu") == 0.0  # lavapipe: the driver's threads need the cores
+    for kind in ("discrete", "integrated", "virtual", "other"):
+        assert default.submit_delay_s(kind) == pytest.approx(_settings.DEFAULT_SUBMIT_DELAY_US * 1e-6)
+    chosen = _settings.read({"SLANGRT_SUBMIT_DELAY_US": "50"})
+    assert chosen.submit_delay_s("cpu") == chosen.submit_delay_s("discrete") == pytest.approx(50e-6)
+    assert _settings.read({"SLANGRT_SUBMIT_DELAY_US": "0"}).submit_delay_s("discrete") == 0.0
+    with pytest.raises(slangrt.SlangRTError, match="SLANGRT_SUBMIT_DELAY_US must be a number"):
+        _settings.read({"SLANGRT_SUBMIT_DELAY_US": "soon"})
