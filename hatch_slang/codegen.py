@@ -76,7 +76,10 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
         all=names,
         functions=functions,
     )
-    text = text.rstrip("\n") + "\n"
+    # Each wrapper's kept calls: written here, not by the templates, which users may replace.
+    lasts = "".join(f"{_last_name(e)} = _c.LastCall()\n" for e in spec.entries)
+    header = "# What each wrapper repeats unchecked (slangrt.wrapper_api.LastCall).\n"
+    text = text.rstrip("\n") + "\n\n\n" + header + lasts
     try:  # a last guard: a module that cannot be imported must never be written
         compile(text, f"{spec.shader.module}.py", "exec", dont_inherit=True)
     except SyntaxError as e:
@@ -86,6 +89,11 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
             f"the generated wrapper module is not valid Python ({e.msg}, line {e.lineno})",
         ) from None
     return text
+
+
+def _last_name(e: EntrySpec) -> str:
+    """The module-level ``LastCall`` of entry ``e``'s wrapper."""
+    return f"_{e.name}_last"
 
 
 def _annotation(b: BufferSpec) -> str:
@@ -125,7 +133,7 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
         *([] if e.grid is not None else ["grid"]),
     ]
     scalars = _tuple(scalar_names) if scalar_names else "()"
-    last = f"_{e.name}_last"
+    last = _last_name(e)
     body: list[str] = [
         f"_scalars = {scalars}",  # as given: the names below are rebound once inferred
         *_call(f"if {last}.repeat(", [args, "_scalars"], close="):"),
@@ -236,8 +244,79 @@ def _call(head: str, args: Sequence[str], close: str = ")") -> list[str]:
         return [one]
     lines = [head]
     for a in args:
-        lines += ["    " + part for part in f"{a},".split("\n")]
+        parts = f"{a},".split("\n")
+        if len(parts) == 1 and 8 + len(parts[0]) > LINE:
+            parts = _wrap_call(a, 0, ",")
+        lines += ["    " + part for part in parts]
     return [*lines, close]
+
+
+def _wrap_call(text: str, indent: int, trailing: str, lead: str = "") -> list[str]:
+    """Lay out the expression ``text`` (at ``indent`` past an argument of ``_call``, after
+    ``lead``) as ruff format would: a call too long for its line puts a sole argument on a line of
+    its own, several on one line of their own if they fit, else one per line with a trailing
+    comma; a parenthesised sum or product splits before its operators; each part is laid out
+    again if it is still too long. Anything else (names, `f(a) + g(b)`) stays as it is."""
+    pad = " " * indent
+    opening = text.find("(")
+    if 8 + indent + len(lead) + len(text) + len(trailing) <= LINE or not _closes_at_end(text, opening):
+        return [pad + lead + text + trailing]
+    inside = text[opening + 1 : -1]
+    if opening == 0:  # a parenthesised expression: split before its loosest operators
+        pieces = next((p for ops in _PRECEDENCE if (p := _split_top(inside, ops))), [inside])
+        inner = _wrap_call(pieces[0], indent + 4, "")
+        for piece in pieces[1:]:
+            op, operand = piece.split(" ", 1)
+            inner += _wrap_call(operand, indent + 4, "", op + " ")
+        return [pad + lead + "(", *inner, pad + ")" + trailing]
+    head, close = [pad + lead + text[: opening + 1]], [pad + ")" + trailing]
+    args = _split_top(inside)
+    if len(args) == 1:
+        return head + _wrap_call(args[0], indent + 4, "") + close
+    joined = ", ".join(args)
+    if 8 + indent + 4 + len(joined) <= LINE:
+        return [*head, pad + "    " + joined, *close]
+    return head + [line for a in args for line in _wrap_call(a, indent + 4, ",")] + close
+
+
+_PRECEDENCE = (("+", "-"), ("*", "/", "//", "%"))  # loosest first
+
+
+def _closes_at_end(text: str, opening: int) -> bool:
+    """Whether ``text`` is one call or one bracketed group: the bracket at ``opening`` (-1:
+    none) is the one its last character closes."""
+    depth = 0
+    for i in range(max(opening, 0), len(text) if opening >= 0 else 0):
+        depth += text[i] in "([{"
+        depth -= text[i] in ")]}"
+        if depth == 0:
+            return i == len(text) - 1
+    return False
+
+
+def _split_top(text: str, ops: tuple[str, ...] = ()) -> list[str]:
+    """``text`` split at its top-level commas; with ``ops``, before its top-level binary
+    operators among ``ops`` (each piece after the first keeps its operator: ``"* n"``), or []
+    where it has none."""
+    pieces, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and not ops and ch == ",":
+            pieces.append(text[start:i].strip())
+            start = i + 1
+        elif depth == 0 and ops and ch == " ":
+            end = text.find(" ", i + 1)
+            if end > 0 and text[i + 1 : end] in ops:
+                pieces.append(text[start:i].strip())
+                start = i + 1
+                i = end
+        i += 1
+    pieces.append(text[start:].strip())
+    return pieces if not ops or len(pieces) > 1 else []
 
 
 def _tuple(items: Sequence[str]) -> str:

@@ -240,3 +240,20 @@ def test_temporary_files_of_killed_cache_writes_are_swept(package: Callable[[str
     build(root)
     assert not old.exists()  # an hour old: a build that died mid-write left it
     assert fresh.exists()  # young: it may belong to a build running right now
+
+
+def test_own_templates_need_not_know_about_last_calls(package: Callable[[str], Path], tmp_path: Path) -> None:
+    # A function template written before wrappers kept their last calls still gives modules that
+    # define what the generated bodies use: the generator writes the LastCall lines itself.
+    root = package("multipkg")
+    templates = tmp_path / "templates"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "templates", templates)
+    (templates / "function.py.tmpl").write_text(
+        '\n\ndef $name($parameters) -> None:\n    """$docstring"""\n$body\n'
+    )
+    base = load_project_config(root)
+    custom = BuildConfig(base.root, base.shaders, base.package, base.compile, templates, base.strict)
+    source = pipeline.build(custom, cache=pipeline.open_cache(custom)).files["scale.py"].decode()
+    compile(source, "scale.py", "exec")
+    assert "_scale_last = _c.LastCall()" in source
+    assert "_scale_last.repeat(" in source
