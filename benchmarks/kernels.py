@@ -52,6 +52,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "runtime")]
 
 import slangrt  # noqa: E402
 
+from benchmarks import moe_ffn  # noqa: E402
+
 F32 = np.float32
 T = slangrt.Tensor.from_numpy
 
@@ -500,42 +502,8 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
 
 def moe_ffn_step(sizes: dict[str, Any], rng: np.random.Generator) -> Bench:
     """One decode step of a Q4_0 MoE FFN: norm, router, route, gate/up, SwiGLU, down, combine."""
-    q4 = _q4()
     experts, ffn, hidden, used = sizes["moe_q4"]
-    k = {
-        m: _kernels(m) for m in ("rmsnorm", "gemv_f32", "moe_route", "moe_gemv", "elementwise", "moe_combine")
-    }
-    x = rng.standard_normal((1, hidden), dtype=F32)
-    norm = np.ones(hidden, F32)
-    router = (rng.standard_normal((experts, hidden)) / np.sqrt(hidden)).astype(F32)
-    planes = {}
-    for name, shape in (
-        ("gate", (experts, ffn, hidden)),
-        ("up", (experts, ffn, hidden)),
-        ("down", (experts, hidden, ffn)),
-    ):
-        wq = rng.integers(0, 2**32, size=(*shape[:-1], shape[-1] // 8), dtype=np.uint32)
-        wd = rng.uniform(0.001, 0.004, size=(*shape[:-1], shape[-1] // 32)).astype(np.float16)
-        planes[name] = (T(wq), T(wd))
-    residual, tn, tr = T(x), T(norm), T(router)
-    bias = T(np.zeros(experts, F32))
-    h = slangrt.Tensor.empty((1, hidden), F32)
-    logits = slangrt.Tensor.empty((1, experts), F32)
-    sel_e, sel_w = slangrt.Tensor.empty((used,), np.uint32), slangrt.Tensor.empty((used,), F32)
-    gate, up = slangrt.Tensor.empty((used, ffn), F32), slangrt.Tensor.empty((used, ffn), F32)
-    z = slangrt.Tensor.empty((used, hidden), F32)
-    del q4
-
-    def step() -> None:
-        k["rmsnorm"].rmsnorm_batch(residual, tn, h, eps=1e-5)
-        k["gemv_f32"].gemv_f32(tr, h, logits, accumulate=0)
-        k["moe_route"].moe_route(logits, bias, sel_e, sel_w, n_used=used)
-        k["moe_gemv"].moe_gemv_q4_0(*planes["gate"], h, sel_e, gate, x_div=used)
-        k["moe_gemv"].moe_gemv_q4_0(*planes["up"], h, sel_e, up, x_div=used)
-        k["elementwise"].silu_mul_inplace(gate, up)
-        k["moe_gemv"].moe_gemv_q4_0(*planes["down"], gate, sel_e, z, x_div=1)
-        k["moe_combine"].moe_combine(z, sel_w, residual, n_used=used, accumulate=1)
-
+    step, _ = moe_ffn.build({m: _kernels(m) for m in moe_ffn.MODULES}, experts, ffn, hidden, used, rng)
     return Bench(
         "moe FFN step (8 kernels)",
         f"Q4_0 experts={experts} hidden={hidden} ffn={ffn} used={used} tokens=1",

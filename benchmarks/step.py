@@ -70,6 +70,8 @@ sys.path[:0] = [
 
 import slangrt  # noqa: E402
 
+from benchmarks import moe_ffn  # noqa: E402  # (the checkout's benchmarks, this run's slangrt)
+
 _spec = importlib.util.spec_from_file_location("runtime_bench", ROOT / "benchmarks" / "runtime.py")
 assert _spec is not None and _spec.loader is not None
 rt = importlib.util.module_from_spec(_spec)
@@ -251,38 +253,9 @@ def moe_step(size: str, rounds: int, results: dict[str, float]) -> None:
     experts, ffn, hidden, used = MOE[size]
     results["moe|shape"] = f"Q4_0 experts={experts} hidden={hidden} ffn={ffn} used={used} tokens=1"  # type: ignore[assignment]
     rng = np.random.default_rng(0)
-    T = slangrt.Tensor.from_numpy
-    k = {
-        m: kernels(m) for m in ("rmsnorm", "gemv_f32", "moe_route", "moe_gemv", "elementwise", "moe_combine")
-    }
-    planes = {}
-    for name, shape in (
-        ("gate", (experts, ffn, hidden)),
-        ("up", (experts, ffn, hidden)),
-        ("down", (experts, hidden, ffn)),
-    ):
-        wq = rng.integers(0, 2**32, size=(*shape[:-1], shape[-1] // 8), dtype=np.uint32)
-        wd = rng.uniform(0.001, 0.004, size=(*shape[:-1], shape[-1] // 32)).astype(np.float16)
-        planes[name] = (T(wq), T(wd))
-    x = rng.standard_normal((1, hidden), dtype=F32)
-    residual, norm = T(x), T(np.ones(hidden, F32))
-    router = T((rng.standard_normal((experts, hidden)) / np.sqrt(hidden)).astype(F32))
-    bias = T(np.zeros(experts, F32))
-    h, logits = slangrt.Tensor.empty((1, hidden), F32), slangrt.Tensor.empty((1, experts), F32)
-    sel_e, sel_w = slangrt.Tensor.empty((used,), np.uint32), slangrt.Tensor.empty((used,), F32)
-    gate, up = slangrt.Tensor.empty((used, ffn), F32), slangrt.Tensor.empty((used, ffn), F32)
-    z = slangrt.Tensor.empty((used, hidden), F32)
+    k = {m: kernels(m) for m in moe_ffn.MODULES}
+    step, residual = moe_ffn.build(k, experts, ffn, hidden, used, rng)
     dev = slangrt.device()
-
-    def step() -> None:
-        k["rmsnorm"].rmsnorm_batch(residual, norm, h, eps=1e-5)
-        k["gemv_f32"].gemv_f32(router, h, logits, accumulate=0)
-        k["moe_route"].moe_route(logits, bias, sel_e, sel_w, n_used=used)
-        k["moe_gemv"].moe_gemv_q4_0(*planes["gate"], h, sel_e, gate, x_div=used)
-        k["moe_gemv"].moe_gemv_q4_0(*planes["up"], h, sel_e, up, x_div=used)
-        k["elementwise"].silu_mul_inplace(gate, up)
-        k["moe_gemv"].moe_gemv_q4_0(*planes["down"], gate, sel_e, z, x_div=1)
-        k["moe_combine"].moe_combine(z, sel_w, residual, n_used=used, accumulate=1)
 
     with slangrt.batch():
         step()
