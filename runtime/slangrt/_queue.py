@@ -111,15 +111,13 @@ class Queue:
         self._kept_what: list[tuple[str, int]] = []  # what each is, the thread that kept it
         # When the oldest kept one was submitted; when the last vkQueueSubmit returned.
         self._kept_since = self._quiet_since = 0.0
-        # Submit infos for coalesced calls (made on first use, refilled under _submit_lock).
-        self._many: tuple[Any, Any, Any] | None = None
+        # Submit infos for coalesced calls, their command buffers and semaphore values (made on
+        # first use, refilled under _submit_lock), and the structs they point to.
+        self._many: tuple[Any, Any, Any, Any] | None = None
         self._last_submitted: Any = None  # what _submit_info points to
-        self._keep_structs: Any = None
         self._wake = threading.Condition(self._lock)
         self._helper: threading.Thread | None = None
         self._closing = False
-        # Submissions that failed on the helper thread, each raised by the next wait that covers
-        # it: (its first serial, the error), oldest first.
         # Failed submissions not raised yet: (their first serial, the error, the threads whose
         # calls they held and that have not been told; None: any thread).
         self._errors: list[tuple[int, BaseException, set[int] | None]] = []
@@ -219,7 +217,7 @@ class Queue:
                 last = first + n - 1
                 if self._many is None:
                     self._many = self._submit_infos()
-                infos, cbs, values = self._many
+                infos, cbs, values, _ = self._many
                 cbs[0:n] = kept
                 values[0:n] = range(first, last + 1)
                 result = self._lib.vkQueueSubmit(self._queue, n, infos, self._ffi.NULL)
@@ -251,7 +249,7 @@ class Queue:
         finally:
             self._flusher = 0
 
-    def _submit_infos(self) -> tuple[Any, Any, Any]:
+    def _submit_infos(self) -> tuple[Any, Any, Any, Any]:
         """``_KEEP_MAX`` submit infos, each of one command buffer signalling its own value."""
         vk = _vk.vk()
         ffi = self._ffi
@@ -271,8 +269,7 @@ class Queue:
             info.pCommandBuffers = cbs + i
             info.signalSemaphoreCount = 1
             info.pSignalSemaphores = self._semaphores
-        self._keep_structs = timelines
-        return infos, cbs, values
+        return infos, cbs, values, timelines
 
     def _lost_submission(self, last: int) -> None:
         """vkQueueSubmit failed: nothing up to serial ``last`` that it held will run. Once the work
@@ -397,7 +394,8 @@ class Queue:
                     raise exc
 
     def wait_idle(self, what: str, timeout_ns: int | None = None) -> None:
-        self.wait(self.submitted, what, timeout_ns)  # everything submitted so far
+        """Wait for everything submitted so far."""
+        self.wait(self.submitted, what, timeout_ns)
 
     def drain(self, timeout_ns: int) -> None:
         """Wait for everything submitted, at most ``timeout_ns``, the device closing (failed
