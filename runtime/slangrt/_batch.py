@@ -62,14 +62,15 @@ class _State(threading.local):
 
 _local = _State()
 # How many batch() and profile() blocks are open in all threads: while none is, a dispatch needs
-# no look at this thread's state (`recorder`, `flush_current`).
-_open = [0]
+# no look at this thread's state (`recorder`, `flush_current`; a kernel's hot path reads it
+# before it calls `recorder`). Changed in place, never rebound.
+open_blocks = [0]
 _open_lock = threading.Lock()
 
 
 def _opened(delta: int) -> None:
     with _open_lock:
-        _open[0] += delta
+        open_blocks[0] += delta
 
 
 @dataclass(frozen=True)
@@ -432,7 +433,7 @@ class Recorder:
 def recorder(batches: Batches) -> Recorder | None:
     """This thread's recorder for ``batches``' device while it is inside ``batch()`` or
     ``profile()``; None otherwise (the dispatch goes straight to the device)."""
-    if not _open[0]:
+    if not open_blocks[0]:
         return None
     st = _local
     recorders = st.recorders
@@ -449,7 +450,7 @@ def recorder(batches: Batches) -> Recorder | None:
 
 def flush_current(core: Core) -> None:
     """Submit what this thread's open batch recorded on ``core`` (nothing outside a batch)."""
-    if not _open[0]:
+    if not open_blocks[0]:
         return
     recorders = _local.recorders
     if recorders is not None:

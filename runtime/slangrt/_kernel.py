@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _batch
 from ._arguments import ArgumentChecks, Packed
+from ._batch import open_blocks as _open_blocks
 from ._device import Device
 from ._device import device as default_device
 from ._errors import DispatchTimeoutError, SlangRTError
@@ -37,8 +38,29 @@ _SPIRV_MAGIC = 0x07230203
 # NumPy arguments up to this size live in host-visible scratch memory that the kernel reads
 # directly; larger ones are copied into device memory for the call where that is separate.
 _HOST_ARG_MAX = 256 << 10
-# Plans kept per kernel (see Kernel._find_plan): a step may call one kernel on a few argument sets.
+# Plans kept per kernel (see Kernel.dispatch): a step may call one kernel on a few argument sets.
 _PLANS = 4
+
+
+class _Plan:
+    """A call that the next one with the same arguments repeats unchecked (see dispatch)."""
+
+    def __init__(
+        self, grid: Any, slots: Any, allocs: Any, dims: Any, state: KernelState, parts: Parts
+    ) -> None:
+        self.grid = grid
+        self.n = len(slots)
+        # (binding, allocation) per tensor; (binding, packed params, the params cache's memory
+        # that they bind while it keeps them) per packed params.
+        self.tensors = tuple((key, alloc) for key, held, alloc in slots if held is None)
+        self.packed = tuple(slot for slot in slots if slot[1] is not None)
+        self.allocs = allocs
+        self.dims = dims
+        self.core, self.batches, self.queue = parts.core, parts.batches, parts.queue
+        self.state, self.what = state, state.what
+        self.op = _batch.op_key(state, allocs, dims)  # the batch's key for the dispatch
+        self.variant = KernelState.variant_key(allocs, None, dims, None)  # its command buffer's
+        self.cached: list[Any] = [None]  # that command buffer (see KernelState.submit)
 
 
 class Kernel(ArgumentChecks):
@@ -119,10 +141,8 @@ class Kernel(ArgumentChecks):
         self._last_dims = (0, 0, 0)
         self._closed = False
         # Recent calls' arguments and what they bind, newest first, for calls that repeat them
-        # unchecked: (grid, (binding, packed params or None, allocation) per binding,
-        # allocations, dims, the batch's key for the dispatch, the key of its command buffer,
-        # [that buffer]).
-        self._plans: list[Any] = []
+        # unchecked.
+        self._plans: list[_Plan] = []
 
     # -- public ------------------------------------------------------------------------------
 
@@ -157,52 +177,58 @@ class Kernel(ArgumentChecks):
         Arguments are checked before anything is submitted.
         """
         if self._plans and push is None and not refs and not self._closed:
-            plan = self._find_plan(buffers, grid)
-            if plan is not None and self._run_plan(plan):
-                return
-        self._dispatch(buffers, grid, push, refs)
-
-    def _find_plan(self, buffers: Mapping[Any, Any], grid: Any) -> Any:
-        """The plan of a recent call with these very arguments (the same tensors, the same
-        packed params, the same grid): every check passed for them then, and nothing they
-        depend on has changed. None if there is none."""
-        for plan in self._plans:
-            if grid != plan[0] or len(buffers) != len(plan[1]):
-                continue
-            try:
-                for key, held, alloc in plan[1]:
-                    arg = buffers[key]
-                    if held is None:
+            # The hot path, inline, locks taken by hand: the plan of a recent call with these very
+            # arguments (the same tensors, packed params and grid: its checks passed, nothing they
+            # depend on changed) is submitted, or kept by this thread's open batch. Anything else
+            # (a device gone bad, a step being recorded) takes the full path: it raises or records.
+            found = None
+            n = len(buffers)
+            for plan in self._plans:
+                if (grid is not plan.grid and grid != plan.grid) or n != plan.n:
+                    continue
+                try:
+                    for key, alloc in plan.tensors:
+                        arg = buffers[key]
                         if arg.__class__ is not Tensor or arg._alloc is not alloc:
                             break
-                    elif arg is not held or alloc.released:
-                        break
-                else:
-                    return plan
-            except (KeyError, TypeError):
-                return None
-        return None
-
-    def _run_plan(self, plan: Any) -> bool:
-        """Submit (or keep, in a batch) the dispatch of ``plan``; False where it cannot be used
-        (a device gone bad, a recording of a step: the full path says why or records it)."""
-        parts = self._device.parts  # type: ignore[union-attr]  # set by the call that made the plan
-        core = parts.core
-        if core.closed or core.lost:
-            return False
-        state = self._state
-        assert state is not None
-        rec = _batch.recorder(parts.batches)
-        if rec is None:
-            with self._lock:
-                state.submit(plan[2], None, plan[3], None, None, plan[5], plan[6])
-        elif rec.graph is not None:
-            return False
-        else:
-            rec.dispatch(state, plan[2], None, plan[3], None, None, key=plan[4])
-        if core.validation:
-            core.check_validation()
-        return True
+                    else:
+                        for key, held, alloc in plan.packed:
+                            if buffers[key] is not held or alloc.released:
+                                break
+                        else:
+                            found = plan
+                            break
+                except (KeyError, TypeError):
+                    break
+            if found is not None:
+                core = found.core
+                if not (core.closed or core.lost):
+                    rec = _batch.recorder(found.batches) if _open_blocks[0] else None
+                    if rec is None:
+                        lock = self._lock
+                        lock.acquire()
+                        try:
+                            # KernelState.submit, with the command buffer found for the plan.
+                            variant = found.cached[0]
+                            if variant is not None and variant.key is found.variant:
+                                serial = found.queue.submit(variant.command_buffers, found.what, True)
+                                variant.serial = serial
+                                for a in found.allocs:
+                                    a.last_use = serial
+                            else:
+                                found.state.submit(
+                                    found.allocs, None, found.dims, None, None, found.variant, found.cached
+                                )
+                        finally:
+                            lock.release()
+                    elif rec.graph is None:
+                        rec.dispatch(found.state, found.allocs, None, found.dims, None, None, key=found.op)
+                    else:
+                        return self._dispatch(buffers, grid, push, refs)
+                    if core.validation:
+                        core.check_validation()
+                    return
+        self._dispatch(buffers, grid, push, refs)
 
     def _dispatch(
         self,
@@ -307,9 +333,7 @@ class Kernel(ArgumentChecks):
                     a.release()  # once the work that reads it is done
         if slots is not None:  # the packed params' memory is known now
             slots = [(b, held, a if held is None else allocs[a]) for b, held, a in slots]
-            op = _batch.op_key(state, allocs, dims)
-            variant = KernelState.variant_key(allocs, None, dims, None)
-            plan = (grid, tuple(slots), allocs, dims, op, variant, [None])
+            plan = _Plan(grid, tuple(slots), allocs, dims, state, parts)
             self._plans = [plan, *self._plans[: _PLANS - 1]]
 
     def _run(

@@ -44,6 +44,9 @@ _VK_ERROR_DEVICE_LOST = -4
 PENDING = 1 << 62
 # Command buffers one vkQueueSubmit takes at most when calls are coalesced.
 _KEEP_MAX = 64
+_clock = time.perf_counter
+# Semaphore reads between two looks at the clock while a wait polls.
+_POLLS = range(16)
 
 
 class Queue:
@@ -56,6 +59,7 @@ class Queue:
         self._core = core
         self._lib = vk.lib
         self._ffi = ffi
+        self._null = ffi.NULL
         self._device = handle
         self._queue = core.queue_handle
         self.timeout_ns = timeout_ns
@@ -98,8 +102,10 @@ class Queue:
             },
         )
         self._lock = threading.Lock()
-        # Held across vkQueueSubmit: the queue needs external synchronization, and kept command
-        # buffers must reach the driver in the order of their serials.
+        # Held across a flush's vkQueueSubmit: the queue needs external synchronization, and kept
+        # command buffers must reach the driver in the order of their serials. (A submission of
+        # one command buffer with nothing kept holds self._lock across it, and only that while
+        # no flush is under way: see submit.)
         self._submit_lock = threading.Lock()
         self.submitted = 0  # the last serial given out (kept or handed to the driver)
         self.flushed = 0  # the last serial handed to the driver
@@ -125,7 +131,8 @@ class Queue:
         self._deferred: list[tuple[int, int, Callable[[], None]]] = []
         self._deferred_lock = threading.Lock()
         self._seq = itertools.count()
-        # The thread in _flush_locked (see wait(): a finalizer the garbage collector runs there).
+        # The thread in _flush_locked, else 0 (see wait(): a finalizer the garbage collector runs
+        # there; and submit()).
         self._flusher = 0
         if delay_s > 0.0:  # (made here, not under the lock by a call: see _flusher)
             self._start_helper()
@@ -137,6 +144,8 @@ class Queue:
         reaches the driver); return its serial. ``keep``: the caller does not wait for it (a
         kernel's own dispatch), so in a burst it may be kept and submitted with later ones (see
         the module); else it reaches the driver now, after whatever was kept, in one submission."""
+        # The hot path of a call that follows a wait: locks taken by hand (``with`` costs twice
+        # as much), the submission inline, the bookkeeping after it.
         core = self._core
         if core.lost or core.closed:
             core.check_usable()
@@ -144,26 +153,63 @@ class Queue:
         # Kept while a burst goes on: the queue not quiet for `delay` and the caller not waiting
         # for each call (all earlier work seen finished: every microsecond counts there).
         if keep and delay > 0.0 and (self._kept or self.completed < self.flushed):
-            now = time.perf_counter()
-            if self._kept or now - self._quiet_since < delay:
-                with self._lock:
-                    serial = self._keep(command_buffers, what)
-                    kept = self._kept
-                    if len(kept) == 1:
-                        # The first of a burst: a later call, a wait or the helper submits it.
-                        self._kept_since = now
-                        self._wake.notify()
-                        return serial
-                    if now - self._kept_since < delay and len(kept) < _KEEP_MAX:
-                        return serial
-                self.flush()
+            serial = self._keep_in_burst(command_buffers, what, delay)
+            if serial:
                 return serial
-        with self._submit_lock:
-            with self._lock:
-                if not self._kept:
-                    return self._submit_now(command_buffers, what)
-                serial = self._keep(command_buffers, what)
+        # Straight to the driver under self._lock alone while nothing is kept and no flush is
+        # under way (_flusher: a flush submits without self._lock); else in order after them,
+        # under self._submit_lock too.
+        lock = self._lock
+        submit_lock = None
+        try:
+            while True:
+                lock.acquire()
+                try:
+                    if not self._kept and (submit_lock is not None or not self._flusher):
+                        serial = self.submitted + 1
+                        self._signal_value[0] = serial
+                        if command_buffers is not self._last_submitted:  # commandBufferCount is 1
+                            self._submit_info.pCommandBuffers = command_buffers
+                            self._last_submitted = command_buffers
+                        result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._null)
+                        self._quiet_since = _clock()
+                        self.flushes += 1
+                        if result:
+                            self._fail(result, f"submitting {what}")
+                        self.submitted = self.flushed = serial
+                        return serial
+                    if submit_lock is not None:
+                        serial = self._keep(command_buffers, what)
+                        break
+                finally:
+                    lock.release()
+                held = self._submit_lock
+                held.acquire()
+                submit_lock = held
             self._flush_locked()
+            return serial
+        finally:
+            if submit_lock is not None:
+                submit_lock.release()
+
+    def _keep_in_burst(self, command_buffers: Any, what: str, delay: float) -> int:
+        # submit() of a kernel's call while a burst goes on: kept (its serial returned) unless
+        # the queue has been quiet for `delay` (0: submit it now). The call that finds the
+        # oldest kept one `delay` old, or _KEEP_MAX kept, submits them all.
+        now = _clock()
+        if not self._kept and now - self._quiet_since >= delay:
+            return 0
+        with self._lock:
+            serial = self._keep(command_buffers, what)
+            kept = self._kept
+            if len(kept) == 1:
+                # The first of a burst: a later call, a wait or the helper submits it.
+                self._kept_since = now
+                self._wake.notify()
+                return serial
+            if now - self._kept_since < delay and len(kept) < _KEEP_MAX:
+                return serial
+        self.flush()
         return serial
 
     def _keep(self, command_buffers: Any, what: str) -> int:
@@ -173,21 +219,6 @@ class Queue:
         self._kept.append(command_buffers[0])
         self._kept_owners.append(command_buffers)
         self._kept_what.append((what, threading.get_ident()))
-        return serial
-
-    def _submit_now(self, command_buffers: Any, what: str) -> int:
-        # With both locks held and nothing kept: one command buffer straight to the driver.
-        serial = self.submitted + 1
-        self._signal_value[0] = serial
-        if command_buffers is not self._last_submitted:  # its commandBufferCount is 1
-            self._submit_info.pCommandBuffers = command_buffers
-            self._last_submitted = command_buffers
-        result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._ffi.NULL)
-        self._quiet_since = time.perf_counter()
-        self.flushes += 1
-        if result:
-            self._fail(result, f"submitting {what}")
-        self.submitted = self.flushed = serial
         return serial
 
     def flush(self) -> None:
@@ -220,8 +251,8 @@ class Queue:
                 infos, cbs, values, _ = self._many
                 cbs[0:n] = kept
                 values[0:n] = range(first, last + 1)
-                result = self._lib.vkQueueSubmit(self._queue, n, infos, self._ffi.NULL)
-                self._quiet_since = time.perf_counter()
+                result = self._lib.vkQueueSubmit(self._queue, n, infos, self._null)
+                self._quiet_since = _clock()
                 self.flushes += 1
                 if result:
                     with self._lock:  # nothing kept after a failed submission may run before it
@@ -299,7 +330,7 @@ class Queue:
                     if not self._kept:
                         wake.wait()
                         continue
-                    left = self._kept_since + self.delay_s - time.perf_counter()
+                    left = self._kept_since + self.delay_s - _clock()
                     if left <= 0.0:
                         break
                     wake.wait(left)
@@ -341,23 +372,28 @@ class Queue:
     def _wait_flushed(self, serial: int, what: str, timeout_ns: int | None = None) -> None:
         lib = self._lib  # wait() for a serial already handed to the driver
         handle, semaphore = self._device, self.semaphore
+        read = lib.vkGetSemaphoreCounterValue
         out = self._out()
         deadline = 0.0
-        polls = 0
+        # As tight as a bare loop of reads (completion is seen half a period late on average):
+        # the clock only after every _POLLS reads, the first time to set the deadline.
         while True:
-            result = lib.vkGetSemaphoreCounterValue(handle, semaphore, out)
-            if result:
-                self._fail(result, f"waiting for {what}")
-            if out[0] >= serial:
-                self._advance(out[0])
-                return
-            polls += 1
-            if not polls & 7:  # the clock every 8 polls, first after 8
-                now = time.perf_counter()
-                if not deadline:
-                    deadline = now + self.spin_s
-                elif now >= deadline:
-                    break
+            for _ in _POLLS:
+                result = read(handle, semaphore, out)
+                if result:
+                    self._fail(result, f"waiting for {what}")
+                value = out[0]
+                if value >= serial:
+                    if value > self.completed:
+                        self.completed = value
+                    if self._deferred:
+                        self._advance(value)
+                    return
+            now = _clock()
+            if not deadline:
+                deadline = now + self.spin_s
+            elif now >= deadline:
+                break
         vk = _vk.vk()
         values = self._ffi.new("uint64_t[1]", [serial])
         info = self._ffi.new(
@@ -463,4 +499,4 @@ class Queue:
         """Stop the helper; forget pending callbacks (the device frees all); destroy the semaphore."""
         self.stop_helper()
         self.drop_deferred()
-        self._lib.vkDestroySemaphore(self._device, self.semaphore, self._ffi.NULL)
+        self._lib.vkDestroySemaphore(self._device, self.semaphore, self._null)
