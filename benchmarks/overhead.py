@@ -1,6 +1,7 @@
 """The Python around ``vkQueueSubmit`` on ``k.dispatch(buf, grid); dev.synchronize()``, per call.
 
-    python benchmarks/overhead.py [--quick] [--baseline DIR] [--json FILE]
+    python benchmarks/overhead.py [--quick] [--rounds N] [--inner N] [--baseline DIR [--repeat K]]
+                                  [--json FILE]
 
 A tiny kernel (``add_wide`` on 256 floats, set up as benchmarks/step.py does, with
 benchmarks/runtime.py's ``kernel`` and ``RawVulkan``) is called again and again with the very
@@ -36,9 +37,10 @@ driver's own time). The device is opened with the GPU's default SLANGRT_SUBMIT_D
 
 Each round runs ``--inner`` calls of each contender (interleaved by round); a round's figure is
 the median over its calls, the result the median over rounds. ``--baseline DIR`` runs the same
-in a subprocess with the slangrt package in DIR (``git archive <rev> runtime | tar -x -C DIR``:
-DIR or DIR/runtime holds ``slangrt/``) and prints both side by side; the raw floor is measured
-in both processes and each slangrt is compared with its own process's.
+with the slangrt package in DIR (``git archive <rev> runtime | tar -x -C DIR``: DIR or
+DIR/runtime holds ``slangrt/``) and prints both side by side: ``--repeat`` processes of each,
+alternating, each figure the median over its processes; the raw floor is measured in every
+process and each slangrt is compared with its own processes'.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, help="rounds (default 15, --quick 5)")
     ap.add_argument("--inner", type=int, help="calls per contender per round (default 400, --quick 100)")
     ap.add_argument("--baseline", type=Path, help="a directory holding another slangrt to compare")
+    ap.add_argument("--repeat", type=int, default=3, help="with --baseline: process pairs (default 3)")
     ap.add_argument("--runtime", type=Path, help=argparse.SUPPRESS)  # the baseline's own run
     ap.add_argument("--json", type=Path)
     return ap.parse_args()
@@ -305,27 +308,48 @@ def report(new: dict[str, Any], old: dict[str, Any] | None, command: str) -> str
     return "\n".join(out)
 
 
+def _child(runtime: Path, rounds: int, inner: int) -> dict[str, Any]:
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"overhead-{os.getpid()}.json"
+    cmd = [sys.executable, __file__, "--runtime", str(runtime), "--json", str(path)]
+    subprocess.run(cmd + ["--rounds", str(rounds), "--inner", str(inner)], check=True)
+    out: dict[str, Any] = json.loads(path.read_text())
+    path.unlink()
+    return out
+
+
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        key: statistics.median(r[key] for r in runs) if isinstance(value, float | int) else value
+        for key, value in runs[0].items()
+    }
+
+
 def main() -> None:
     assert ARGS is not None
     rounds = ARGS.rounds or (5 if ARGS.quick else 15)
     inner = ARGS.inner or (100 if ARGS.quick else 400)
+    if ARGS.runtime:  # a child's run: the parent reports
+        new = measure(rounds, inner)
+        if ARGS.json:
+            ARGS.json.write_text(json.dumps(new, indent=1))
+        return
     old = None
     if ARGS.baseline:
-        path = Path(os.environ.get("TMPDIR", "/tmp")) / f"overhead-baseline-{os.getpid()}.json"
-        cmd = [sys.executable, __file__, "--runtime", str(ARGS.baseline), "--json", str(path)]
-        cmd += ["--rounds", str(rounds), "--inner", str(inner)]
-        subprocess.run(cmd, check=True)
-        old = json.loads(path.read_text())
-        path.unlink()
-    new = measure(rounds, inner)
+        # Baseline and this checkout in alternating processes, the median of each figure over
+        # the processes, so that a drift of the machine's speed hits both alike.
+        olds, news = [], []
+        for _ in range(ARGS.repeat):
+            olds.append(_child(ARGS.baseline, rounds, inner))
+            news.append(_child(ROOT / "runtime", rounds, inner))
+        old, new = _median(olds), _median(news)
+    else:
+        new = measure(rounds, inner)
     if ARGS.json:
         ARGS.json.write_text(json.dumps(new, indent=1))
-    if ARGS.runtime:
-        return  # the baseline's run: the caller reports
     flags = " --quick" if ARGS.quick else ""
     flags += f" --rounds {ARGS.rounds}" if ARGS.rounds else ""
     flags += f" --inner {ARGS.inner}" if ARGS.inner else ""
-    flags += f" --baseline {ARGS.baseline}" if ARGS.baseline else ""
+    flags += f" --baseline {ARGS.baseline} --repeat {ARGS.repeat}" if ARGS.baseline else ""
     print(report(new, old, f"python benchmarks/overhead.py{flags}"))
 
 

@@ -78,7 +78,8 @@ class Device:
         core = self._core
         if core.closed or core.lost:
             core.check_usable()
-        _batch.flush_current(core)
+        if _batch.open_blocks[0]:
+            _batch.flush_current(core)
         queue = self.parts.queue
         queue.wait(queue.submitted, "synchronize()", None if timeout is None else max(1, int(timeout * 1e9)))
         if core.validation:
