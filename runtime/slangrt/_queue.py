@@ -27,6 +27,7 @@ import itertools
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -114,7 +115,7 @@ class Queue:
         # Kept submissions (coalescing): handles, the arrays that own them, what they are.
         self._kept: list[Any] = []
         self._kept_owners: list[Any] = []
-        self._kept_what: list[tuple[str, int]] = []  # what each is, the thread that kept it
+        self._kept_what: list[tuple[str, threading.Thread]] = []  # what each is, the thread that kept it
         # When the oldest kept one was submitted; when the last vkQueueSubmit returned.
         self._kept_since = self._quiet_since = 0.0
         # Submit infos for coalesced calls, their command buffers and semaphore values (made on
@@ -125,8 +126,9 @@ class Queue:
         self._helper: threading.Thread | None = None
         self._closing = False
         # Failed submissions not raised yet: (their first serial, the error, the threads whose
-        # calls they held and that have not been told; None: any thread).
-        self._errors: list[tuple[int, BaseException, set[int] | None]] = []
+        # calls they held and that have not been told, weakly: a thread that ends drops out,
+        # and a new one is never taken for it; None: any thread).
+        self._errors: list[tuple[int, BaseException, weakref.WeakSet[threading.Thread] | None]] = []
         self._local = threading.local()
         self._deferred: list[tuple[int, int, Callable[[], None]]] = []
         self._deferred_lock = threading.Lock()
@@ -218,7 +220,7 @@ class Queue:
         self.submitted = serial
         self._kept.append(command_buffers[0])
         self._kept_owners.append(command_buffers)
-        self._kept_what.append((what, threading.get_ident()))
+        self._kept_what.append((what, threading.current_thread()))
         return serial
 
     def flush(self) -> None:
@@ -267,8 +269,9 @@ class Queue:
                         self._fail(result, f"submitting {what}")
                     except BaseException as exc:
                         # Every other thread with a call in it hears of it at its next wait.
-                        me = 0 if stash else threading.get_ident()
-                        threads = {t for _, t in whats if t != me}
+                        me = None if stash else threading.current_thread()
+                        threads = weakref.WeakSet(t for _, t in whats if t is not me)
+                        whats.clear()  # (the error's traceback keeps this frame: not the threads)
                         if threads:
                             with self._lock:
                                 self._errors.append((first, exc, threads))
@@ -419,8 +422,13 @@ class Queue:
     def _raise_failed(self, serial: int) -> None:
         """Raise the oldest failed submission that held ``serial`` or earlier and a call of this
         thread (once per thread) that this thread has not heard of."""
-        me = threading.get_ident()
+        me = threading.current_thread()
         with self._lock:
+            # Those whose threads have all ended are dropped (logged, as closing logs them).
+            for _, ended, threads in self._errors:
+                if threads is not None and not threads:
+                    _log.warning("slangrt: a failed submission whose threads have ended: %s", ended)
+            self._errors = [e for e in self._errors if e[2] is None or e[2]]
             for i, (first, exc, threads) in enumerate(self._errors):
                 if first <= serial and (threads is None or me in threads):
                     if threads is not None and len(threads) > 1:

@@ -189,6 +189,44 @@ def test_a_failed_shared_submission_is_raised_in_every_thread_with_a_call_in_it(
         s.dev.close()
 
 
+def test_a_failure_for_a_thread_that_has_ended_is_logged_and_never_raised_in_another(
+    vk: VkProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Thread A's calls are kept and A ends; the main thread's transfer submits them and fails.
+    # A new thread (which may get A's identifier) must not hear of A's failure: it is logged.
+    s = Setup()
+    try:
+        a = threading.Thread(target=lambda: (s.add(), s.add()))
+        a.start()
+        a.join()
+        assert s.q.submitted > s.q.flushed
+        vk.fail("vkQueueSubmit", UNKNOWN, times=1)
+        with pytest.raises(slangrt.VulkanError):
+            s.q.submit(s.q._kept_owners[0], "a transfer")
+        vk.clear()
+        del a  # its Thread object gone: it can hear of nothing
+        errors: list[BaseException] = []
+
+        def b() -> None:
+            try:
+                s.dev.synchronize()
+            except BaseException as exc:
+                errors.append(exc)
+
+        with caplog.at_level(logging.WARNING, logger="slangrt"):
+            for _ in range(3):
+                t = threading.Thread(target=b)
+                t.start()
+                t.join()
+        assert not errors, errors[0]
+        assert "a failed submission whose threads have ended" in caplog.text
+        assert not s.q._errors
+        s.dev.synchronize()
+    finally:
+        vk.clear()
+        s.dev.close()
+
+
 def test_calls_kept_after_a_failed_chunk_do_not_run_after_it(vk: VkProxy) -> None:
     from slangrt._queue import _KEEP_MAX
 
