@@ -14,33 +14,21 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import ADD_BINDINGS, has_vulkan_device, spirv
-from slangrt import _settings
+import test_submit
+from rt_helpers import has_vulkan_device
+from test_submit import GRID, N, open_device
 
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not has_vulkan_device(), reason="no Vulkan device on this machine"),
 ]
 
-N = 1000
-GRID = (-(-N // 64), 1, 1)
 
-
-def open_device(delay_us: float) -> slangrt.Device:
-    with _settings.overridden(submit_delay_us=delay_us):
-        return slangrt.Device(slangrt.device().info.index)
-
-
-class Add:
-    """``a += b`` over N floats; ``call()`` repeats the same arguments (the plan's path)."""
+class Add(test_submit.Add):
+    """test_submit.py's ``a += b``; ``call()`` repeats the same arguments (the plan's path)."""
 
     def __init__(self, dev: slangrt.Device) -> None:
-        self.dev = dev
-        self.queue = dev.parts.queue
-        self.kernel = slangrt.Kernel(spirv("add"), "add", ADD_BINDINGS, (64, 1, 1), device=dev, name="add")
-        self.a = self.tensor(np.zeros(N, np.float32))
-        self.b = self.tensor(np.ones(N, np.float32))
-        self.n = self.tensor(np.array([N], np.uint32))
+        super().__init__(dev)
         self.buffers = {0: self.a, 1: self.b, 2: self.n}
 
     def tensor(self, arr: np.ndarray) -> slangrt.Tensor:
