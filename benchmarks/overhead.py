@@ -272,13 +272,13 @@ def report(new: dict[str, Any], old: dict[str, Any] | None, command: str) -> str
         f"Device: {new['env|device']}; {new['env|host']}. Probe cost per poll: {new['probe|cost']:.0f} ns.",
         "",
         "ns per call (median over rounds of each round's median); `slangrt - raw` against the raw floor "
-        "measured in the same process:",
+        "measured in the same processes (the raw floor is measured in every process, baseline's and now's):",
         "",
     ]
     if old is not None:
         out += [
-            "| figure | raw | baseline | baseline - raw | now | now - raw |",
-            "| --- | ---: | ---: | ---: | ---: | ---: |",
+            "| figure | raw (baseline's) | baseline | baseline - raw | raw (now's) | now | now - raw |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
     else:
         out += ["| figure | raw | slangrt | slangrt - raw |", "| --- | ---: | ---: | ---: |"]
@@ -287,7 +287,8 @@ def report(new: dict[str, Any], old: dict[str, Any] | None, command: str) -> str
         if old is not None:
             oraw, oours = old[f"raw|{key}"], old[f"slangrt|{key}"]
             out.append(
-                f"| {name} | {raw:.0f} | {oours:.0f} | {oours - oraw:+.0f} | {ours:.0f} | {ours - raw:+.0f} |"
+                f"| {name} | {oraw:.0f} | {oours:.0f} | {oours - oraw:+.0f} "
+                f"| {raw:.0f} | {ours:.0f} | {ours - raw:+.0f} |"
             )
         else:
             out.append(f"| {name} | {raw:.0f} | {ours:.0f} | {ours - raw:+.0f} |")
