@@ -6,15 +6,17 @@ semaphore. "Has the work that used this buffer finished?" is then one comparison
 in the meantime, staging memory, one-off command buffers) are handed back by callbacks that
 run once the semaphore passes their serial (:meth:`Queue.defer`).
 
-Calls made close together share one ``vkQueueSubmit`` (*coalescing*): the driver's submission
-costs 12 µs on an H200 VM, several times a call's Python. :meth:`Queue.submit` hands a call to
-the driver at once after a quiet spell of ``delay_s`` or once the caller has seen all earlier
-work finish; within a burst it keeps the command buffer (its serial given out), and the call that
-finds the oldest kept one ``delay_s`` old submits all of them, in order, in one ``vkQueueSubmit``
-(a submit info and semaphore value each). Kept work reaches the driver before any wait for it
-(:meth:`Queue.wait`: reads, ``synchronize()``, closing) and before any submission that is not
-kept; a helper thread submits what a burst leaves behind (once it gets the GIL: at worst the
-interpreter's 5 ms switch interval while another thread runs Python). ``delay_s`` 0: no keeping.
+Calls made close together share one ``vkQueueSubmit`` (*coalescing*): on an H200 VM the device
+takes about 12 µs over each separate submission (the call itself returns in about 3), several
+times a call's Python, so calls submitted one by one go at that pace. :meth:`Queue.submit` hands
+a call to the driver at once after a quiet spell of ``delay_s`` or once the caller has seen all
+earlier work finish; within a burst it keeps the command buffer (its serial given out), and the
+call that finds the oldest kept one ``delay_s`` old submits all of them, in order, in one
+``vkQueueSubmit`` (a submit info and semaphore value each). Kept work reaches the driver before
+any wait for it (:meth:`Queue.wait`: reads, ``synchronize()``, closing) and before any
+submission that is not kept; a helper thread submits what a burst leaves behind (once it gets
+the GIL: at worst the interpreter's 5 ms switch interval while another thread runs Python).
+``delay_s`` 0: no keeping.
 
 Waiting polls the semaphore for a short while before sleeping in ``vkWaitSemaphores`` (waking
 costs tens of microseconds on some drivers); every wait has a timeout (DispatchTimeoutError).

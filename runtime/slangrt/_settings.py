@@ -26,8 +26,8 @@ _DEFAULT_TIMEOUT_S = 120.0
 # 47.7 µs sleeping on an H200, and 44 against 67-79 µs on lavapipe with 2 cores (where polling
 # lost only while other processes kept both cores busy).
 _DEFAULT_SPIN_US = 200.0
-# Calls closer together than this share one vkQueueSubmit (see _queue): the driver's submission
-# costs 12 µs on an H200 VM, a repeated wrapper call's Python 2-3 µs. Not on a CPU device
+# Calls closer together than this share one vkQueueSubmit (see _queue): an H200 VM's device takes
+# 12 µs over each separate submission, a repeated wrapper call's Python 2-3 µs. Not on a CPU device
 # (lavapipe): there the helper thread only competes with the driver's own threads for the cores
 # (a tiny call without a wait: 24 µs coalesced against 21 µs alone on 2 cores).
 DEFAULT_SUBMIT_DELAY_US = 20.0
