@@ -15,6 +15,8 @@ that sees completion. This measures exactly those, in nanoseconds:
 ``pre``
     from just before ``k.dispatch(...)`` is called (``raw.submit_wait_timeline()``) to the
     moment vkQueueSubmit is entered;
+``submit``
+    the time inside vkQueueSubmit (the driver's own: the same for both on the same device);
 ``post``
     from vkQueueSubmit returning to the first vkGetSemaphoreCounterValue;
 ``period``
@@ -202,7 +204,7 @@ def measure(rounds: int, inner: int) -> dict[str, Any]:
         k.dispatch(buf, grid)
         dev.synchronize()
 
-    keys = ("pre", "post", "period", "tail", "polls")
+    keys = ("pre", "submit", "post", "period", "tail", "polls")
     per_round: dict[str, dict[str, list[float]]] = {w: {key: [] for key in keys} for w in ("raw", "slangrt")}
     e2e: dict[str, list[float]] = {"raw": [], "slangrt": []}
     contenders = (("raw", raw.submit_wait_timeline), ("slangrt", ours))
@@ -222,6 +224,7 @@ def measure(rounds: int, inner: int) -> dict[str, Any]:
                 if probe.polls < 1:
                     continue  # (cannot happen: both poll at least once)
                 calls["pre"].append(probe.enter - t0)
+                calls["submit"].append(probe.left - probe.enter)
                 calls["post"].append(probe.first - probe.left)
                 calls["tail"].append(t1 - probe.last_end)
                 calls["polls"].append(probe.polls)
@@ -257,6 +260,7 @@ def measure(rounds: int, inner: int) -> dict[str, Any]:
 
 ROWS = (
     ("pre", "before vkQueueSubmit (from the call)"),
+    ("submit", "inside vkQueueSubmit (the driver)"),
     ("post", "after vkQueueSubmit, to the first poll"),
     ("period", "poll loop period (probe cost included)"),
     ("tail", "after the last poll, to the return"),
