@@ -177,10 +177,10 @@ class Kernel(ArgumentChecks):
         Arguments are checked before anything is submitted.
         """
         if self._plans and push is None and not refs and not self._closed:
-            # The hot path, inline, locks taken by hand: the plan of a recent call with these very
-            # arguments (the same tensors, packed params and grid: its checks passed, nothing they
-            # depend on changed) is submitted, or kept by this thread's open batch. Anything else
-            # (a device gone bad, a step being recorded) takes the full path: it raises or records.
+            # The hot path, inline: the plan of a recent call with these very arguments (the same
+            # tensors, packed params and grid: its checks passed, nothing they depend on changed)
+            # is submitted, or kept by this thread's open batch. Anything else (a device gone bad,
+            # a step being recorded) takes the full path: it raises or records.
             found = None
             n = len(buffers)
             for plan in self._plans:
@@ -205,9 +205,7 @@ class Kernel(ArgumentChecks):
                 if not (core.closed or core.lost):
                     rec = _batch.recorder(found.batches) if _open_blocks[0] else None
                     if rec is None:
-                        lock = self._lock
-                        lock.acquire()
-                        try:
+                        with self._lock:  # (not acquire() and try: see Queue.submit)
                             # KernelState.submit, with the command buffer found for the plan.
                             variant = found.cached[0]
                             if variant is not None and variant.key is found.variant:
@@ -219,8 +217,6 @@ class Kernel(ArgumentChecks):
                                 found.state.submit(
                                     found.allocs, None, found.dims, None, None, found.variant, found.cached
                                 )
-                        finally:
-                            lock.release()
                     elif rec.graph is None:
                         rec.dispatch(found.state, found.allocs, None, found.dims, None, None, key=found.op)
                     else:

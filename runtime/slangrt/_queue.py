@@ -52,6 +52,12 @@ _clock = time.perf_counter
 _POLLS = range(16)
 
 
+class _Caller:
+    """A thread that kept a call (Queue._me): weakly referenced, nothing else."""
+
+    __slots__ = ("__weakref__",)
+
+
 class Queue:
     """The device's one queue, its timeline semaphore and the callbacks waiting on it."""
 
@@ -117,7 +123,7 @@ class Queue:
         # Kept submissions (coalescing): handles, the arrays that own them, what they are.
         self._kept: list[Any] = []
         self._kept_owners: list[Any] = []
-        self._kept_what: list[tuple[str, threading.Thread]] = []  # what each is, the thread that kept it
+        self._kept_what: list[tuple[str, _Caller]] = []  # what each is, the thread that kept it
         # When the oldest kept one was submitted; when the last vkQueueSubmit returned.
         self._kept_since = self._quiet_since = 0.0
         # Submit infos for coalesced calls, their command buffers and semaphore values (made on
@@ -128,9 +134,9 @@ class Queue:
         self._helper: threading.Thread | None = None
         self._closing = False
         # Failed submissions not raised yet: (their first serial, the error, the threads whose
-        # calls they held and that have not been told, weakly: a thread that ends drops out,
-        # and a new one is never taken for it; None: any thread).
-        self._errors: list[tuple[int, BaseException, weakref.WeakSet[threading.Thread] | None]] = []
+        # calls they held and that have not been told, by their _me() tokens, weakly: a thread
+        # that ends drops out, and a new one is never taken for it; None: any thread).
+        self._errors: list[tuple[int, BaseException, weakref.WeakSet[_Caller] | None]] = []
         self._local = threading.local()
         self._deferred: list[tuple[int, int, Callable[[], None]]] = []
         self._deferred_lock = threading.Lock()
@@ -148,8 +154,6 @@ class Queue:
         reaches the driver); return its serial. ``keep``: the caller does not wait for it (a
         kernel's own dispatch), so in a burst it may be kept and submitted with later ones (see
         the module); else it reaches the driver now, after whatever was kept, in one submission."""
-        # The hot path of a call that follows a wait: locks taken by hand (``with`` costs twice
-        # as much), the submission inline, the bookkeeping after it.
         core = self._core
         if core.lost or core.closed:
             core.check_usable()
@@ -162,39 +166,34 @@ class Queue:
                 return serial
         # Straight to the driver under self._lock alone while nothing is kept and no flush is
         # under way (_flusher: a flush submits without self._lock); else in order after them,
-        # under self._submit_lock too.
-        lock = self._lock
-        submit_lock = None
-        try:
-            while True:
-                lock.acquire()
-                try:
-                    if not self._kept and (submit_lock is not None or not self._flusher):
-                        serial = self.submitted + 1
-                        self._signal_value[0] = serial
-                        if command_buffers is not self._last_submitted:  # commandBufferCount is 1
-                            self._submit_info.pCommandBuffers = command_buffers
-                            self._last_submitted = command_buffers
-                        result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._null)
-                        self._quiet_since = _clock()
-                        self.flushes += 1
-                        if result:
-                            self._fail(result, f"submitting {what}")
-                        self.submitted = self.flushed = serial
-                        return serial
-                    if submit_lock is not None:
-                        serial = self._keep(command_buffers, what)
-                        break
-                finally:
-                    lock.release()
-                held = self._submit_lock
-                held.acquire()
-                submit_lock = held
+        # under self._submit_lock too. (``with``, not acquire() and try: a KeyboardInterrupt
+        # raised as acquire() returns would leave the lock held.)
+        with self._lock:
+            if not self._kept and not self._flusher:
+                return self._submit_one(command_buffers, what)
+        with self._submit_lock:
+            with self._lock:
+                if not self._kept:
+                    return self._submit_one(command_buffers, what)
+                serial = self._keep(command_buffers, what)
             self._flush_locked()
-            return serial
-        finally:
-            if submit_lock is not None:
-                submit_lock.release()
+        return serial
+
+    def _submit_one(self, command_buffers: Any, what: str) -> int:
+        # With self._lock held, nothing kept and no flush under way (or self._submit_lock held
+        # too): one command buffer straight to the driver.
+        serial = self.submitted + 1
+        self._signal_value[0] = serial
+        if command_buffers is not self._last_submitted:  # its commandBufferCount is 1
+            self._submit_info.pCommandBuffers = command_buffers
+            self._last_submitted = command_buffers
+        result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._null)
+        self._quiet_since = _clock()
+        self.flushes += 1
+        if result:
+            self._fail(result, f"submitting {what}")
+        self.submitted = self.flushed = serial
+        return serial
 
     def _keep_in_burst(self, command_buffers: Any, what: str, delay: float) -> int:
         # submit() of a kernel's call while a burst goes on: kept (its serial returned) unless
@@ -222,7 +221,7 @@ class Queue:
         self.submitted = serial
         self._kept.append(command_buffers[0])
         self._kept_owners.append(command_buffers)
-        self._kept_what.append((what, threading.current_thread()))
+        self._kept_what.append((what, self._me()))
         return serial
 
     def flush(self) -> None:
@@ -270,13 +269,14 @@ class Queue:
                     try:
                         self._fail(result, f"submitting {what}")
                     except BaseException as exc:
-                        # Every other thread with a call in it hears of it at its next wait.
-                        me = None if stash else threading.current_thread()
+                        # Every other thread with a call in it hears of it at its next wait
+                        # (one that has ended already: logged at the next wait of any thread).
+                        me = None if stash else self._me()
                         threads = weakref.WeakSet(t for _, t in whats if t is not me)
-                        whats.clear()  # (the error's traceback keeps this frame: not the threads)
                         if threads:
                             with self._lock:
                                 self._errors.append((first, exc, threads))
+                        whats.clear()  # (the error's traceback keeps this frame: not the threads)
                         if not stash:
                             raise
                         return
@@ -424,20 +424,25 @@ class Queue:
     def _raise_failed(self, serial: int) -> None:
         """Raise the oldest failed submission that held ``serial`` or earlier and a call of this
         thread (once per thread) that this thread has not heard of."""
-        me = threading.current_thread()
+        me = self._me()
         with self._lock:
-            # Those whose threads have all ended are dropped (logged, as closing logs them).
-            for _, ended, threads in self._errors:
-                if threads is not None and not threads:
-                    _log.warning("slangrt: a failed submission whose threads have ended: %s", ended)
-            self._errors = [e for e in self._errors if e[2] is None or e[2]]
+            # Those whose threads have all ended are dropped (logged below, as closing logs them).
+            ended = [e[1] for e in self._errors if e[2] is not None and not e[2]]
+            if ended:
+                self._errors = [e for e in self._errors if e[2] is None or e[2]]
+            found = None
             for i, (first, exc, threads) in enumerate(self._errors):
                 if first <= serial and (threads is None or me in threads):
                     if threads is not None and len(threads) > 1:
                         threads.discard(me)
                     else:
                         del self._errors[i]
-                    raise exc
+                    found = exc
+                    break
+        for exc in ended:
+            _log.warning("slangrt: a failed submission whose threads have ended: %s", exc)
+        if found is not None:
+            raise found
 
     def wait_idle(self, what: str, timeout_ns: int | None = None) -> None:
         """Wait for everything submitted so far."""
@@ -482,6 +487,15 @@ class Queue:
             self._deferred.clear()
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _me(self) -> _Caller:
+        # This thread's token for _errors: it goes with the thread's state when the thread ends
+        # (a Thread object may outlive it, and a thread not started by `threading` gets one that
+        # a later thread with its identifier is given again).
+        me: _Caller | None = getattr(self._local, "me", None)
+        if me is None:
+            me = self._local.me = _Caller()
+        return me
 
     def _out(self) -> Any:
         # A per-thread result slot for vkGetSemaphoreCounterValue.

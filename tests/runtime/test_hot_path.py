@@ -8,8 +8,12 @@ GPUs' default) or, where the test decides what is kept, a delay longer than any 
 
 from __future__ import annotations
 
+import signal
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -48,8 +52,18 @@ def add() -> Iterator[Add]:
     dev.close()
 
 
-def test_repeated_calls_after_waits_take_the_plan_and_add_up(add: Add) -> None:
+def test_repeated_calls_after_waits_take_the_plan_and_add_up(
+    add: Add, monkeypatch: pytest.MonkeyPatch
+) -> None:
     q = add.queue
+    full = add.kernel._dispatch
+    full_calls: list[int] = []
+
+    def counted(*args: Any) -> None:
+        full_calls.append(1)
+        full(*args)
+
+    monkeypatch.setattr(add.kernel, "_dispatch", counted)
     for i in range(2, 50):
         before = q.flushes
         add.call()
@@ -58,6 +72,7 @@ def test_repeated_calls_after_waits_take_the_plan_and_add_up(add: Add) -> None:
         assert q.completed == q.submitted
         np.testing.assert_array_equal(add.a.numpy(), np.full(N, i, np.float32))
     assert len(add.kernel._plans) == 1
+    assert not full_calls  # every call took the plan, none the full path
 
 
 def test_a_call_while_a_flush_is_under_way_goes_after_it(add: Add) -> None:
@@ -78,9 +93,10 @@ def test_a_call_while_a_flush_is_under_way_goes_after_it(add: Add) -> None:
     t.start()
     held.wait(10)
     before = q.flushes
-    done = threading.Event()
-    caller = threading.Thread(target=lambda: (add.call(), done.set()))
+    done, calling = threading.Event(), threading.Event()
+    caller = threading.Thread(target=lambda: (calling.set(), add.call(), done.set()))
     caller.start()
+    assert calling.wait(10)
     done.wait(0.2)
     assert not done.is_set() and q.flushes == before  # blocked behind the flush
     release.set()
@@ -203,9 +219,69 @@ def test_threads_repeating_their_calls_with_waits(add: Add) -> None:
         t.start()
     for t in threads:
         t.join(60)
+        assert not t.is_alive(), "a thread is stuck"
     assert not errors, errors[0]
     q = add.queue
     add.dev.synchronize()
     assert q.flushed == q.submitted == q.completed
     for m in mine:
         np.testing.assert_array_equal(m.a.numpy(), np.full(N, calls, np.float32))
+
+
+class _Interrupt(Exception):
+    """Raised by a timer's signal handler at any point of a call (as Ctrl-C would be)."""
+
+
+def _free(lock: Any) -> bool:
+    """Whether another thread can take ``lock`` (an interrupted call left it held if not)."""
+    got: list[bool] = []
+
+    def take() -> None:
+        ok = lock.acquire(timeout=1.0)
+        if ok:
+            lock.release()
+        got.append(ok)
+
+    t = threading.Thread(target=take)
+    t.start()
+    t.join()
+    return got[0]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signal.setitimer")
+def test_an_interrupt_anywhere_in_a_loop_of_calls_leaves_no_lock_held(add: Add) -> None:
+    # A signal handler's exception is raised between any two steps of a call, even just as a
+    # lock's acquire() returns: no lock of the kernel or the queue may stay held after one.
+    q, k = add.queue, add.kernel
+    armed = [False]
+
+    def handler(signum: int, frame: Any) -> None:
+        if armed[0]:
+            armed[0] = False
+            raise _Interrupt
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.00037, 0.00037)
+    interrupts = 0
+    try:
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            try:
+                armed[0] = True
+                for i in range(50):
+                    add.call()
+                    if i % 10 == 0:
+                        add.dev.synchronize()
+                armed[0] = False
+            except _Interrupt:
+                interrupts += 1
+            armed[0] = False
+            if not (_free(q._lock) and _free(q._submit_lock) and _free(k._lock)):
+                pytest.fail(f"a lock stayed held after interrupt {interrupts}")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert interrupts > 0
+    add.dev.synchronize()
+    add.call()
+    add.dev.synchronize()

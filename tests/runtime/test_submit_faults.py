@@ -4,11 +4,12 @@ collector runs inside a submission. Faults come from test_faults.py's Vulkan pro
 
 from __future__ import annotations
 
+import _thread
 import gc
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -189,22 +190,47 @@ def test_a_failed_shared_submission_is_raised_in_every_thread_with_a_call_in_it(
         s.dev.close()
 
 
+def _in_thread(kind: str, fn: Callable[[], object]) -> None:
+    """Run ``fn`` in a new thread of ``kind`` (a threading.Thread, kept referenced afterwards, or
+    a bare _thread one, which threading.current_thread() sees as a dummy thread that a later
+    one with the same identifier is given again), and return once it has ended."""
+    if kind == "threading":
+        t = threading.Thread(target=fn)
+        _ENDED.append(t)  # its Thread object outlives it
+        t.start()
+        t.join()
+        return
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            fn()
+        finally:
+            done.set()
+
+    _thread.start_new_thread(run, ())
+    assert done.wait(10)
+    time.sleep(0.05)  # its thread state cleared (done is set just before it ends)
+
+
+_ENDED: list[threading.Thread] = []
+
+
+@pytest.mark.parametrize("kind", ["threading", "_thread"])
 def test_a_failure_for_a_thread_that_has_ended_is_logged_and_never_raised_in_another(
-    vk: VkProxy, caplog: pytest.LogCaptureFixture
+    vk: VkProxy, caplog: pytest.LogCaptureFixture, kind: str
 ) -> None:
     # Thread A's calls are kept and A ends; the main thread's transfer submits them and fails.
-    # A new thread (which may get A's identifier) must not hear of A's failure: it is logged.
+    # A new thread (which may get A's identifier, or, made by _thread, its dummy Thread object)
+    # must not hear of A's failure: it is logged.
     s = Setup()
     try:
-        a = threading.Thread(target=lambda: (s.add(), s.add()))
-        a.start()
-        a.join()
+        _in_thread(kind, lambda: (s.add(), s.add()))
         assert s.q.submitted > s.q.flushed
         vk.fail("vkQueueSubmit", UNKNOWN, times=1)
         with pytest.raises(slangrt.VulkanError):
             s.q.submit(s.q._kept_owners[0], "a transfer")
         vk.clear()
-        del a  # its Thread object gone: it can hear of nothing
         errors: list[BaseException] = []
 
         def b() -> None:
@@ -215,9 +241,7 @@ def test_a_failure_for_a_thread_that_has_ended_is_logged_and_never_raised_in_ano
 
         with caplog.at_level(logging.WARNING, logger="slangrt"):
             for _ in range(3):
-                t = threading.Thread(target=b)
-                t.start()
-                t.join()
+                _in_thread(kind, b)
         assert not errors, errors[0]
         assert "a failed submission whose threads have ended" in caplog.text
         assert not s.q._errors
