@@ -6,10 +6,31 @@ markers (pyproject.toml) come from tests/conftest.py; helpers are in rt_helpers.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
+
+if TYPE_CHECKING:
+    from test_faults import VkProxy
 
 
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def vk(monkeypatch: pytest.MonkeyPatch) -> Iterator[VkProxy]:
+    """test_faults.py's Vulkan proxy, through which a device opened afterwards reaches the driver
+    (faults injected with ``vk.fail``); the shared default device keeps the real module."""
+    import slangrt
+    from slangrt import _vk
+    from test_faults import VkProxy
+
+    slangrt.device()
+    proxy = VkProxy(_vk.vk())
+    monkeypatch.setattr(_vk, "_module", proxy)
+    yield proxy
+    proxy.clear()

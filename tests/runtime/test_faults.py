@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import ADD_BINDINGS, has_vulkan_device, spirv
-from slangrt import _instance, _settings, _vk
+from slangrt import _instance, _settings
 
 pytestmark = [
     pytest.mark.gpu,
@@ -162,15 +162,6 @@ class _Lib:
         if name.startswith("vk") and callable(value):
             return self._proxy._wrap(name, value, raw=True)
         return value
-
-
-@pytest.fixture
-def vk(monkeypatch: pytest.MonkeyPatch) -> Iterator[VkProxy]:
-    slangrt.device()  # the shared default device keeps the real module
-    proxy = VkProxy(_vk.vk())
-    monkeypatch.setattr(_vk, "_module", proxy)
-    yield proxy
-    proxy.clear()
 
 
 @pytest.fixture(params=["native", "staging"])

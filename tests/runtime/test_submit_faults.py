@@ -9,14 +9,14 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 import slangrt
 from rt_helpers import has_vulkan_device
-from slangrt import _settings, _vk
+from slangrt import _settings
 from test_faults import UNKNOWN, Fault, VkProxy, add_kernel, run_add
 
 pytestmark = [
@@ -25,16 +25,6 @@ pytestmark = [
 ]
 
 LONG_US = 30e6  # nothing is submitted by the delay unless a test asks the helper to
-
-
-@pytest.fixture
-def vk(monkeypatch: pytest.MonkeyPatch) -> Iterator[VkProxy]:
-    """test_faults.py's proxy (a device opened afterwards goes through it)."""
-    slangrt.device()  # the shared default device keeps the real module
-    proxy = VkProxy(_vk.vk())
-    monkeypatch.setattr(_vk, "_module", proxy)
-    yield proxy
-    proxy.clear()
 
 
 class Setup:
