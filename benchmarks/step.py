@@ -428,7 +428,7 @@ def targets(r: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
             1.3,
         ),
         (
-            "tiny dispatch, no wait, against a bare vkQueueSubmit",
+            "tiny dispatch, no wait, against bare vkQueueSubmit calls one after another",
             lambda d: (
                 get(d, "tiny|slangrt: Kernel.dispatch, no wait"),
                 get(d, "tiny|raw vulkan: vkQueueSubmit, no wait"),
