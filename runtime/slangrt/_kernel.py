@@ -176,11 +176,13 @@ class Kernel(ArgumentChecks):
         written binding (later work that uses them waits for this kernel).
         Arguments are checked before anything is submitted.
         """
-        if self._plans and push is None and not refs and not self._closed:
+        if self._plans and push is None and not refs:
             # The hot path, inline: the plan of a recent call with these very arguments (the same
             # tensors, packed params and grid: its checks passed, nothing they depend on changed)
-            # is submitted, or kept by this thread's open batch. Anything else (a device gone bad,
-            # a step being recorded) takes the full path: it raises or records.
+            # is submitted without the kernel's lock (Queue.submit_kernel: unless its command
+            # buffer was recorded again or freed meanwhile), or kept by this thread's open batch.
+            # Anything else (a device gone bad, a step being recorded) takes the full path: it
+            # raises or records. (close() empties the plans.)
             found = None
             n = len(buffers)
             for plan in self._plans:
@@ -201,30 +203,30 @@ class Kernel(ArgumentChecks):
                 except (KeyError, TypeError):
                     break
             if found is not None:
+                rec = _batch.recorder(found.batches) if _open_blocks[0] else None
                 core = found.core
-                if not (core.closed or core.lost):
-                    rec = _batch.recorder(found.batches) if _open_blocks[0] else None
-                    if rec is None:
-                        with self._lock:  # (not acquire() and try: see Queue.submit)
-                            # KernelState.submit, with the command buffer found for the plan.
-                            variant = found.cached[0]
-                            if variant is not None and variant.key is found.variant:
-                                serial = found.queue.submit(variant.command_buffers, found.what, True)
-                                variant.serial = serial
-                                for a in found.allocs:
-                                    a.last_use = serial
-                            else:
-                                found.state.submit(
-                                    found.allocs, None, found.dims, None, None, found.variant, found.cached
-                                )
-                    elif rec.graph is None:
-                        rec.dispatch(found.state, found.allocs, None, found.dims, None, None, key=found.op)
-                    else:
-                        return self._dispatch(buffers, grid, push, refs)
-                    if core.validation:
-                        core.check_validation()
-                    return
+                if rec is None:
+                    variant = found.cached[0]
+                    if variant is None or not found.queue.submit_kernel(
+                        variant, found.variant, found.allocs, found.what
+                    ):
+                        self._submit_plan(found)  # the plan's first call, or its variant retired
+                elif rec.graph is None and not (core.closed or core.lost):
+                    rec.dispatch(found.state, found.allocs, None, found.dims, None, None, key=found.op)
+                else:
+                    return self._dispatch(buffers, grid, push, refs)
+                if core.validation:
+                    core.check_validation()
+                return
         self._dispatch(buffers, grid, push, refs)
+
+    def _submit_plan(self, plan: _Plan) -> None:
+        # The hot path's submission under the kernel's lock: it records the plan's command
+        # buffer again where it was retired (and keeps it for the plan's next call).
+        with self._lock:
+            if self._closed:
+                raise SlangRTError(f"kernel {self.name!r} is closed")
+            plan.state.submit(plan.allocs, None, plan.dims, None, None, plan.variant, plan.cached)
 
     def _dispatch(
         self,
@@ -477,6 +479,7 @@ class Kernel(ArgumentChecks):
     def close(self) -> None:
         """Free the kernel's own Vulkan objects (once its submitted work is done). Idempotent."""
         self._closed = True
+        self._plans = []
         if self._finalizer is not None:
             with self._lock:
                 self._finalizer()

@@ -177,7 +177,10 @@ class KernelState:
     pool, the command buffers recorded for recent calls, scratch memory for NumPy arguments).
 
     The kernel serialises its use (``Kernel._lock``): :meth:`submit` and :meth:`scratch` are
-    called under that lock.
+    called under that lock. A kernel's repeated call submits a command buffer without it
+    (``Queue.submit_kernel``, under the queue's lock, while the buffer is still recorded for the
+    call): a command buffer is taken out of use under the queue's lock (``Queue.retire``)
+    before it is recorded again or freed.
     """
 
     def __init__(
@@ -273,7 +276,7 @@ class KernelState:
         where the caller keeps the command buffer found for ``key`` (valid while it is still
         recorded for that very key object)."""
         variant = cached[0] if cached is not None else None
-        if variant is None or variant.key is not key:
+        if variant is None or key is None or variant.key is not key:
             if key is None:
                 key = self.variant_key(allocs, ranges, dims, push)
             variant = self.variants.get(key)
@@ -282,13 +285,11 @@ class KernelState:
             variant.key = key
             if cached is not None:
                 cached[0] = variant
-        serial = self.queue.submit(variant.command_buffers, self.what, keep=True)
-        variant.serial = serial
-        for a in allocs:
-            a.last_use = serial
-        if refs is not None:
-            for a in refs:
-                a.last_use = serial
+        # (Under the kernel's lock nothing retires it: the submission is made.)
+        serial = self.queue.submit_kernel(
+            variant, key, allocs if refs is None else [*allocs, *refs], self.what
+        )
+        assert serial, "a kernel's command buffer was retired under its lock"
         return serial
 
     def _record(
@@ -307,9 +308,9 @@ class KernelState:
         if len(variants) >= MAX_VARIANTS:
             oldest_key = next(iter(variants))
             variant = variants.pop(oldest_key)
-            variant.key = None  # no caller's cache may take it for its old key any more
-            # Its command buffer may still be pending: it must finish before re-recording.
-            self.queue.wait(variant.serial, f"kernel {self.name!r}")
+            # No caller's cache may take it for its old key any more; its command buffer may
+            # still be pending: it must finish before re-recording.
+            self.queue.wait(self.queue.retire(variant), f"kernel {self.name!r}")
             _vk.check(lib.vkResetCommandBuffer(variant.cb, 0), "resetting a command buffer")
             self.descriptors.free(variant.sets)
         else:
@@ -362,6 +363,8 @@ class KernelState:
         self.scratch.clear()
         variants = list(self.variants.values())
         self.variants.clear()
+        for variant in variants:
+            self.queue.retire(variant)  # no repeated call submits it any more
         with core.kernel_pools_lock:
             owned = self.pool in core.kernel_pools
             core.kernel_pools.discard(self.pool)

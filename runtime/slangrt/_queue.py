@@ -8,15 +8,19 @@ run once the semaphore passes their serial (:meth:`Queue.defer`).
 
 Calls made close together share one ``vkQueueSubmit`` (*coalescing*): on an H200 VM the device
 takes about 12 µs over each separate submission (the call itself returns in about 3), several
-times a call's Python, so calls submitted one by one go at that pace. :meth:`Queue.submit` hands
-a call to the driver at once after a quiet spell of ``delay_s`` or once the caller has seen all
-earlier work finish; within a burst it keeps the command buffer (its serial given out), and the
-call that finds the oldest kept one ``delay_s`` old submits all of them, in order, in one
-``vkQueueSubmit`` (a submit info and semaphore value each). Kept work reaches the driver before
-any wait for it (:meth:`Queue.wait`: reads, ``synchronize()``, closing) and before any
-submission that is not kept; a helper thread submits what a burst leaves behind (once it gets
-the GIL: at worst the interpreter's 5 ms switch interval while another thread runs Python).
-``delay_s`` 0: no keeping.
+times a call's Python, so calls submitted one by one go at that pace. :meth:`Queue.submit_kernel`
+hands a kernel's call to the driver at once after a quiet spell of ``delay_s`` or once the caller
+has seen all earlier work finish; within a burst it keeps the command buffer (its serial given
+out), and the call that finds the oldest kept one ``delay_s`` old submits all of them, in order,
+in one ``vkQueueSubmit`` (a submit info and semaphore value each). Kept work reaches the driver
+before any wait for it (:meth:`Queue.wait`: reads, ``synchronize()``, closing) and before any
+submission that is not kept (:meth:`Queue.submit`); a helper thread submits what a burst leaves
+behind (once it gets the GIL: at worst the interpreter's 5 ms switch interval while another
+thread runs Python). ``delay_s`` 0: no keeping.
+
+A kernel's command buffer is submitted under the queue's lock only while it is still recorded
+for the call (:meth:`Queue.submit_kernel`); the kernel takes it out of use under that lock
+before recording it again or freeing it (:meth:`Queue.retire`).
 
 Waiting polls the semaphore for a short while before sleeping in ``vkWaitSemaphores`` (waking
 costs tens of microseconds on some drivers); every wait has a timeout (DispatchTimeoutError).
@@ -30,7 +34,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _vk
@@ -50,6 +54,13 @@ _KEEP_MAX = 64
 _clock = time.perf_counter
 # Semaphore reads between two looks at the clock while a wait polls.
 _POLLS = range(16)
+
+
+def _used(variant: Any, uses: Sequence[Any], serial: int) -> None:
+    # Under Queue._lock: a kernel's call got ``serial`` (see Queue.submit_kernel).
+    variant.serial = serial
+    for a in uses:
+        a.last_use = serial
 
 
 class _Caller:
@@ -90,26 +101,11 @@ class Queue:
         _vk.check(self._lib.vkCreateSemaphore(handle, info, ffi.NULL, out), "creating the timeline semaphore")
         self.semaphore: Any = out[0]
         self._semaphores = ffi.new("VkSemaphore[1]", [self.semaphore])
-        # One submit struct, refilled under the lock for every submission.
-        self._signal_value = ffi.new("uint64_t[1]")
-        self._timeline_info = ffi.new(
-            "VkTimelineSemaphoreSubmitInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-                "signalSemaphoreValueCount": 1,
-                "pSignalSemaphoreValues": self._signal_value,
-            },
-        )
-        self._submit_info = ffi.new(
-            "VkSubmitInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                "pNext": self._timeline_info,
-                "commandBufferCount": 1,
-                "signalSemaphoreCount": 1,
-                "pSignalSemaphores": self._semaphores,
-            },
-        )
+        # One submit info, refilled under the lock for every submission (its command buffers
+        # pointer set to the caller's array), and the arrays it points into.
+        self._single = _vk.timeline_submits(self._semaphores, 1)
+        infos, _, self._signal_value, _ = self._single
+        self._submit_info = infos + 0  # (a pointer: its fields can be set)
         self._lock = threading.Lock()
         # Held across a flush's vkQueueSubmit: the queue needs external synchronization, and kept
         # command buffers must reach the driver in the order of their serials. (A submission of
@@ -149,21 +145,12 @@ class Queue:
 
     # -- submitting ----------------------------------------------------------------------------
 
-    def submit(self, command_buffers: Any, what: str, keep: bool = False) -> int:
+    def submit(self, command_buffers: Any, what: str) -> int:
         """Submit ``command_buffers`` (a ``VkCommandBuffer[1]``, kept alive by the queue until it
-        reaches the driver); return its serial. ``keep``: the caller does not wait for it (a
-        kernel's own dispatch), so in a burst it may be kept and submitted with later ones (see
-        the module); else it reaches the driver now, after whatever was kept, in one submission."""
+        reaches the driver) now, after whatever was kept, in one submission; return its serial."""
         core = self._core
         if core.lost or core.closed:
             core.check_usable()
-        delay = self.delay_s
-        # Kept while a burst goes on: the queue not quiet for `delay` and the caller not waiting
-        # for each call (all earlier work seen finished: every microsecond counts there).
-        if keep and delay > 0.0 and (self._kept or self.completed < self.flushed):
-            serial = self._keep_in_burst(command_buffers, what, delay)
-            if serial:
-                return serial
         # Straight to the driver under self._lock alone while nothing is kept and no flush is
         # under way (_flusher: a flush submits without self._lock); else in order after them,
         # under self._submit_lock too. (``with``, not acquire() and try: a KeyboardInterrupt
@@ -178,6 +165,53 @@ class Queue:
                 serial = self._keep(command_buffers, what)
             self._flush_locked()
         return serial
+
+    def submit_kernel(self, variant: Any, key: Any, uses: Sequence[Any], what: str) -> int:
+        """Submit a kernel's call: the command buffer of ``variant`` (a ``_pipeline.Variant``)
+        if it is still recorded for ``key``; return its serial, or 0 if it is not (retired:
+        the caller records the call again). ``variant.serial`` and the ``last_use`` of each
+        allocation in ``uses`` are set to the serial under the queue's lock, the same hold that
+        checks ``key``: :meth:`retire` orders against it, so a kernel's repeated call needs no
+        lock of its own. The caller does not wait for the call: in a burst it may be kept (see
+        the module)."""
+        core = self._core
+        if core.lost or core.closed:
+            core.check_usable()
+        delay = self.delay_s
+        # Kept while a burst goes on: the queue not quiet for `delay` and the caller not waiting
+        # for each call (all earlier work seen finished: every microsecond counts there).
+        if delay > 0.0 and (self._kept or self.completed < self.flushed):
+            now = _clock()
+            if self._kept or now - self._quiet_since < delay:
+                return self._keep_in_burst(variant, key, uses, what, now, delay)
+        with self._lock:  # (see submit)
+            if not self._kept and not self._flusher:
+                if variant.key is not key:
+                    return 0
+                serial = self._submit_one(variant.command_buffers, what)
+                _used(variant, uses, serial)
+                return serial
+        with self._submit_lock:
+            with self._lock:
+                if variant.key is not key:
+                    return 0
+                kept = bool(self._kept)
+                if kept:
+                    serial = self._keep(variant.command_buffers, what)
+                else:
+                    serial = self._submit_one(variant.command_buffers, what)
+                _used(variant, uses, serial)
+            if kept:
+                self._flush_locked()
+        return serial
+
+    def retire(self, variant: Any) -> int:
+        """Take a kernel's command buffer out of use: :meth:`submit_kernel` submits ``variant``
+        no more (its ``key`` None). Returns the serial of its last submission: wait for that
+        before recording it again or freeing it."""
+        with self._lock:
+            variant.key = None
+            return int(variant.serial)
 
     def _submit_one(self, command_buffers: Any, what: str) -> int:
         # With self._lock held, nothing kept and no flush under way (or self._submit_lock held
@@ -195,15 +229,17 @@ class Queue:
         self.submitted = self.flushed = serial
         return serial
 
-    def _keep_in_burst(self, command_buffers: Any, what: str, delay: float) -> int:
-        # submit() of a kernel's call while a burst goes on: kept (its serial returned) unless
-        # the queue has been quiet for `delay` (0: submit it now). The call that finds the
-        # oldest kept one `delay` old, or _KEEP_MAX kept, submits them all.
-        now = _clock()
-        if not self._kept and now - self._quiet_since >= delay:
-            return 0
+    def _keep_in_burst(
+        self, variant: Any, key: Any, uses: Sequence[Any], what: str, now: float, delay: float
+    ) -> int:
+        # submit_kernel() while a burst goes on: the call is kept (its serial returned; 0: the
+        # variant is retired). The call that finds the oldest kept one `delay` old, or
+        # _KEEP_MAX kept, submits them all.
         with self._lock:
-            serial = self._keep(command_buffers, what)
+            if variant.key is not key:
+                return 0
+            serial = self._keep(variant.command_buffers, what)
+            _used(variant, uses, serial)
             kept = self._kept
             if len(kept) == 1:
                 # The first of a burst: a later call, a wait or the helper submits it.
@@ -250,7 +286,7 @@ class Queue:
                 n = len(kept)
                 last = first + n - 1
                 if self._many is None:
-                    self._many = self._submit_infos()
+                    self._many = _vk.timeline_submits(self._semaphores, _KEEP_MAX)
                 infos, cbs, values, _ = self._many
                 cbs[0:n] = kept
                 values[0:n] = range(first, last + 1)
@@ -284,28 +320,6 @@ class Queue:
                 del owners  # the driver has the command buffers now
         finally:
             self._flusher = 0
-
-    def _submit_infos(self) -> tuple[Any, Any, Any, Any]:
-        """``_KEEP_MAX`` submit infos, each of one command buffer signalling its own value."""
-        vk = _vk.vk()
-        ffi = self._ffi
-        infos = ffi.new("VkSubmitInfo[]", _KEEP_MAX)
-        timelines = ffi.new("VkTimelineSemaphoreSubmitInfo[]", _KEEP_MAX)
-        cbs = ffi.new("VkCommandBuffer[]", _KEEP_MAX)
-        values = ffi.new("uint64_t[]", _KEEP_MAX)
-        for i in range(_KEEP_MAX):
-            t = timelines[i]
-            t.sType = vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO
-            t.signalSemaphoreValueCount = 1
-            t.pSignalSemaphoreValues = values + i
-            info = infos[i]
-            info.sType = vk.VK_STRUCTURE_TYPE_SUBMIT_INFO
-            info.pNext = timelines + i
-            info.commandBufferCount = 1
-            info.pCommandBuffers = cbs + i
-            info.signalSemaphoreCount = 1
-            info.pSignalSemaphores = self._semaphores
-        return infos, cbs, values, timelines
 
     def _lost_submission(self, last: int) -> None:
         """vkQueueSubmit failed: nothing up to serial ``last`` that it held will run. Once the work

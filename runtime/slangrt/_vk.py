@@ -138,3 +138,28 @@ def pool_with_buffer(device: Any, queue_family: int, flags: int) -> tuple[Any, A
         v.lib.vkDestroyCommandPool(device, pool, v.ffi.NULL)
         check(result, "allocating a command buffer")
     return pool, buffers
+
+
+def timeline_submits(semaphores: Any, n: int) -> tuple[Any, Any, Any, Any]:
+    """``n`` submit infos, each of one command buffer that signals the timeline semaphore
+    ``semaphores[0]`` to a value of its own: ``(infos, command buffers, values, timeline infos)``
+    (each info points into the other arrays, which the caller fills; keep all four alive)."""
+    v = vk()
+    ffi = v.ffi
+    infos = ffi.new("VkSubmitInfo[]", n)
+    timelines = ffi.new("VkTimelineSemaphoreSubmitInfo[]", n)
+    cbs = ffi.new("VkCommandBuffer[]", n)
+    values = ffi.new("uint64_t[]", n)
+    for i in range(n):
+        t = timelines[i]
+        t.sType = v.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO
+        t.signalSemaphoreValueCount = 1
+        t.pSignalSemaphoreValues = values + i
+        info = infos[i]
+        info.sType = v.VK_STRUCTURE_TYPE_SUBMIT_INFO
+        info.pNext = timelines + i
+        info.commandBufferCount = 1
+        info.pCommandBuffers = cbs + i
+        info.signalSemaphoreCount = 1
+        info.pSignalSemaphores = semaphores
+    return infos, cbs, values, timelines

@@ -1,6 +1,8 @@
 """The hot path of a repeated call (``Kernel.dispatch`` with the very same Tensor arguments, its
-plan submitted without the checks made again; ``Queue.submit`` under one lock while nothing is
-kept and no flush is under way; ``Queue.wait``'s poll loop): every check and every order holds.
+plan submitted without the checks made again and without the kernel's lock;
+``Queue.submit_kernel`` under one lock while nothing is kept and no flush is under way;
+``Queue.wait``'s poll loop): every check and every order holds. (test_retire.py: the kernel's
+command buffers, recorded again or freed while such a call submits them.)
 
 Each test opens a device of its own (see test_submit.py), coalescing on (a delay of 20 µs, the
 GPUs' default) or, where the test decides what is kept, a delay longer than any test.
