@@ -183,26 +183,21 @@ class Queue:
         if delay > 0.0 and (self._kept or self.completed < self.flushed):
             now = _clock()
             if self._kept or now - self._quiet_since < delay:
-                return self._keep_in_burst(variant, key, uses, what, now, delay)
+                return self._keep_in_burst(variant, key, uses, what, now)
         with self._lock:  # (see submit)
             if not self._kept and not self._flusher:
                 if variant.key is not key:
                     return 0
-                serial = self._submit_one(variant.command_buffers, what)
-                _used(variant, uses, serial)
-                return serial
+                return self._submit_one(variant.command_buffers, what, variant, uses)
         with self._submit_lock:
             with self._lock:
                 if variant.key is not key:
                     return 0
-                kept = bool(self._kept)
-                if kept:
-                    serial = self._keep(variant.command_buffers, what)
-                else:
-                    serial = self._submit_one(variant.command_buffers, what)
+                if not self._kept:
+                    return self._submit_one(variant.command_buffers, what, variant, uses)
+                serial = self._keep(variant.command_buffers, what)
                 _used(variant, uses, serial)
-            if kept:
-                self._flush_locked()
+            self._flush_locked()
         return serial
 
     def retire(self, variant: Any) -> int:
@@ -213,27 +208,37 @@ class Queue:
             variant.key = None
             return int(variant.serial)
 
-    def _submit_one(self, command_buffers: Any, what: str) -> int:
+    def _submit_one(self, cbs: Any, what: str, variant: Any = None, uses: Sequence[Any] = ()) -> int:
         # With self._lock held, nothing kept and no flush under way (or self._submit_lock held
-        # too): one command buffer straight to the driver.
+        # too): one command buffer straight to the driver. ``variant``: a kernel's, whose serial
+        # is set with the last_use of the allocations in ``uses`` (see submit_kernel).
         serial = self.submitted + 1
         self._signal_value[0] = serial
-        if command_buffers is not self._last_submitted:  # its commandBufferCount is 1
-            self._submit_info.pCommandBuffers = command_buffers
-            self._last_submitted = command_buffers
-        result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._null)
+        if cbs is not self._last_submitted:  # (a VkCommandBuffer[1]: commandBufferCount is 1)
+            self._submit_info.pCommandBuffers = cbs
+            self._last_submitted = cbs
+        try:
+            result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._null)
+        except BaseException:
+            # A KeyboardInterrupt raised as the call returned (a signal that came during it):
+            # the work is the driver's, its serial given out all the same. (A later submission
+            # that signalled the same value would let the waits for it return early.)
+            self.submitted = self.flushed = serial
+            if variant is not None:
+                _used(variant, uses, serial)
+            raise
         self._quiet_since = _clock()
         self.flushes += 1
         if result:
             self._fail(result, f"submitting {what}")
         self.submitted = self.flushed = serial
+        if variant is not None:
+            _used(variant, uses, serial)
         return serial
 
-    def _keep_in_burst(
-        self, variant: Any, key: Any, uses: Sequence[Any], what: str, now: float, delay: float
-    ) -> int:
+    def _keep_in_burst(self, variant: Any, key: Any, uses: Sequence[Any], what: str, now: float) -> int:
         # submit_kernel() while a burst goes on: the call is kept (its serial returned; 0: the
-        # variant is retired). The call that finds the oldest kept one `delay` old, or
+        # variant is retired). The call that finds the oldest kept one `delay_s` old, or
         # _KEEP_MAX kept, submits them all.
         with self._lock:
             if variant.key is not key:
@@ -246,7 +251,7 @@ class Queue:
                 self._kept_since = now
                 self._wake.notify()
                 return serial
-            if now - self._kept_since < delay and len(kept) < _KEEP_MAX:
+            if now - self._kept_since < self.delay_s and len(kept) < _KEEP_MAX:
                 return serial
         self.flush()
         return serial
@@ -290,7 +295,11 @@ class Queue:
                 infos, cbs, values, _ = self._many
                 cbs[0:n] = kept
                 values[0:n] = range(first, last + 1)
-                result = self._lib.vkQueueSubmit(self._queue, n, infos, self._null)
+                try:
+                    result = self._lib.vkQueueSubmit(self._queue, n, infos, self._null)
+                except BaseException:  # raised as the call returned: see _submit_one
+                    self.flushed = last
+                    raise
                 self._quiet_since = _clock()
                 self.flushes += 1
                 if result:

@@ -19,7 +19,7 @@ import slangrt
 from rt_helpers import has_vulkan_device
 from slangrt import _pipeline, _vk
 from test_hot_path import Add
-from test_submit import GRID, N, open_device
+from test_submit import GRID, LONG_US, N, open_device
 
 pytestmark = [
     pytest.mark.gpu,
@@ -41,6 +41,7 @@ class Watch:
         self.freed: set[int] = set()  # command buffers of destroyed pools (until one is reused)
         self.violations: list[str] = []
         self.submits = 0
+        self.signalled: dict[int, int] = {}  # semaphore -> the highest value signalled so far
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
@@ -77,6 +78,12 @@ class _WatchedLib:
                 info = infos[i]
                 timeline = w.ffi.cast("VkTimelineSemaphoreSubmitInfo *", info.pNext)
                 value = int(timeline.pSignalSemaphoreValues[0])
+                semaphore = w.key(info.pSignalSemaphores[0])
+                if value <= w.signalled.get(semaphore, 0):
+                    w.violations.append(
+                        f"a submission signals {value} after one that signals {w.signalled[semaphore]}"
+                    )
+                w.signalled[semaphore] = value
                 for j in range(info.commandBufferCount):
                     cb = w.key(info.pCommandBuffers[j])
                     if cb in w.recording:
@@ -323,3 +330,69 @@ def test_a_kernel_closed_while_another_thread_repeats_its_call(
         dev.synchronize()
         assert not watch.violations, watch.violations[:5]
         np.testing.assert_array_equal(add.a.numpy(), np.full(N, len(made), np.float32))
+
+
+def _interrupt_once(watch: Watch, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The next vkQueueSubmit is made, then raises KeyboardInterrupt as it returns (where a
+    signal that came during the call is raised)."""
+    real = watch.lib.vkQueueSubmit
+    hits: list[int] = []
+
+    def interrupted(*args: Any) -> int:
+        result = real(*args)
+        if not hits:
+            hits.append(1)
+            raise KeyboardInterrupt
+        return int(result)
+
+    monkeypatch.setattr(watch.lib, "vkQueueSubmit", interrupted)
+    return hits
+
+
+def test_an_interrupt_as_the_submission_returns_leaves_its_serial_given_out(
+    watched: tuple[Add, Watch], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Else the next submission signals the same value, and a wait for it returns as soon as
+    # the interrupted one is done.
+    add, watch = watched
+    q = add.queue
+    plan = add.kernel._plans[0]
+    add.call()
+    before = q.submitted
+    hits = _interrupt_once(watch, monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        add.call()
+    assert hits == [1]
+    assert q.submitted == q.flushed == before + 1
+    assert plan.cached[0].serial == before + 1 and add.a._alloc.last_use == before + 1
+    add.call()
+    assert q.submitted == before + 2
+    add.dev.synchronize()
+    assert not watch.violations, watch.violations[:5]
+    np.testing.assert_array_equal(add.a.numpy(), np.full(N, 4, np.float32))
+
+
+def test_an_interrupt_as_a_flush_returns_leaves_its_serials_given_out(
+    watched: tuple[Add, Watch], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watch = watched[1]
+    dev = open_device(LONG_US)  # (through the watch too) every call of a burst kept
+    try:
+        watch.queue = q = dev.parts.queue
+        add = Add(dev)
+        add.call()
+        add.quiet()
+        for _ in range(3):
+            add.call()  # the first submitted at once, the others kept
+        assert len(q._kept) == 2
+        hits = _interrupt_once(watch, monkeypatch)
+        with pytest.raises(KeyboardInterrupt):
+            dev.synchronize()  # flushes the two kept calls in one submission
+        assert hits == [1] and not q._kept and q.flushed == q.submitted
+        add.call()
+        add.call()
+        dev.synchronize()
+        assert not watch.violations, watch.violations[:5]
+        np.testing.assert_array_equal(add.a.numpy(), np.full(N, 6, np.float32))
+    finally:
+        dev.close()
