@@ -243,9 +243,7 @@ class Batches:
                 core.barrier_after_compute(program.cb)
                 _vk.check(lib.vkEndCommandBuffer(program.cb), "recording a batch")
                 self._items[key] = program
-            serial = self.queue.submit(program.command_buffers, "a batch of dispatches")
-            program.serial = serial
-        return serial
+            return self.queue.submit(program.command_buffers, "a batch of dispatches", program)
 
     def destroy(self) -> None:
         vk = _vk.vk()
@@ -387,6 +385,7 @@ class Recorder:
         vk = _vk.vk()
         ffi = vk.ffi
         ctx = batches.contexts.begin()
+        ctx.serial = 0
         sets: list[tuple[Any, Any]] = []
         try:
             need = 2 * len(ops)
@@ -411,10 +410,13 @@ class Recorder:
             entries = record_ops(core, ctx.cb, ops, self._templates, (ctx.queries, 0), sets)
             core.barrier_after_compute(ctx.cb)
             _vk.check(vk.lib.vkEndCommandBuffer(ctx.cb), "recording a batch")
-            serial = batches.queue.submit(ctx.command_buffers, "profiled dispatches")
+            serial = batches.queue.submit(ctx.command_buffers, "profiled dispatches", ctx)
         except BaseException:
-            batches.contexts.abandon(ctx)
-            batches.descriptors.free(sets)
+            if ctx.serial:  # the driver has it (a KeyboardInterrupt raised as the call returned)
+                batches.descriptors.free_after(sets, ctx.serial)
+            else:
+                batches.descriptors.free(sets)
+            batches.contexts.give_back(ctx)
             raise
         batches.descriptors.free_after(sets, serial)
         if not entries:

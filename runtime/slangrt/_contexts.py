@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from . import _vk
@@ -76,27 +77,31 @@ class Contexts:
         _vk.check(lib.vkBeginCommandBuffer(ctx.cb, self._begin_info), "beginning a command buffer")
         return ctx
 
-    def submit(self, ctx: Context, what: str) -> int:
-        """End and submit ``ctx``'s command buffer; it is recycled once the work is done."""
+    def submit(self, ctx: Context, what: str, uses: Sequence[Any] = ()) -> int:
+        """End and submit ``ctx``'s command buffer; it is recycled once the work is done. Each
+        allocation in ``uses`` (what the work reads or writes) gets its serial as ``last_use``."""
         lib = _vk.vk().lib
+        ctx.serial = 0
         try:
             _vk.check(lib.vkEndCommandBuffer(ctx.cb), f"recording {what}")
-            serial = self._queue.submit(ctx.command_buffers, what)
-        except BaseException:
-            self.abandon(ctx)
-            raise
-        self.retire(ctx, serial)
-        return serial
+            return self._queue.submit(ctx.command_buffers, what, ctx, uses)
+        finally:
+            self.give_back(ctx)
+
+    def give_back(self, ctx: Context) -> None:
+        """After ``ctx``'s submission was made or tried (its ``serial`` 0 before it): reused once
+        its work is done if the driver has it (``Queue.submit`` set the serial, also where a
+        KeyboardInterrupt was raised as vkQueueSubmit returned), at once if not."""
+        with self._lock:
+            if ctx.serial:
+                self._in_flight.append(ctx)
+            else:
+                self._free.append(ctx)
 
     def retire(self, ctx: Context, serial: int) -> None:
         ctx.serial = serial
         with self._lock:
             self._in_flight.append(ctx)
-
-    def abandon(self, ctx: Context) -> None:
-        """Give back a context that was never submitted."""
-        with self._lock:
-            self._free.append(ctx)
 
     def destroy(self) -> None:
         with self._lock:

@@ -227,10 +227,7 @@ class Graph:
             if core.closed or core.lost:
                 core.check_usable()
             _batch.flush_current(core)
-            serial = part.batches.queue.submit(part.command_buffers, "a recorded step")
-            part.serial = serial
-            for a in part.allocs:
-                a.last_use = serial
+            part.batches.queue.submit(part.command_buffers, "a recorded step", part, part.allocs)
             if core.validation:
                 core.check_validation()
 

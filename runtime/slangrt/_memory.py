@@ -247,6 +247,11 @@ class Memory:
             chunk.last_use = serial
             self._chunks_free.notify()
 
+    def _chunk_failed(self, chunk: Allocation) -> None:
+        # A copy with it failed or was interrupted (maybe as vkQueueSubmit returned): free once
+        # everything submitted so far is done.
+        self._chunk_submitted(chunk, self._queue.submitted)
+
     # -- transfers -------------------------------------------------------------------------------
 
     def write(self, alloc: Allocation, src: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
@@ -293,35 +298,33 @@ class Memory:
             tmp = self.host.allocate(n, "an upload")
             try:
                 tmp.view(n)[...] = src
-                serial = self._copy(tmp.buffer, tmp.offset, alloc.buffer, alloc.offset + at, n, "an upload")
-                tmp.last_use = serial
+                self._copy(
+                    tmp.buffer, tmp.offset, alloc.buffer, alloc.offset + at, n, "an upload", (tmp, alloc)
+                )
             finally:
                 tmp.release()  # once the copy is done (at once if it was never submitted)
-            alloc.last_use = serial
             return
         # Pipelined: the host fills one chunk while the GPU copies the one before.
-        serial = 0
         for start in range(0, n, CHUNK):
             m = min(CHUNK, n - start)
             chunk = self._chunk()
-            used_by = 0  # the chunk is free again at once if nothing was submitted
             try:
                 parallel_copy(chunk.view(m), src[start : start + m])
-                used_by = self._copy(
-                    chunk.buffer, chunk.offset, alloc.buffer, alloc.offset + at + start, m, "an upload"
-                )
-            finally:
-                self._chunk_submitted(chunk, used_by)
-            serial = used_by
-        alloc.last_use = serial
+                to = alloc.offset + at + start
+                serial = self._copy(chunk.buffer, chunk.offset, alloc.buffer, to, m, "an upload", (alloc,))
+            except BaseException:
+                self._chunk_failed(chunk)
+                raise
+            self._chunk_submitted(chunk, serial)
 
     def _read_staged(self, alloc: Allocation, at: int, dst: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
         n = dst.size
         if n <= SUBALLOC_MAX:
             tmp = self.host.allocate(n, "a download")
             try:
-                serial = self._copy(alloc.buffer, alloc.offset + at, tmp.buffer, tmp.offset, n, "a download")
-                tmp.last_use = serial
+                serial = self._copy(
+                    alloc.buffer, alloc.offset + at, tmp.buffer, tmp.offset, n, "a download", (alloc, tmp)
+                )
                 self._queue.wait(serial, "copying a tensor to the host")
                 dst[...] = tmp.view(n)
             finally:
@@ -343,9 +346,10 @@ class Memory:
                             chunk.offset,
                             m,
                             "a download",
+                            (alloc,),
                         )
                     except BaseException:
-                        self._chunk_submitted(chunk, 0)
+                        self._chunk_failed(chunk)
                         raise
                     pending.append((chunk, start, m, serial))  # reserved until emptied
                     start += m
@@ -471,11 +475,11 @@ class Memory:
                 imports.append((buffer, memory))
                 if upload:
                     serial = self._copy(
-                        buffer, offset, alloc.buffer, alloc.offset + start, part.size, "an upload"
+                        buffer, offset, alloc.buffer, alloc.offset + start, part.size, "an upload", (alloc,)
                     )
                 else:
                     serial = self._copy(
-                        alloc.buffer, alloc.offset + start, buffer, offset, part.size, "a download"
+                        alloc.buffer, alloc.offset + start, buffer, offset, part.size, "a download", (alloc,)
                     )
             self._queue.wait(serial, "a zero-copy transfer")
             done = True
@@ -506,7 +510,7 @@ class Memory:
         size = (alloc.capacity + 3) // 4 * 4
         vk.lib.vkCmdFillBuffer(ctx.cb, alloc.buffer, alloc.offset, size, 0)
         core.barrier_after_transfer(ctx.cb)
-        alloc.last_use = self._contexts.submit(ctx, "zero-filling a tensor")
+        self._contexts.submit(ctx, "zero-filling a tensor", (alloc,))
 
     def copy(self, src: Allocation, dst: Allocation, n: int, what: str) -> None:
         """Copy the first ``n`` bytes of ``src`` to ``dst`` on the device, ordered after the work
@@ -516,10 +520,19 @@ class Memory:
         self.flush_batch_using(dst)
         if n == 0:
             return
-        serial = self._copy(src.buffer, src.offset, dst.buffer, dst.offset, n, what)
-        src.last_use = dst.last_use = serial
+        self._copy(src.buffer, src.offset, dst.buffer, dst.offset, n, what, (src, dst))
 
-    def _copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, n: int, what: str) -> int:
+    def _copy(
+        self,
+        src: Any,
+        src_offset: int,
+        dst: Any,
+        dst_offset: int,
+        n: int,
+        what: str,
+        uses: tuple[Allocation, ...],
+    ) -> int:
+        # A copy on the device; ``uses``: the allocations it reads or writes (see Queue.submit).
         core = self.core
         lib = _vk.vk().lib
         region = _vk.vk().ffi.new(
@@ -528,4 +541,4 @@ class Memory:
         ctx = self._contexts.begin()
         lib.vkCmdCopyBuffer(ctx.cb, src, dst, 1, region)
         core.barrier_after_transfer(ctx.cb)
-        return self._contexts.submit(ctx, what)
+        return self._contexts.submit(ctx, what, uses)

@@ -56,9 +56,10 @@ _clock = time.perf_counter
 _POLLS = range(16)
 
 
-def _used(variant: Any, uses: Sequence[Any], serial: int) -> None:
-    # Under Queue._lock: a kernel's call got ``serial`` (see Queue.submit_kernel).
-    variant.serial = serial
+def _used(owner: Any, uses: Sequence[Any], serial: int) -> None:
+    # Under Queue._lock: a submission got ``serial`` (see Queue.submit).
+    if owner is not None:
+        owner.serial = serial
     for a in uses:
         a.last_use = serial
 
@@ -145,9 +146,11 @@ class Queue:
 
     # -- submitting ----------------------------------------------------------------------------
 
-    def submit(self, command_buffers: Any, what: str) -> int:
+    def submit(self, command_buffers: Any, what: str, owner: Any = None, uses: Sequence[Any] = ()) -> int:
         """Submit ``command_buffers`` (a ``VkCommandBuffer[1]``, kept alive by the queue until it
-        reaches the driver) now, after whatever was kept, in one submission; return its serial."""
+        reaches the driver) now, after whatever was kept; return its serial. It becomes
+        ``owner.serial`` and the ``last_use`` of each allocation in ``uses`` as the driver gets the
+        work, under the lock, even where a KeyboardInterrupt is raised as vkQueueSubmit returns."""
         core = self._core
         if core.lost or core.closed:
             core.check_usable()
@@ -157,12 +160,13 @@ class Queue:
         # raised as acquire() returns would leave the lock held.)
         with self._lock:
             if not self._kept and not self._flusher:
-                return self._submit_one(command_buffers, what)
+                return self._submit_one(command_buffers, what, owner, uses)
         with self._submit_lock:
             with self._lock:
                 if not self._kept:
-                    return self._submit_one(command_buffers, what)
+                    return self._submit_one(command_buffers, what, owner, uses)
                 serial = self._keep(command_buffers, what)
+                _used(owner, uses, serial)
             self._flush_locked()
         return serial
 
@@ -208,10 +212,9 @@ class Queue:
             variant.key = None
             return int(variant.serial)
 
-    def _submit_one(self, cbs: Any, what: str, variant: Any = None, uses: Sequence[Any] = ()) -> int:
+    def _submit_one(self, cbs: Any, what: str, owner: Any = None, uses: Sequence[Any] = ()) -> int:
         # With self._lock held, nothing kept and no flush under way (or self._submit_lock held
-        # too): one command buffer straight to the driver. ``variant``: a kernel's, whose serial
-        # is set with the last_use of the allocations in ``uses`` (see submit_kernel).
+        # too): one command buffer straight to the driver (``owner``, ``uses``: see submit).
         serial = self.submitted + 1
         self._signal_value[0] = serial
         if cbs is not self._last_submitted:  # (a VkCommandBuffer[1]: commandBufferCount is 1)
@@ -224,16 +227,14 @@ class Queue:
             # the work is the driver's, its serial given out all the same. (A later submission
             # that signalled the same value would let the waits for it return early.)
             self.submitted = self.flushed = serial
-            if variant is not None:
-                _used(variant, uses, serial)
+            _used(owner, uses, serial)
             raise
         self._quiet_since = _clock()
         self.flushes += 1
         if result:
             self._fail(result, f"submitting {what}")
         self.submitted = self.flushed = serial
-        if variant is not None:
-            _used(variant, uses, serial)
+        _used(owner, uses, serial)
         return serial
 
     def _keep_in_burst(self, variant: Any, key: Any, uses: Sequence[Any], what: str, now: float) -> int:

@@ -14,6 +14,8 @@ import pytest
 
 if TYPE_CHECKING:
     from test_faults import VkProxy
+    from test_hot_path import Add
+    from test_retire import Watch
 
 
 @pytest.fixture
@@ -34,3 +36,27 @@ def vk(monkeypatch: pytest.MonkeyPatch) -> Iterator[VkProxy]:
     monkeypatch.setattr(_vk, "_module", proxy)
     yield proxy
     proxy.clear()
+
+
+@pytest.fixture
+def watched(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Add, Watch]]:
+    """test_retire.py's watch of the command buffers at the driver, through which a device of its
+    own (coalescing on: a delay of 20 µs) reaches the driver, with test_hot_path.py's ``a += b``
+    on it, its plan made; the test fails at the end if the watch saw anything wrong."""
+    import slangrt
+    from slangrt import _vk
+    from test_hot_path import Add
+    from test_retire import Watch
+    from test_submit import open_device
+
+    slangrt.device()  # (the shared default device keeps the real module)
+    watch = Watch(_vk.vk())
+    monkeypatch.setattr(_vk, "_module", watch)
+    dev = open_device(20.0)
+    watch.queue = dev.parts.queue
+    add = Add(dev)
+    add.call()  # the plan
+    dev.synchronize()
+    yield add, watch
+    dev.close()
+    assert not watch.violations, watch.violations[:5]

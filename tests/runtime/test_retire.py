@@ -1,8 +1,9 @@
 """A repeated call submits its kernel's command buffer without the kernel's lock
 (``Queue.submit_kernel``): the kernel takes a command buffer out of use under the queue's lock
 (``Queue.retire``) before it records it again or frees it. These tests watch the command buffers
-at the driver's door: none is submitted while it is recorded or after its pool is destroyed,
-and none is reset, recorded or destroyed while a submission of it is not known to be finished.
+at the driver's door (:class:`Watch`, used by test_interrupts.py too): none is submitted while it
+is recorded or after its pool is destroyed, none is reset, recorded or destroyed while a
+submission of it is not known to be finished, and every submission signals a higher value.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import has_vulkan_device
-from slangrt import _pipeline, _vk
+from slangrt import _pipeline
 from test_hot_path import Add
-from test_submit import GRID, LONG_US, N, open_device
+from test_submit import GRID, N
 
 pytestmark = [
     pytest.mark.gpu,
@@ -63,6 +64,7 @@ class _WatchedLib:
             "vkBeginCommandBuffer",
             "vkEndCommandBuffer",
             "vkAllocateCommandBuffers",
+            "vkResetCommandPool",
             "vkDestroyCommandPool",
         ):
             setattr(self, name, getattr(self, "_" + name)(getattr(real, name)))
@@ -143,6 +145,17 @@ class _WatchedLib:
 
         return allocate
 
+    def _vkResetCommandPool(self, fn: Callable[..., int]) -> Callable[..., int]:
+        w = self._w
+
+        def reset(device: Any, pool: Any, flags: int) -> int:
+            key = w.key(pool)
+            if any(p == key and w.unfinished(cb) for cb, p in w.pool_of.items()):
+                w.violations.append(f"command pool {key:#x} reset while a submission of its buffer runs")
+            return fn(device, pool, flags)
+
+        return reset
+
     def _vkDestroyCommandPool(self, fn: Callable[..., None]) -> Callable[..., None]:
         w = self._w
 
@@ -158,21 +171,6 @@ class _WatchedLib:
             fn(device, pool, allocator)
 
         return destroy
-
-
-@pytest.fixture
-def watched(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Add, Watch]]:
-    slangrt.device()  # (the shared default device keeps the real module)
-    watch = Watch(_vk.vk())
-    monkeypatch.setattr(_vk, "_module", watch)
-    dev = open_device(20.0)
-    watch.queue = dev.parts.queue
-    add = Add(dev)
-    add.call()  # the plan
-    dev.synchronize()
-    yield add, watch
-    dev.close()
-    assert not watch.violations, watch.violations[:5]
 
 
 @pytest.fixture
@@ -330,69 +328,3 @@ def test_a_kernel_closed_while_another_thread_repeats_its_call(
         dev.synchronize()
         assert not watch.violations, watch.violations[:5]
         np.testing.assert_array_equal(add.a.numpy(), np.full(N, len(made), np.float32))
-
-
-def _interrupt_once(watch: Watch, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The next vkQueueSubmit is made, then raises KeyboardInterrupt as it returns (where a
-    signal that came during the call is raised)."""
-    real = watch.lib.vkQueueSubmit
-    hits: list[int] = []
-
-    def interrupted(*args: Any) -> int:
-        result = real(*args)
-        if not hits:
-            hits.append(1)
-            raise KeyboardInterrupt
-        return int(result)
-
-    monkeypatch.setattr(watch.lib, "vkQueueSubmit", interrupted)
-    return hits
-
-
-def test_an_interrupt_as_the_submission_returns_leaves_its_serial_given_out(
-    watched: tuple[Add, Watch], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Else the next submission signals the same value, and a wait for it returns as soon as
-    # the interrupted one is done.
-    add, watch = watched
-    q = add.queue
-    plan = add.kernel._plans[0]
-    add.call()
-    before = q.submitted
-    hits = _interrupt_once(watch, monkeypatch)
-    with pytest.raises(KeyboardInterrupt):
-        add.call()
-    assert hits == [1]
-    assert q.submitted == q.flushed == before + 1
-    assert plan.cached[0].serial == before + 1 and add.a._alloc.last_use == before + 1
-    add.call()
-    assert q.submitted == before + 2
-    add.dev.synchronize()
-    assert not watch.violations, watch.violations[:5]
-    np.testing.assert_array_equal(add.a.numpy(), np.full(N, 4, np.float32))
-
-
-def test_an_interrupt_as_a_flush_returns_leaves_its_serials_given_out(
-    watched: tuple[Add, Watch], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    watch = watched[1]
-    dev = open_device(LONG_US)  # (through the watch too) every call of a burst kept
-    try:
-        watch.queue = q = dev.parts.queue
-        add = Add(dev)
-        add.call()
-        add.quiet()
-        for _ in range(3):
-            add.call()  # the first submitted at once, the others kept
-        assert len(q._kept) == 2
-        hits = _interrupt_once(watch, monkeypatch)
-        with pytest.raises(KeyboardInterrupt):
-            dev.synchronize()  # flushes the two kept calls in one submission
-        assert hits == [1] and not q._kept and q.flushed == q.submitted
-        add.call()
-        add.call()
-        dev.synchronize()
-        assert not watch.violations, watch.violations[:5]
-        np.testing.assert_array_equal(add.a.numpy(), np.full(N, 6, np.float32))
-    finally:
-        dev.close()
