@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from slangrt import BindingSpec
@@ -65,3 +67,23 @@ def has_vulkan_device() -> bool:
         except subprocess.TimeoutExpired:
             _device_ok = False
     return _device_ok
+
+
+def run_threads(*targets: Callable[[], None], timeout: float = 120.0) -> None:
+    """Run each target in a thread of its own; fail if one is still running after ``timeout``
+    seconds (stuck) or raised (its first error is raised here)."""
+    errors: list[BaseException] = []
+
+    def run(fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(fn,)) for fn in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+        assert not t.is_alive(), "a thread is stuck"
+    assert not errors, errors[0]

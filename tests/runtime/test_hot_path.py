@@ -14,14 +14,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 import slangrt
 import test_submit
-from rt_helpers import has_vulkan_device
+from rt_helpers import has_vulkan_device, run_threads
 from test_submit import GRID, N, open_device
 
 pytestmark = [
@@ -206,23 +206,16 @@ def test_threads_repeating_their_calls_with_waits(add: Add) -> None:
         m.dev, m.queue, m.kernel = add.dev, add.queue, add.kernel
         m.a, m.b, m.n = add.tensor(np.zeros(N, np.float32)), add.b, add.n
         m.buffers = {0: m.a, 1: m.b, 2: m.n}
-    errors: list[BaseException] = []
 
-    def run(m: Add) -> None:
-        try:
+    def repeat(m: Add) -> Callable[[], None]:
+        def run() -> None:
             for _ in range(calls):
                 m.call()
                 m.dev.synchronize()
-        except BaseException as exc:
-            errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(m,)) for m in mine]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-        assert not t.is_alive(), "a thread is stuck"
-    assert not errors, errors[0]
+        return run
+
+    run_threads(*(repeat(m) for m in mine), timeout=60)
     q = add.queue
     add.dev.synchronize()
     assert q.flushed == q.submitted == q.completed

@@ -9,7 +9,6 @@ submission of it is not known to be finished, and every submission signals a hig
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import has_vulkan_device
+from rt_helpers import has_vulkan_device, run_threads
 from slangrt import _pipeline
 from test_hot_path import Add
 from test_submit import GRID, N
@@ -182,24 +181,6 @@ def fine_switching() -> Iterator[None]:
     sys.setswitchinterval(old)
 
 
-def _run(*targets: Callable[[], None]) -> None:
-    errors: list[BaseException] = []
-
-    def run(fn: Callable[[], None]) -> None:
-        try:
-            fn()
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(fn,)) for fn in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-        assert not t.is_alive(), "a thread is stuck"
-    assert not errors, errors[0]
-
-
 def _count_records(add: Add, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The times a call's plan found its command buffer retired (evicted from the kernel's cache)
     and recorded it again under the kernel's lock, counted."""
@@ -281,7 +262,7 @@ def test_repeated_calls_while_other_threads_evict_their_command_buffers(
 
         return run
 
-    _run(repeat(mine[0], 1), repeat(mine[1], 7), repeat(mine[2], 1000))
+    run_threads(repeat(mine[0], 1), repeat(mine[1], 7), repeat(mine[2], 1000))
     add.dev.synchronize()
     assert not watch.violations, watch.violations[:5]
     assert taken, "no call found its command buffer retired"
@@ -324,7 +305,7 @@ def test_a_kernel_closed_while_another_thread_repeats_its_call(
                 time.sleep(0.0001)
             add.kernel.close()
 
-        _run(repeat, close)
+        run_threads(repeat, close)
         dev.synchronize()
         assert not watch.violations, watch.violations[:5]
         np.testing.assert_array_equal(add.a.numpy(), np.full(N, len(made), np.float32))
