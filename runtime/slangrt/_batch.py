@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -221,8 +221,9 @@ class Batches:
             },
         )
 
-    def submit(self, key: Any, ops: list[Op], templates: dict[int, Any]) -> int:
-        """Submit ``ops`` (recorded now, or replayed if ``key`` was recorded recently)."""
+    def submit(self, key: Any, ops: list[Op], templates: dict[int, Any], uses: Sequence[Allocation]) -> int:
+        """Submit ``ops`` (recorded now, or replayed if ``key`` was recorded recently); the
+        allocations in ``uses`` get its serial as ``last_use`` (see ``Queue.submit``)."""
         core = self._core
         lib = _vk.vk().lib
         with self._lock:
@@ -243,7 +244,7 @@ class Batches:
                 core.barrier_after_compute(program.cb)
                 _vk.check(lib.vkEndCommandBuffer(program.cb), "recording a batch")
                 self._items[key] = program
-            return self.queue.submit(program.command_buffers, "a batch of dispatches", program)
+            return self.queue.submit(program.command_buffers, "a batch of dispatches", program, uses)
 
     def destroy(self) -> None:
         vk = _vk.vk()
@@ -360,9 +361,9 @@ class Recorder:
         self.ops, self.keys, self.allocs, self.profiled, self.count = [], [], [], False, 0
         try:
             if profiled:
-                serial = self._submit_timed(ops)
+                serial = self._submit_timed(ops, allocs)
             else:
-                serial = batches.submit(tuple(keys), ops, self._templates)
+                serial = batches.submit(tuple(keys), ops, self._templates, allocs)
         except BaseException:
             for a in allocs:
                 if a.last_use == PENDING:
@@ -370,12 +371,10 @@ class Recorder:
             # Memory freed while the batch was open goes back now, not at some later batch.
             batches.memory.batch_submitted()
             raise
-        for a in allocs:
-            a.last_use = serial
         batches.memory.batch_submitted()
         return serial
 
-    def _submit_timed(self, ops: list[Op]) -> int:
+    def _submit_timed(self, ops: list[Op], uses: Sequence[Allocation]) -> int:
         batches = self.batches
         core = self.core
         if core.timestamp_bits == 0:
@@ -410,7 +409,7 @@ class Recorder:
             entries = record_ops(core, ctx.cb, ops, self._templates, (ctx.queries, 0), sets)
             core.barrier_after_compute(ctx.cb)
             _vk.check(vk.lib.vkEndCommandBuffer(ctx.cb), "recording a batch")
-            serial = batches.queue.submit(ctx.command_buffers, "profiled dispatches", ctx)
+            serial = batches.queue.submit(ctx.command_buffers, "profiled dispatches", ctx, uses)
         except BaseException:
             if ctx.serial:  # the driver has it (a KeyboardInterrupt raised as the call returned)
                 batches.descriptors.free_after(sets, ctx.serial)

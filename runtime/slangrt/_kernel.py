@@ -176,13 +176,12 @@ class Kernel(ArgumentChecks):
         written binding (later work that uses them waits for this kernel).
         Arguments are checked before anything is submitted.
         """
-        if self._plans and push is None and not refs:
+        if self._plans and push is None and not refs and not self._closed:
             # The hot path, inline: the plan of a recent call with these very arguments (the same
             # tensors, packed params and grid: its checks passed, nothing they depend on changed)
-            # is submitted without the kernel's lock (Queue.submit_kernel: unless its command
-            # buffer was recorded again or freed meanwhile), or kept by this thread's open batch.
-            # Anything else (a device gone bad, a step being recorded) takes the full path: it
-            # raises or records. (close() empties the plans.)
+            # is submitted without the kernel's lock (Queue.submit_kernel, unless its command
+            # buffer was retired), or kept by this thread's open batch. Anything else (a device
+            # gone bad, a step being recorded) takes the full path: it raises or records.
             found = None
             n = len(buffers)
             for plan in self._plans:
@@ -221,11 +220,14 @@ class Kernel(ArgumentChecks):
         self._dispatch(buffers, grid, push, refs)
 
     def _submit_plan(self, plan: _Plan) -> None:
-        # The hot path's submission under the kernel's lock: it records the plan's command
-        # buffer again where it was retired (and keeps it for the plan's next call).
+        # The hot path's submission under the kernel's lock: the plan's command buffer recorded
+        # again where it was retired (and kept for the plan's next call).
         with self._lock:
             if self._closed:
                 raise SlangRTError(f"kernel {self.name!r} is closed")
+            core = plan.core
+            if core.closed or core.lost:  # (before recording on a device that is gone)
+                core.check_usable()
             plan.state.submit(plan.allocs, None, plan.dims, None, None, plan.variant, plan.cached)
 
     def _dispatch(
@@ -482,6 +484,8 @@ class Kernel(ArgumentChecks):
         self._plans = []
         if self._finalizer is not None:
             with self._lock:
+                if self._state is not None and self._finalizer.alive:
+                    self._state.retire_all()  # (a call in another thread may be submitting one)
                 self._finalizer()
 
     def __enter__(self) -> Kernel:
@@ -521,14 +525,8 @@ class Kernel(ArgumentChecks):
                 if isinstance(found, Pipeline):
                     pipeline = found
                 else:
-                    pipeline = Pipeline(
-                        core,
-                        self._spirv,
-                        self.entry,
-                        self.bindings,
-                        self._push_range,
-                        f"kernel {self.name!r}",
-                    )
+                    what = f"kernel {self.name!r}"
+                    pipeline = Pipeline(core, self._spirv, self.entry, self.bindings, self._push_range, what)
                     core.pipelines[self._pipeline_key] = pipeline
             state = KernelState(
                 core,

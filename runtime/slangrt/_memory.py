@@ -454,7 +454,7 @@ class Memory:
         lib, ffi = vk.lib, vk.ffi
         n = arr.size
         imports: list[tuple[Any, Any]] = []
-        serial = staged = 0
+        serial = 0
         done = False
         try:
             for start in range(0, n, IMPORT_CHUNK):
@@ -467,7 +467,6 @@ class Memory:
                     # Rare: a later piece refused. Stage it.
                     if upload:
                         self._write_staged(alloc, start, part)
-                        staged = max(staged, alloc.last_use)
                     else:
                         self._read_staged(alloc, start, part)
                     continue
@@ -482,9 +481,7 @@ class Memory:
                         alloc.buffer, alloc.offset + start, buffer, offset, part.size, "a download", (alloc,)
                     )
             self._queue.wait(serial, "a zero-copy transfer")
-            done = True
-            if upload:
-                alloc.last_use = max(serial, staged)
+            done = True  # (alloc.last_use: each copy's serial, set as it was submitted)
             return True
         finally:
             if imports and not done:

@@ -355,8 +355,16 @@ class KernelState:
         if alloc is not None:
             alloc.release()
 
+    def retire_all(self) -> None:
+        """Take every command buffer out of use (``Queue.retire``), before :meth:`free`."""
+        for variant in list(self.variants.values()):
+            self.queue.retire(variant)
+
     def free(self) -> None:
-        """Free what the kernel owns (the pipeline belongs to the device)."""
+        """Free what the kernel owns (the pipeline belongs to the device). Also the kernel's
+        finalizer, which the garbage collector may run anywhere, even in a thread that holds the
+        queue's lock: so no lock of the queue is taken here (no call can be submitting the
+        kernel's command buffers then; ``Kernel.close()`` retires them first)."""
         core = self.core
         for alloc in self.scratch.values():
             alloc.release()
@@ -364,7 +372,7 @@ class KernelState:
         variants = list(self.variants.values())
         self.variants.clear()
         for variant in variants:
-            self.queue.retire(variant)  # no repeated call submits it any more
+            variant.key = None
         with core.kernel_pools_lock:
             owned = self.pool in core.kernel_pools
             core.kernel_pools.discard(self.pool)

@@ -86,21 +86,7 @@ class Queue:
         self.timeout_ns = timeout_ns
         self.spin_s = spin_s
         self.delay_s = delay_s
-        type_info = ffi.new(
-            "VkSemaphoreTypeCreateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
-                "semaphoreType": vk.VK_SEMAPHORE_TYPE_TIMELINE,
-                "initialValue": 0,
-            },
-        )
-        info = ffi.new(
-            "VkSemaphoreCreateInfo*",
-            {"sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, "pNext": type_info},
-        )
-        out = ffi.new("VkSemaphore*")
-        _vk.check(self._lib.vkCreateSemaphore(handle, info, ffi.NULL, out), "creating the timeline semaphore")
-        self.semaphore: Any = out[0]
+        self.semaphore: Any = _vk.create_timeline_semaphore(handle)
         self._semaphores = ffi.new("VkSemaphore[1]", [self.semaphore])
         # One submit info, refilled under the lock for every submission (its command buffers
         # pointer set to the caller's array), and the arrays it points into.
@@ -229,12 +215,13 @@ class Queue:
             self.submitted = self.flushed = serial
             _used(owner, uses, serial)
             raise
+        if not result:  # (before any other call, where a signal's exception could be raised too)
+            self.submitted = self.flushed = serial
+            _used(owner, uses, serial)
         self._quiet_since = _clock()
         self.flushes += 1
         if result:
             self._fail(result, f"submitting {what}")
-        self.submitted = self.flushed = serial
-        _used(owner, uses, serial)
         return serial
 
     def _keep_in_burst(self, variant: Any, key: Any, uses: Sequence[Any], what: str, now: float) -> int:
@@ -278,29 +265,38 @@ class Queue:
         self._flusher = threading.get_ident()
         try:
             while True:
-                with self._lock:
-                    kept, owners, whats = self._kept, self._kept_owners, self._kept_what
-                    if not kept:
-                        return
-                    if len(kept) > _KEEP_MAX:  # other threads kept more meanwhile
-                        self._kept, self._kept_owners = kept[_KEEP_MAX:], owners[_KEEP_MAX:]
-                        self._kept_what = whats[_KEEP_MAX:]
-                        kept, owners, whats = kept[:_KEEP_MAX], owners[:_KEEP_MAX], whats[:_KEEP_MAX]
-                    else:
-                        self._kept, self._kept_owners, self._kept_what = [], [], []
-                first = self.flushed + 1
-                n = len(kept)
-                last = first + n - 1
-                if self._many is None:
-                    self._many = _vk.timeline_submits(self._semaphores, _KEEP_MAX)
-                infos, cbs, values, _ = self._many
-                cbs[0:n] = kept
-                values[0:n] = range(first, last + 1)
+                taken = called = False
                 try:
+                    with self._lock:
+                        kept, owners, whats = self._kept, self._kept_owners, self._kept_what
+                        if not kept:
+                            return
+                        if len(kept) > _KEEP_MAX:  # other threads kept more meanwhile
+                            self._kept, self._kept_owners = kept[_KEEP_MAX:], owners[_KEEP_MAX:]
+                            self._kept_what = whats[_KEEP_MAX:]
+                            kept, owners, whats = kept[:_KEEP_MAX], owners[:_KEEP_MAX], whats[:_KEEP_MAX]
+                        else:
+                            self._kept, self._kept_owners, self._kept_what = [], [], []
+                        taken = True
+                    first = self.flushed + 1
+                    n = len(kept)
+                    last = first + n - 1
+                    if self._many is None:
+                        self._many = _vk.timeline_submits(self._semaphores, _KEEP_MAX)
+                    infos, cbs, values, _ = self._many
+                    cbs[0:n] = kept
+                    values[0:n] = range(first, last + 1)
+                    called = True  # (no check point for a signal from here into the call)
                     result = self._lib.vkQueueSubmit(self._queue, n, infos, self._null)
-                except BaseException:  # raised as the call returned: see _submit_one
-                    self.flushed = last
+                except BaseException:  # a KeyboardInterrupt, say
+                    if called:  # raised as the call returned (see _submit_one): the driver has them
+                        self.flushed = last
+                    elif taken:  # before the call: they go back, first in line
+                        with self._lock:
+                            self._kept[:0], self._kept_owners[:0], self._kept_what[:0] = kept, owners, whats
                     raise
+                if not result:
+                    self.flushed = last
                 self._quiet_since = _clock()
                 self.flushes += 1
                 if result:
@@ -326,7 +322,6 @@ class Queue:
                         if not stash:
                             raise
                         return
-                self.flushed = last
                 del owners  # the driver has the command buffers now
         finally:
             self._flusher = 0

@@ -163,3 +163,23 @@ def timeline_submits(semaphores: Any, n: int) -> tuple[Any, Any, Any, Any]:
         info.signalSemaphoreCount = 1
         info.pSignalSemaphores = semaphores
     return infos, cbs, values, timelines
+
+
+def create_timeline_semaphore(device: Any) -> Any:
+    """A timeline semaphore of ``device``, at 0."""
+    v = vk()
+    ffi = v.ffi
+    type_info = ffi.new(
+        "VkSemaphoreTypeCreateInfo*",
+        {
+            "sType": v.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+            "semaphoreType": v.VK_SEMAPHORE_TYPE_TIMELINE,
+            "initialValue": 0,
+        },
+    )
+    info = ffi.new(
+        "VkSemaphoreCreateInfo*", {"sType": v.VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, "pNext": type_info}
+    )
+    out = ffi.new("VkSemaphore*")
+    check(v.lib.vkCreateSemaphore(device, info, ffi.NULL, out), "creating the timeline semaphore")
+    return out[0]

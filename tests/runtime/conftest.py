@@ -57,6 +57,8 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Add, Watch]]:
     add = Add(dev)
     add.call()  # the plan
     dev.synchronize()
-    yield add, watch
-    dev.close()
-    assert not watch.violations, watch.violations[:5]
+    try:
+        yield add, watch
+        dev.close()
+    finally:
+        assert not watch.violations, watch.violations[:5]

@@ -80,7 +80,8 @@ def run_threads(*targets: Callable[[], None], timeout: float = 120.0) -> None:
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(fn,)) for fn in targets]
+    threads = [threading.Thread(target=run, args=(fn,), daemon=True) for fn in targets]  # (a stuck one
+    # must not keep the test process from ending)
     for t in threads:
         t.start()
     for t in threads:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import has_vulkan_device
+from slangrt import _vk
 from test_hot_path import Add
 from test_retire import Watch
 from test_submit import LONG_US, N, open_device
@@ -161,3 +162,39 @@ def test_an_interrupted_batch_replay_and_profile(
     add.dev.synchronize()
     assert not watch.violations, watch.violations[:5]
     np.testing.assert_array_equal(add.a.numpy(), np.full(N, 7, np.float32))
+
+
+def test_an_interrupt_before_a_flush_reaches_the_driver_leaves_its_calls_kept(
+    watched: tuple[Add, Watch], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between taking the kept calls (perhaps other threads') and the driver call: they go back,
+    # first in line, and the next wait submits them (else they never run and waits time out).
+    watch = watched[1]
+    dev = open_device(LONG_US)
+    try:
+        watch.queue = q = dev.parts.queue
+        add = Add(dev)
+        add.call()
+        add.quiet()
+        for _ in range(3):
+            add.call()  # the first submitted at once, the others kept
+        assert len(q._kept) == 2
+        q._many = None  # made again by the flush: where the interrupt comes
+        real = _vk.timeline_submits
+        hits: list[int] = []
+
+        def interrupted(*args: Any) -> Any:
+            if not hits:
+                hits.append(1)
+                raise KeyboardInterrupt
+            return real(*args)
+
+        monkeypatch.setattr(_vk, "timeline_submits", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            dev.synchronize()
+        assert hits == [1] and len(q._kept) == 2 and q.flushed == q.submitted - 2
+        dev.synchronize(timeout=10)
+        assert not watch.violations, watch.violations[:5]
+        np.testing.assert_array_equal(add.a.numpy(), np.full(N, 4, np.float32))
+    finally:
+        dev.close()

@@ -11,12 +11,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import has_vulkan_device, run_threads
+from rt_helpers import has_vulkan_device, run_python, run_threads
 from slangrt import _pipeline
 from test_hot_path import Add
 from test_submit import GRID, N
@@ -102,8 +103,10 @@ class _WatchedLib:
         w = self._w
 
         def reset(cb: Any, flags: int) -> int:
-            if w.unfinished(w.key(cb)):
-                w.violations.append(f"command buffer {w.key(cb):#x} reset while a submission of it runs")
+            key = w.key(cb)
+            if w.unfinished(key):
+                w.violations.append(f"command buffer {key:#x} reset while a submission of it runs")
+            w.recording.add(key)  # (not to be submitted until it is recorded again)
             time.sleep(0)
             return fn(cb, flags)
 
@@ -309,3 +312,70 @@ def test_a_kernel_closed_while_another_thread_repeats_its_call(
         dev.synchronize()
         assert not watch.violations, watch.violations[:5]
         np.testing.assert_array_equal(add.a.numpy(), np.full(N, len(made), np.float32))
+
+
+def test_a_call_on_a_closed_device_whose_command_buffer_was_evicted_raises() -> None:
+    # The plan of the first call (made by the full path) finds its command buffer evicted by
+    # the next two: it would record one again, on a device that is gone. In a process of its
+    # own: that used to abort the interpreter.
+    code = f"""
+import sys
+import threading
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+import numpy as np, slangrt
+from slangrt import _pipeline, _settings
+from rt_helpers import ADD_BINDINGS, spirv
+_pipeline.MAX_VARIANTS = 2
+with _settings.overridden(submit_delay_us=20.0):
+    dev = slangrt.Device(slangrt.device().info.index)
+k = slangrt.Kernel(spirv("add"), "add", ADD_BINDINGS, (64, 1, 1), device=dev, name="add")
+n = slangrt.Tensor.from_numpy(np.array([1000], np.uint32), device=dev)
+b = slangrt.Tensor.from_numpy(np.ones(1000, np.float32), device=dev)
+ts = [slangrt.Tensor.from_numpy(np.zeros(1000, np.float32), device=dev) for _ in range(3)]
+for t in ts:
+    k.dispatch({{0: t, 1: b, 2: n}}, (16, 1, 1))
+dev.close()
+try:
+    k.dispatch({{0: ts[0], 1: b, 2: n}}, (16, 1, 1))
+except slangrt.SlangRTError as exc:
+    print("raised:", exc)
+"""
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "raised:" in proc.stdout and "closed" in proc.stdout, proc.stdout
+
+
+def test_a_kernel_collected_in_a_thread_that_holds_the_queues_lock() -> None:
+    # The garbage collector runs a kernel's finalizer wherever the thread is: inside a
+    # submission too, with the queue's lock held. The finalizer must not take that lock. (In a
+    # process of its own: a thread stuck on that lock would hang this one at exit.)
+    code = f"""
+import os, sys, threading
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+import numpy as np, slangrt
+from slangrt import _settings
+from rt_helpers import ADD_BINDINGS, spirv
+with _settings.overridden(submit_delay_us=20.0):
+    dev = slangrt.Device(slangrt.device().info.index)
+k = slangrt.Kernel(spirv("add"), "add", ADD_BINDINGS, (64, 1, 1), device=dev, name="add")
+n = slangrt.Tensor.from_numpy(np.array([1000], np.uint32), device=dev)
+a, b = (slangrt.Tensor.from_numpy(np.full(1000, v, np.float32), device=dev) for v in (0, 1))
+k.dispatch({{0: a, 1: b, 2: n}}, (16, 1, 1))
+dev.synchronize()
+finalizer, q = k._finalizer, dev.parts.queue
+done = threading.Event()
+
+def collect():
+    with q._lock:  # as a collection started by an allocation in Queue._keep would
+        finalizer()
+    done.set()
+
+threading.Thread(target=collect, daemon=True).start()
+print("collected" if done.wait(10) else "stuck", flush=True)
+os._exit(0)
+"""
+    proc = run_python(code, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "collected", (
+        "the kernel's finalizer waits for the queue's lock its own thread holds"
+    )
