@@ -484,9 +484,9 @@ class Kernel(ArgumentChecks):
         self._plans = []
         if self._finalizer is not None:
             with self._lock:
-                if self._state is not None and self._finalizer.alive:
+                if self._finalizer.detach() is not None and self._state is not None:
                     self._state.retire_all()  # (a call in another thread may be submitting one)
-                self._finalizer()
+                    self._state.free(wait=True)
 
     def __enter__(self) -> Kernel:
         return self

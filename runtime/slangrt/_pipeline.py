@@ -360,12 +360,13 @@ class KernelState:
         for variant in list(self.variants.values()):
             self.queue.retire(variant)
 
-    def free(self) -> None:
-        """Free what the kernel owns (the pipeline belongs to the device). Also the kernel's
+    def free(self, wait: bool = False) -> None:
+        """Free what the kernel owns (the pipeline belongs to the device) once the work submitted
+        so far is done: waiting for it with ``wait`` (``Kernel.close()``, which retires the
+        command buffers first), else later (``Queue.defer``). Without ``wait`` it is the kernel's
         finalizer, which the garbage collector may run anywhere, even in a thread that holds the
-        queue's lock: so no lock of the queue is taken here (no call can be submitting the
-        kernel's command buffers then; ``Kernel.close()`` retires them first)."""
-        core = self.core
+        queue's locks: so it takes none of them and waits for nothing (no call can be submitting
+        the kernel's command buffers then)."""
         for alloc in self.scratch.values():
             alloc.release()
         self.scratch.clear()
@@ -373,16 +374,23 @@ class KernelState:
         self.variants.clear()
         for variant in variants:
             variant.key = None
+        if not wait:
+            self.queue.defer(self.queue.submitted, lambda: self._destroy(variants))
+            return
+        try:
+            self.queue.wait_idle("closing a kernel")
+        except Exception:
+            return  # (the pool goes with the device)
+        self._destroy(variants)
+
+    def _destroy(self, variants: list[Variant]) -> None:
+        # free(), once the kernel's work is done: its descriptor sets and command pool.
+        core = self.core
         with core.kernel_pools_lock:
             owned = self.pool in core.kernel_pools
             core.kernel_pools.discard(self.pool)
         if owned and core.alive:
             vk = _vk.vk()
-            # Its command buffers may still be pending: wait for the work submitted so far.
-            try:
-                self.queue.wait_idle("closing a kernel")
-            except Exception:
-                return  # leave the pool to vkDestroyDevice
             for variant in variants:
                 self.descriptors.free(variant.sets)
             vk.lib.vkDestroyCommandPool(core.handle, self.pool, vk.ffi.NULL)

@@ -347,22 +347,25 @@ except slangrt.SlangRTError as exc:
 
 def test_a_kernel_collected_in_a_thread_that_holds_the_queues_lock() -> None:
     # The garbage collector runs a kernel's finalizer wherever the thread is: inside a
-    # submission too, with the queue's lock held. The finalizer must not take that lock. (In a
-    # process of its own: a thread stuck on that lock would hang this one at exit.)
+    # submission too, with the queue's lock held, and calls of the kernel kept. The finalizer
+    # takes no lock of the queue and waits for nothing: the kernel's command pool goes once its
+    # work is done. (In a process of its own: a thread stuck on that lock would hang this one.)
     code = f"""
 import os, sys, threading
 sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
 import numpy as np, slangrt
 from slangrt import _settings
 from rt_helpers import ADD_BINDINGS, spirv
-with _settings.overridden(submit_delay_us=20.0):
+with _settings.overridden(submit_delay_us=30e6):  # every call of a burst kept until a wait
     dev = slangrt.Device(slangrt.device().info.index)
 k = slangrt.Kernel(spirv("add"), "add", ADD_BINDINGS, (64, 1, 1), device=dev, name="add")
 n = slangrt.Tensor.from_numpy(np.array([1000], np.uint32), device=dev)
 a, b = (slangrt.Tensor.from_numpy(np.full(1000, v, np.float32), device=dev) for v in (0, 1))
-k.dispatch({{0: a, 1: b, 2: n}}, (16, 1, 1))
-dev.synchronize()
-finalizer, q = k._finalizer, dev.parts.queue
+for _ in range(3):
+    k.dispatch({{0: a, 1: b, 2: n}}, (16, 1, 1))
+q, core, pool = dev.parts.queue, dev._core, k._state.pool
+assert q._kept, "no call kept"
+finalizer = k._finalizer
 done = threading.Event()
 
 def collect():
@@ -372,10 +375,11 @@ def collect():
 
 threading.Thread(target=collect, daemon=True).start()
 print("collected" if done.wait(10) else "stuck", flush=True)
+if done.is_set():
+    dev.synchronize()
+    print("destroyed" if pool not in core.kernel_pools else "kept", a.numpy()[0], flush=True)
 os._exit(0)
 """
     proc = run_python(code, timeout=60)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip() == "collected", (
-        "the kernel's finalizer waits for the queue's lock its own thread holds"
-    )
+    assert proc.stdout.split() == ["collected", "destroyed", "3.0"], proc.stdout
