@@ -62,35 +62,47 @@ def test_an_interrupt_as_the_submission_returns_leaves_its_serial_given_out(
     assert plan.cached[0].serial == before + 1 and add.a._alloc.last_use == before + 1
     add.call()
     assert q.submitted == before + 2
-    add.dev.synchronize()
-    assert not watch.violations, watch.violations[:5]
-    np.testing.assert_array_equal(add.a.numpy(), np.full(N, 4, np.float32))
+    _done(add, watch, 4)
 
 
-def test_an_interrupt_as_a_flush_returns_leaves_its_serials_given_out(
-    watched: tuple[Add, Watch], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def burst(watched: tuple[Add, Watch]) -> Iterator[tuple[Add, Watch]]:
+    """``a += b`` on a device of its own (through the watch) that keeps every call of a burst
+    until a wait: one call made and waited for, then three, of which the last two are kept."""
     watch = watched[1]
-    dev = open_device(LONG_US)  # (through the watch too) every call of a burst kept
+    dev = open_device(LONG_US)
     try:
-        watch.queue = q = dev.parts.queue
+        watch.queue = dev.parts.queue
         add = Add(dev)
         add.call()
         add.quiet()
         for _ in range(3):
             add.call()  # the first submitted at once, the others kept
-        assert len(q._kept) == 2
-        hits = _interrupt_once(watch, monkeypatch)
-        with pytest.raises(KeyboardInterrupt):
-            dev.synchronize()  # flushes the two kept calls in one submission
-        assert hits == [1] and not q._kept and q.flushed == q.submitted
-        add.call()
-        add.call()
-        dev.synchronize()
-        assert not watch.violations, watch.violations[:5]
-        np.testing.assert_array_equal(add.a.numpy(), np.full(N, 6, np.float32))
+        assert len(add.queue._kept) == 2
+        yield add, watch
     finally:
         dev.close()
+
+
+def _done(add: Add, watch: Watch, calls: int) -> None:
+    """Everything finished, nothing wrong seen at the driver, ``calls`` calls of ``a += b`` made."""
+    add.dev.synchronize()
+    assert not watch.violations, watch.violations[:5]
+    np.testing.assert_array_equal(add.a.numpy(), np.full(N, calls, np.float32))
+
+
+def test_an_interrupt_as_a_flush_returns_leaves_its_serials_given_out(
+    burst: tuple[Add, Watch], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add, watch = burst
+    q = add.queue
+    hits = _interrupt_once(watch, monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        add.dev.synchronize()  # flushes the two kept calls in one submission
+    assert hits == [1] and not q._kept and q.flushed == q.submitted
+    add.call()
+    add.call()
+    _done(add, watch, 6)
 
 
 @pytest.fixture
@@ -159,42 +171,29 @@ def test_an_interrupted_batch_replay_and_profile(
     with slangrt.profile() as p:  # another one-off command buffer: that one may still run
         add.call()
     assert [r.kernel for r in p.records] == ["add"]
-    add.dev.synchronize()
-    assert not watch.violations, watch.violations[:5]
-    np.testing.assert_array_equal(add.a.numpy(), np.full(N, 7, np.float32))
+    _done(add, watch, 7)
 
 
 def test_an_interrupt_before_a_flush_reaches_the_driver_leaves_its_calls_kept(
-    watched: tuple[Add, Watch], monkeypatch: pytest.MonkeyPatch
+    burst: tuple[Add, Watch], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Between taking the kept calls (perhaps other threads') and the driver call: they go back,
     # first in line, and the next wait submits them (else they never run and waits time out).
-    watch = watched[1]
-    dev = open_device(LONG_US)
-    try:
-        watch.queue = q = dev.parts.queue
-        add = Add(dev)
-        add.call()
-        add.quiet()
-        for _ in range(3):
-            add.call()  # the first submitted at once, the others kept
-        assert len(q._kept) == 2
-        q._many = None  # made again by the flush: where the interrupt comes
-        real = _vk.timeline_submits
-        hits: list[int] = []
+    add, watch = burst
+    q = add.queue
+    q._many = None  # made again by the flush: where the interrupt comes
+    real = _vk.timeline_submits
+    hits: list[int] = []
 
-        def interrupted(*args: Any) -> Any:
-            if not hits:
-                hits.append(1)
-                raise KeyboardInterrupt
-            return real(*args)
+    def interrupted(*args: Any) -> Any:
+        if not hits:
+            hits.append(1)
+            raise KeyboardInterrupt
+        return real(*args)
 
-        monkeypatch.setattr(_vk, "timeline_submits", interrupted)
-        with pytest.raises(KeyboardInterrupt):
-            dev.synchronize()
-        assert hits == [1] and len(q._kept) == 2 and q.flushed == q.submitted - 2
-        dev.synchronize(timeout=10)
-        assert not watch.violations, watch.violations[:5]
-        np.testing.assert_array_equal(add.a.numpy(), np.full(N, 4, np.float32))
-    finally:
-        dev.close()
+    monkeypatch.setattr(_vk, "timeline_submits", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        add.dev.synchronize()
+    assert hits == [1] and len(q._kept) == 2 and q.flushed == q.submitted - 2
+    add.dev.synchronize(timeout=10)
+    _done(add, watch, 4)
