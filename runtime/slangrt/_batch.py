@@ -133,7 +133,7 @@ class _Timed:
             self.users -= 1
             last = self.users == 0
         if last:
-            self.batches.contexts.retire(self.ctx, self.serial)
+            self.batches.contexts.give_back(self.ctx)
 
 
 class Profile:
@@ -419,7 +419,7 @@ class Recorder:
             raise
         batches.descriptors.free_after(sets, serial)
         if not entries:
-            batches.contexts.retire(ctx, serial)
+            batches.contexts.give_back(ctx)
             return serial
         profiles: dict[int, tuple[Profile, list[tuple[str, tuple[int, int, int], int, int]]]] = {}
         for owners, name, grid, nbytes, q in entries:

@@ -98,11 +98,6 @@ class Contexts:
             else:
                 self._free.append(ctx)
 
-    def retire(self, ctx: Context, serial: int) -> None:
-        ctx.serial = serial
-        with self._lock:
-            self._in_flight.append(ctx)
-
     def destroy(self) -> None:
         with self._lock:
             contexts, self._all = self._all, []

@@ -485,7 +485,6 @@ class Kernel(ArgumentChecks):
         if self._finalizer is not None:
             with self._lock:
                 if self._finalizer.detach() is not None and self._state is not None:
-                    self._state.retire_all()  # (a call in another thread may be submitting one)
                     self._state.free(wait=True)
 
     def __enter__(self) -> Kernel:

@@ -355,25 +355,23 @@ class KernelState:
         if alloc is not None:
             alloc.release()
 
-    def retire_all(self) -> None:
-        """Take every command buffer out of use (``Queue.retire``), before :meth:`free`."""
-        for variant in list(self.variants.values()):
-            self.queue.retire(variant)
-
     def free(self, wait: bool = False) -> None:
         """Free what the kernel owns (the pipeline belongs to the device) once the work submitted
-        so far is done: waiting for it with ``wait`` (``Kernel.close()``, which retires the
-        command buffers first), else later (``Queue.defer``). Without ``wait`` it is the kernel's
-        finalizer, which the garbage collector may run anywhere, even in a thread that holds the
-        queue's locks: so it takes none of them and waits for nothing (no call can be submitting
-        the kernel's command buffers then)."""
+        so far is done: with ``wait`` (``Kernel.close()``) its command buffers are retired under
+        the queue's lock (another thread's call may be submitting one) and the work waited for;
+        without, later (``Queue.defer``). Without ``wait`` it is the kernel's finalizer, which the
+        garbage collector may run anywhere, even in a thread that holds the queue's locks: so it
+        takes none of them and waits for nothing (no call can be submitting one then)."""
         for alloc in self.scratch.values():
             alloc.release()
         self.scratch.clear()
         variants = list(self.variants.values())
         self.variants.clear()
         for variant in variants:
-            variant.key = None
+            if wait:
+                self.queue.retire(variant)
+            else:
+                variant.key = None
         if not wait:
             self.queue.defer(self.queue.submitted, lambda: self._destroy(variants))
             return
