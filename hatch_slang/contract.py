@@ -366,3 +366,20 @@ def _qualifier(text: str | None) -> tuple[str, ...] | None:
 def _tidy_prose(lines: list[str]) -> str:
     text = "\n".join(line.rstrip() for line in lines).strip("\n")
     return re.sub(r"\n{3,}", "\n\n", text)
+
+
+# `f<float>`, `f<float, 4>`, `f < half >`: an instance of a generic entry on an entries line.
+_INSTANCE = re.compile(r"`?(?P<name>[A-Za-z_]\w*)\s*<[^<>]*(?:<[^<>]*>[^<>]*)*>`?")
+
+
+def generic_instances(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each generic entry's instance that an entries line of ``source`` names
+    (``// slang-entries: f<float>``)."""
+    found: list[tuple[int, str]] = []
+    for number, text in leading_comment(source):
+        m = _ENTRIES.match(text)
+        if m is not None:
+            found += [
+                (number, re.sub(r"\s+", "", i.group(0).strip("`"))) for i in _INSTANCE.finditer(m["names"])
+            ]
+    return found

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from hatch_slang.contract import Contract, parse_contract
+from hatch_slang.contract import Contract, generic_instances, parse_contract
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
 from hatch_slang.expr import check_identifier
 from hatch_slang.settings import HookSettings, option_name
@@ -72,19 +72,20 @@ _NOT_A_TYPE = {"return", "if", "while", "for", "switch", "else", "case", "do", "
 _NOT_A_NAME = {"if", "while", "for", "switch", "return", "sizeof", "catch"}
 
 
-def _tokens(source: str) -> list[tuple[str, str]]:
-    """(kind, text) for each token of ``source``; kind is ``string``, ``ident``, ``number``, ``punct``."""
-    out: list[tuple[str, str]] = []
+def _tokens(source: str) -> list[tuple[str, str, int]]:
+    """(kind, text, offset) for each token of ``source``; kind is ``string``, ``ident``,
+    ``number``, ``punct``."""
+    out: list[tuple[str, str, int]] = []
     for m in _TOKEN.finditer(source):
         kind = m.lastgroup or "punct"
         if kind != "skip":
-            out.append((kind, m.group(kind)))
+            out.append((kind, m.group(kind), m.start()))
     return out
 
 
-def _close(tokens: list[tuple[str, str]], i: int) -> int:
+def _close(tokens: list[tuple[str, str, int]], i: int) -> int:
     """The index just past the bracket that closes the one at ``tokens[i]``."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
+    pairs = {"(": ")", "[": "]", "{": "}", "<": ">"}
     stack = [pairs[tokens[i][1]]]
     i += 1
     while i < len(tokens) and stack:
@@ -104,25 +105,57 @@ class _Function:
     compute: bool  # marked [shader("compute")]
     numthreads: bool  # has a [numthreads(...)] attribute
     stage: str = ""  # another stage it is marked for ([shader("vertex")])
+    generic: bool = False  # has type or value parameters (`f<T>(...)`, `__generic<T> ... f(...)`)
+    line: int | None = None  # where its name is
+
+
+def _angle_end(tokens: list[tuple[str, str, int]], i: int) -> int | None:
+    """The index just past the ``>`` that closes the ``<`` at ``tokens[i]`` (a generic's
+    parameters); None if a declaration ends or a body starts first."""
+    depth = 0
+    for k in range(i, len(tokens)):
+        kind, text, _ = tokens[k]
+        if kind != "punct":
+            continue
+        if text == "<":
+            depth += 1
+        elif text == ">":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        elif text in ";{}":
+            return None
+    return None
+
+
+def _parameters_at(tokens: list[tuple[str, str, int]], i: int) -> int | None:
+    """Where the parameter list of a function named at ``tokens[i]`` opens: right after the name,
+    or after its generic parameters (``f<T : IFloat, let N : int>(``); None if it is no function."""
+    if i + 1 >= len(tokens) or tokens[i + 1][1] not in ("(", "<"):
+        return None
+    if tokens[i + 1][1] == "(":
+        return i + 1
+    end = _angle_end(tokens, i + 1)
+    return end if end is not None and end < len(tokens) and tokens[end][1] == "(" else None
 
 
 def _functions(source: str) -> list[_Function]:
     """Functions defined in ``source``, with what their attributes say, in order of appearance."""
     tokens = _tokens(source)
     found: list[_Function] = []
-    compute = numthreads = False  # attributes seen since the last declaration ended
+    compute = numthreads = generic = False  # attributes seen since the last declaration ended
     other = ""
     i = 0
     while i < len(tokens):
-        kind, text = tokens[i]
+        kind, text, at = tokens[i]
         if text == "[" and kind == "punct":
             end = _close(tokens, i)
             inner = tokens[i + 1 : end - 1]
-            prev = tokens[i - 1] if i else ("punct", ";")
+            prev = tokens[i - 1] if i else ("punct", ";", 0)
             # `a[i]`, `f(x)[0]`: indexing, no attribute.
             indexing = (prev[0] in ("ident", "number") and prev[1] not in _NOT_A_TYPE) or prev[1] == ")"
             if not indexing and inner and inner[0][1] == "shader":
-                stage = next((t for k, t in inner if k == "string"), "")
+                stage = next((t for k, t, _ in inner if k == "string"), "")
                 compute = compute or stage.strip("\"'").strip() == "compute"
                 other = other or ("" if compute else stage.strip("\"'").strip())
             elif not indexing and inner and inner[0][1] == "numthreads":
@@ -130,19 +163,25 @@ def _functions(source: str) -> list[_Function]:
             i = end  # other attributes (`[[vk::binding(0)]]`...) say nothing about entry points
             continue
         if kind == "punct" and text in ";{}=":  # a declaration ended, or a body starts
-            compute = numthreads = False
+            compute = numthreads = generic = False
             other = ""
             i += 1
             continue
-        if kind == "ident" and i + 1 < len(tokens) and tokens[i + 1][1] == "(" and i > 0:
+        if text == "__generic" and i + 1 < len(tokens) and tokens[i + 1][1] == "<":
+            generic = True  # `__generic<T> void f(...)`
+            i = _angle_end(tokens, i + 1) or i + 1
+            continue
+        params = _parameters_at(tokens, i) if kind == "ident" and i > 0 else None
+        if params is not None:
             before = tokens[i - 1]
             is_definition = (before[0] == "ident" and before[1] not in _NOT_A_TYPE) or before[1] in (">", "]")
             if is_definition and text not in _NOT_A_NAME:
-                end = _close(tokens, i + 1)
+                end = _close(tokens, params)
                 after = tokens[end][1] if end < len(tokens) else ""
                 if after in ("{", ":", "throws", "->") or compute or numthreads or other:
-                    found.append(_Function(text, compute, numthreads, other))
-                    compute = numthreads = False
+                    line = source.count("\n", 0, at) + 1
+                    found.append(_Function(text, compute, numthreads, other, generic or params > i + 1, line))
+                    compute = numthreads = generic = False
                     other = ""
                 i = end
                 continue
@@ -156,9 +195,16 @@ def default_entries(rel: str, stem: str, source: str) -> tuple[str, ...]:
     Every function marked ``[shader("compute")]``; failing that, the one function with a
     ``[numthreads(...)]`` attribute; failing that, the function named after the file, ``main``
     or ``computeMain`` (the first of these that is defined). Comments, string literals and
-    preprocessor lines are not read. Otherwise a :class:`ShaderError` lists what was found.
+    preprocessor lines are not read. Otherwise a :class:`ShaderError` lists what was found. A
+    generic entry (``void f<T>(...)``) is a :class:`ShaderError` naming its line.
     """
     functions = _functions(source)
+    names = _pick_entries(rel, stem, functions)
+    refuse_generic(rel, functions, names)
+    return names
+
+
+def _pick_entries(rel: str, stem: str, functions: list[_Function]) -> tuple[str, ...]:
     marked = _unique(f.name for f in functions if f.compute)
     if marked:
         return marked
@@ -186,6 +232,33 @@ def default_entries(rel: str, stem: str, source: str) -> tuple[str, ...]:
         f"`{stem}`, `main` or `computeMain`"
     )
     raise ShaderError(rel, None, f"cannot tell the entry points ({found}); add `// slang-entries: ...`")
+
+
+def _generic(functions: list[_Function], name: str) -> _Function | None:
+    """The generic function an entry named ``name`` would be: one marked as an entry, or the
+    only kind of function of that name the file defines."""
+    same = [f for f in functions if f.name == name]
+    generic = [f for f in same if f.generic]
+    marked = [f for f in generic if f.compute or f.numthreads]
+    if marked:
+        return marked[0]
+    return generic[0] if generic and len(generic) == len(same) else None
+
+
+def refuse_generic(
+    rel: str, functions: list[_Function], names: Iterable[str], listed_at: int | None = None
+) -> None:
+    """A :class:`ShaderError` naming the line of the first entry in ``names`` that is generic."""
+    for name in names:
+        f = _generic(functions, name)
+        if f is not None:
+            raise ShaderError(
+                rel,
+                f.line if f.line is not None else listed_at,
+                f"entry point `{name}` is generic (it has type or value parameters): a wrapper needs "
+                f"its instances listed, as in `// slang-entries: {name}<float>`, and hatch-slang does "
+                "not build generic entries yet; write a non-generic entry that calls it",
+            )
 
 
 def _unique(names: Iterable[str]) -> tuple[str, ...]:
@@ -223,8 +296,16 @@ def read_source(root: Path, path: Path) -> Source:
 def parse(src: Source) -> Shader:
     """Read the comment contract and decide the entry points."""
     contract = parse_contract(src.rel, src.source)
+    for line, instance in generic_instances(src.source):
+        raise ShaderError(
+            src.rel,
+            line,
+            f"`{instance}` names an instance of a generic entry point; hatch-slang does not build "
+            "generic entries yet: write a non-generic entry that calls it and list that one",
+        )
     if contract.entries:
         entries = contract.entries
+        refuse_generic(src.rel, _functions(src.source), entries, contract.entries_line)
     else:
         try:
             entries = default_entries(src.rel, src.path.stem, src.source)

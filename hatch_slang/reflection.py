@@ -59,6 +59,9 @@ class ReflectedBinding:
     element_size: int  # bytes per element (the stride); 0 when unknown
     aliases: tuple[ReflectedBinding, ...] = ()  # other variables bound to the same index
     set: int = 0  # the descriptor set (Slang's `space`)
+    # Not a buffer: what reflection says it is (`texture2D`, `samplerState`, `textureBuffer`,
+    # `accelerationStructure`); "" for storage and uniform buffers.
+    opaque: str = ""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -157,15 +160,35 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
             size,
             set=space,
         )
+    if t.get("kind") == "samplerState":
+        return ReflectedBinding(
+            int(b["index"]),
+            param["name"],
+            "storage",
+            "samplerState",
+            False,
+            (),
+            0,
+            set=space,
+            opaque="samplerState",
+        )
     if t.get("kind") != "resource":
         return None
     shape = t.get("baseShape", "")
     writable = t.get("access", "read") in ("readWrite", "write", "append", "consume")
+    if shape not in _BUFFER_SHAPES:  # an image, a texel buffer, an acceleration structure
+        return ReflectedBinding(
+            int(b["index"]), param["name"], "storage", shape, writable, (), 0, set=space, opaque=shape or "?"
+        )
     elem = t.get("resultType")
     scalars, size = _flatten(elem, "", 0) if elem else ([], 0)
     return ReflectedBinding(
         int(b["index"]), param["name"], "storage", shape, writable, tuple(scalars), size, set=space
     )
+
+
+# The resource shapes that are storage buffers (Structured, RW, Append, Consume; ByteAddress).
+_BUFFER_SHAPES = frozenset({"structuredBuffer", "byteAddressBuffer"})
 
 
 def read_entry(reflection_json: str, entry: str, spirv: bytes) -> ReflectedEntry:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Literal
 
@@ -250,7 +251,8 @@ def check_bound(
     """The invariant: every descriptor and push-constant range the entry's SPIR-V uses is bound."""
     for r in info.resources:
         if r.storage == "other":
-            continue  # images and samplers: reported where they are met
+            hard.append(not_bindable(shader, r))
+            continue
         if r.array_size != 1:
             hard.append(
                 ShaderError(
@@ -266,7 +268,7 @@ def check_bound(
             ok = any(b.kind == "push" for b in buffers)
         else:
             kinds = {b.kind for b in buffers if b.kind != "push" and b.key == (r.set or 0, r.binding or 0)}
-            ok = r.storage in kinds
+            ok = kinds == {r.storage}  # bound, and as the descriptor type the SPIR-V declares
         if not ok:
             hard.append(
                 ShaderError(
@@ -277,6 +279,52 @@ def check_bound(
                     + "), which its wrapper would leave unbound",
                 )
             )
+
+
+def declared_descriptors(infos: Iterable[EntryInfo]) -> dict[tuple[int, int], Resource]:
+    """Each (set, binding) some entry uses, and the resource its SPIR-V declares there (an image
+    or sampler over a buffer aliasing it: what cannot be bound wins)."""
+    found: dict[tuple[int, int], Resource] = {}
+    for info in infos:
+        for r in info.resources:
+            key = (r.set or 0, r.binding or 0)
+            if r.storage != "push_constant" and (key not in found or r.storage == "other"):
+                found[key] = r
+    return found
+
+
+def as_declared(info: EntryInfo, buffers: list[BufferSpec]) -> list[BufferSpec]:
+    """Each descriptor binding bound as the descriptor type the entry's SPIR-V declares (a
+    storage or a uniform buffer), whatever the comment or reflection said; what the SPIR-V
+    declares as anything else is left out (:func:`check_bound` says why)."""
+    declared = declared_descriptors([info])
+    out: list[BufferSpec] = []
+    for b in buffers:
+        res = declared.get(b.key)
+        if b.kind == "push" or res is None:
+            out.append(b)
+        elif res.storage in ("storage", "uniform"):
+            kind: Literal["storage", "uniform"] = "storage" if res.storage == "storage" else "uniform"
+            out.append(b if b.kind == kind else replace(b, kind=kind))
+    return out
+
+
+def article(text: str) -> str:
+    """`a sampler`, `an acceleration structure`."""
+    return f"{'an' if text[:1] in tuple('aeio') else 'a'} {text}"
+
+
+def not_bindable(shader: Shader, r: Resource) -> ShaderError:
+    """The error for a descriptor a wrapper cannot bind yet: an image, a sampler, a texel buffer
+    or an acceleration structure (whatever a comment says it is)."""
+    where = f"set {r.set}, binding {r.binding}" if r.set is not None else "no binding"
+    return ShaderError(
+        shader.rel,
+        declared_at(shader.source, r.variable),
+        f"`{r.variable or '?'}` ({where}) is {article(r.type_text)}; hatch-slang binds storage buffers, "
+        "uniform buffers and push constants only (images, samplers, texel buffers and acceleration "
+        "structures are not supported yet)",
+    )
 
 
 def push_range(info: EntryInfo) -> tuple[Resource, int] | None:

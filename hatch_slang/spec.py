@@ -32,10 +32,12 @@ from hatch_slang.reflection import (
     used_bindings,
 )
 from hatch_slang.resources import (
+    article,
+    as_declared,
     block,
     check_blocks,
     check_bound,
-    declared_at,
+    declared_descriptors,
     from_spirv,
     has_push,
     push_block,
@@ -46,7 +48,7 @@ from hatch_slang.resources import (
     unique_names,
     unread_fields,
 )
-from hatch_slang.spirv import EntryInfo, Module, read_module
+from hatch_slang.spirv import EntryInfo, Module, Resource, read_module
 
 # The spec's dataclasses live in hatch_slang.model; importing them from here keeps working.
 __all__ = ["BufferSpec", "EntrySpec", "ParamSlot", "ShaderSpec", "build_spec"]
@@ -90,6 +92,8 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
             f"and is used ({others} ignored)"
         )
     documented: dict[tuple[int, int], BufferSpec] = {}
+    modules = {e.name: read_module(e.spirv) for e in result.entries}
+    declared = declared_descriptors(m.entry(name) for name, m in modules.items())
     push_docs: list[BindingDoc] = []
     hard: list[HatchSlangError] = []  # what cannot be bound: an error whatever `strict` says
     unread: set[int] = set(chosen.unread) if chosen else set()
@@ -113,6 +117,10 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
                     f"(it has {', '.join(have) or 'none'})",
                 )
                 continue
+            res = declared.get(r.key)
+            if r.opaque or (res is not None and res.storage == "other"):
+                _opaque_doc(doc, r, res, problem)  # no wrapper binds it yet: check_bound says so
+                continue
             documented[r.key] = _from_doc(doc, r, problem)
 
     compiled_names = {e.name for e in result.entries}
@@ -129,7 +137,7 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     for compiled in result.entries:
         spirv = normalize_spirv(compiled.spirv)
         refl = read_entry(compiled.reflection, compiled.name, compiled.spirv)
-        module = read_module(compiled.spirv)
+        module = modules[compiled.name]
         info = module.entry(compiled.name)
         by_key = {(r.set or 0, r.binding or 0): r for r in info.resources if r.storage != "push_constant"}
         buffers = []
@@ -137,6 +145,9 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
             if r.key in documented:
                 buffers.append(documented[r.key])
                 continue
+            res = by_key.get(r.key)
+            if res is not None and res.storage not in ("storage", "uniform"):
+                continue  # an image or sampler: check_bound says it cannot be bound
             if chosen is not None and r.index not in unread:
                 # Left out of the comment: not a contradiction, so reflection fills it in.
                 warnings.append(
@@ -144,9 +155,6 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
                     f"entry `{refl.name}` but missing from the binding lines; its argument comes from "
                     "reflection"
                 )
-            res = by_key.get(r.key)
-            if res is not None and res.storage not in ("storage", "uniform"):
-                continue  # an image or sampler: reported below as what cannot be bound
             if r.kind == "uniform" and res is not None and res.storage == "uniform":
                 buffers.append(block(shader, res, r.variable, "uniform", hard))
             else:
@@ -159,19 +167,11 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
                 buffers.append(block(shader, res, res.variable, "uniform", hard))
             elif res.storage == "storage":
                 buffers.append(from_spirv(res))
-            else:
-                hard.append(
-                    ShaderError(
-                        shader.rel,
-                        declared_at(shader.source, res.variable),
-                        f"`{res.variable or '?'}` (set {key[0]}, binding {key[1]}) is a {res.type_text}; "
-                        "hatch-slang binds storage buffers, uniform buffers and push constants only",
-                    )
-                )
+            # Anything else (an image, a sampler ...) cannot be bound: check_bound says so.
         push = _push_block(shader, info, pending, problem, hard)
         if push is not None:
             buffers.append(push)
-        buffers = unique_names(buffers)
+        buffers = unique_names(as_declared(info, buffers))
         check_bound(shader, info, buffers, hard)
         check_blocks(shader, module, info, buffers, hard)
         entries.append(
@@ -363,6 +363,44 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
         size,
         set=r.set,
     )
+
+
+# What reflection calls a descriptor that is no buffer, for messages about one no entry uses.
+_OPAQUE_WORDS = {
+    "samplerState": "sampler",
+    "textureBuffer": "texel buffer",
+    "accelerationStructure": "acceleration structure",
+}
+
+
+def _opaque_doc(doc: BindingDoc, r: ReflectedBinding, res: Resource | None, problem: _Problem) -> None:
+    """A binding line for an image, sampler, texel buffer or acceleration structure: the comment
+    names it; what it cannot say of one (fields, a dtype and shape for a sampler, `u` for a
+    read-only one) is a contradiction. The descriptor type is the SPIR-V's (reflection's for a
+    binding no entry uses)."""
+    what = res.type_text if res is not None else _OPAQUE_WORDS.get(r.opaque, "image")
+    writable = res.declared_writable if res is not None else r.writable
+    data_like = "image" in what or "texel buffer" in what  # read and written as arrays
+    shown = f"the shader's `{r.variable}` is {article(what)}"
+    if doc.role == "params":
+        problem(doc.line, f"binding `{doc.name}` is documented as a params buffer but {shown}")
+    elif not data_like and (doc.dtype is not None or doc.shape is not None):
+        problem(doc.line, f"binding `{doc.name}` is documented with a dtype or shape but {shown}")
+    if doc.register is not None:
+        actual = "u" if writable else "t"
+        if doc.register != actual or what == "sampler":
+            fix = "a sampler's register is `s`" if what == "sampler" else f"write `{actual}{doc.index}`"
+            problem(
+                doc.line,
+                f"binding `{doc.name}` is declared `{doc.register}{doc.index}` "
+                f"({_KIND_WORDS[doc.register]}) but {shown}; {fix}",
+            )
+    elif doc.access is not None and doc.role == "data" and (doc.access == "read") == writable:
+        problem(
+            doc.line,
+            f"binding `{doc.name}` is documented as {_WORDS[doc.access]} but {shown}, "
+            f"{'read-write' if writable else 'read-only'}",
+        )
 
 
 def _from_reflection(r: ReflectedBinding) -> BufferSpec:

@@ -217,3 +217,59 @@ def test_a_file_with_only_render_entries_says_it_has_no_compute_entry() -> None:
     )
     with pytest.raises(ShaderError, match=r"has no compute entry point, only entries for other stages: "):
         default_entries("k.slang", "k", source)
+
+
+# -- generic entries (issue 20, item 9): refused naming their line, never dropped -----------------
+
+MARK = '[shader("compute")]\n[numthreads(64, 1, 1)]\n'
+GENERIC = {
+    "type parameter": MARK + "void f<T : __BuiltinFloatingPointType>",
+    "prefix syntax": "__generic<T : __BuiltinFloatingPointType>\n" + MARK + "void f",
+    "prefix after the attributes": MARK + "__generic<T>\nvoid f",
+    "value parameter": MARK + "void f<let N : int>",
+    "nested parameters": MARK + "void f<T : IArray<float>, let N : int = 3>",
+    "numthreads only": "[numthreads(64, 1, 1)]\n\nvoid f<T>",
+}
+
+
+@pytest.mark.parametrize("head", list(GENERIC.values()), ids=list(GENERIC))
+def test_a_generic_entry_is_refused_naming_its_line(head: str) -> None:
+    source = HEAD + head + BODY
+    line = source[: source.index(" f")].count("\n") + 1
+    with pytest.raises(ShaderError, match=rf"^shaders/k.slang:{line}: entry point `f` is generic") as info:
+        entries(source)
+    assert "slang-entries: f<float>" in str(info.value)
+
+
+def test_a_generic_entry_beside_others_is_refused_not_dropped() -> None:
+    source = HEAD + '[shader("compute")][numthreads(1,1,1)] void g' + BODY + GENERIC["type parameter"] + BODY
+    with pytest.raises(ShaderError, match=r"^shaders/k.slang:5: entry point `f` is generic"):
+        entries(source)
+
+
+def test_generic_helpers_and_calls_are_no_entries() -> None:
+    source = (
+        HEAD
+        + "T sq<T : __BuiltinFloatingPointType>(T x) { return x * x; }\n"
+        + '[shader("compute")][numthreads(1,1,1)]\nvoid g(uint3 id : SV_DispatchThreadID)\n'
+        + "{ data[0] = sq<float>(1.0f); if (id.x < sq<uint>(id.y)) { data[1] = 0.0f; } }\n"
+    )
+    assert entries(source) == ("g",)
+
+
+@pytest.mark.parametrize("listed", ["f<float>", "f < float >", "g f<float, 4>", "`f<half>`", "f"])
+def test_listed_generic_entries_are_refused_naming_the_line(tmp_path: Path, listed: str) -> None:
+    source = f"// slang-entries: {listed}\n" + HEAD + '[shader("compute")][numthreads(1,1,1)] void g' + BODY
+    (tmp_path / "k.slang").write_text(source + GENERIC["type parameter"] + BODY)
+    line = 1 if "<" in listed else 6
+    with pytest.raises(ShaderError, match=rf"^k.slang:{line}: .*generic") as info:
+        discover(tmp_path, ["*.slang"])
+    assert "not build generic entries yet" in str(info.value)
+
+
+@pytest.mark.compile
+def test_a_generic_entry_fails_the_build_naming_file_line(tmp_path: Path) -> None:
+    (tmp_path / "shaders").mkdir()
+    (tmp_path / "shaders" / "k.slang").write_text(HEAD + GENERIC["type parameter"] + BODY)
+    with pytest.raises(ShaderError, match=r"^shaders/k.slang:4: entry point `f` is generic"):
+        pipeline.build(parse_config(tmp_path, {"shaders": ["shaders/*.slang"], "package": "p/k"}))
