@@ -11,7 +11,9 @@ An entry sits in a slot named by its key: what the result cannot be checked agai
 the shader's path (relative to the project root), the compiler (:func:`compiler_fingerprint`),
 the compile options, hatch-slang's version, the driver's source and this module's format. It is
 used only when the shader's content, its entry points and the content of every file the compiler
-read for it (``CompileResult.dependencies``: includes and imported modules) are what they were. A
+read for it (``CompileResult.dependencies``: includes and imported modules) are what they were,
+and while no file has appeared where the compiler would have found it before one of those (the
+same relative path in the shader's directory, an including file's or an include directory). A
 slot holds one entry; a new compile of the same shader replaces it, so the cache stays the size
 of the project.
 
@@ -22,7 +24,9 @@ field's type and size, and a file that is no such entry, or one made for another
 What a valid entry gives is then checked by the pipeline exactly as a fresh compile's result is;
 a result those checks reject is a miss too (:meth:`BuildCache.discard`), compiled afresh. Whoever
 can write the cache directory can therefore make a build slower, never run code in it, and never
-get into a package anything but SPIR-V and reflection that pass a fresh compile's checks.
+get into a package anything but SPIR-V and reflection that pass a fresh compile's checks; that
+includes SPIR-V which passes them and computes something else, so a cache is shared only among
+those trusted to change the kernels (never to run code: that a cache cannot do).
 
 Where: outside the source tree, in the user's cache directory (:func:`user_cache_dir`:
 ``$XDG_CACHE_HOME/hatch-slang`` or ``~/.cache/hatch-slang`` on Linux, ``~/Library/Caches/hatch-slang``
@@ -157,6 +161,7 @@ class Entry:
     sha256: str  # the shader's content
     entries: tuple[str, ...]  # its entry points, in order
     dependencies: tuple[tuple[str, str], ...]  # (portable path, sha256) of every file read
+    absent: tuple[str, ...]  # portable paths that would shadow a file read, had they existed
     compiled: tuple[CompiledEntry, ...]  # one per entry point, in order
     warnings: str
     compiler: str
@@ -167,7 +172,10 @@ _MAX_TEXT = 64 << 20
 _MAX_NAME = 4096
 _MAX_ITEMS = 65536
 _HEX = re.compile(r"[0-9a-f]{64}")
-_FIELDS = ("format", "key", "path", "sha256", "entries", "dependencies", "compiled", "warnings", "compiler")
+_FIELDS = (
+    *("format", "key", "path", "sha256", "entries", "dependencies", "absent", "compiled"),
+    *("warnings", "compiler"),
+)
 _COMPILED_FIELDS = ("name", "spirv", "spirv_sha256", "reflection")
 
 
@@ -189,6 +197,7 @@ def encode_entry(entry: Entry) -> bytes:
         "sha256": entry.sha256,
         "entries": list(entry.entries),
         "dependencies": [list(d) for d in entry.dependencies],
+        "absent": list(entry.absent),
         "compiled": compiled,
         "warnings": entry.warnings,
         "compiler": entry.compiler,
@@ -259,6 +268,7 @@ def decode_entry(data: bytes) -> Entry | None:
             sha256=_digest(raw["sha256"]),
             entries=tuple(_text(e, _MAX_NAME, empty=False) for e in _items(raw["entries"])),
             dependencies=tuple(_dependency(d) for d in _items(raw["dependencies"])),
+            absent=tuple(_text(a, _MAX_NAME, empty=False) for a in _items(raw["absent"])),
             compiled=tuple(_compiled(c) for c in _items(raw["compiled"])),
             warnings=_text(raw["warnings"], _MAX_TEXT),
             compiler=_text(raw["compiler"], _MAX_NAME),
@@ -306,11 +316,13 @@ class BuildCache:
         self._hashes: dict[Path, str | None] = {}
         self._entries: dict[str, Entry | None] = {}
 
+    def _options_of(self, shader: _Stamped) -> CompileOptions:
+        return self._options_for(shader.path) if self._options_for else self._options
+
     def key(self, shader: _Stamped) -> str:
         """The key of a shader's slot: its path, the compiler, the driver, its options, the format."""
         if shader.path not in self._keys:
-            options = self._options_for(shader.path) if self._options_for else self._options
-            common = repr((*self._base, self._portable_options(options)))
+            common = repr((*self._base, self._portable_options(self._options_of(shader))))
             self._keys[shader.path] = _sha256(repr((common, shader.rel)).encode())
         return self._keys[shader.path]
 
@@ -349,7 +361,22 @@ class BuildCache:
             return None  # missing, damaged, foreign or made for another slot: a miss, never a failed build
         if any(self._hash(self.root / rel) != digest for rel, digest in entry.dependencies):
             return None
+        if any(os.path.lexists(self.root / rel) for rel in entry.absent):
+            return None  # a file the compiler would now find first: an include or module shadowed
         return entry
+
+    def _absent(self, shader: _Stamped, read: list[Path]) -> tuple[str, ...]:
+        """Where a new file would change what the compiler reads: for each file it read, the same
+        relative path under every directory it searches (the including files' directories, the
+        include directories), where nothing is now."""
+        dirs = [shader.path.parent.resolve(), *(p.parent for p in read)]
+        dirs += [Path(d).resolve() for d in self._options_of(shader).include_dirs]
+        dirs = list(dict.fromkeys(dirs))
+        seen, out = set(read), set[Path]()
+        for path in seen - {shader.path.resolve()}:  # the shader itself is named, not searched for
+            for rel in {path.relative_to(d) for d in dirs if path.is_relative_to(d)}:
+                out.update(c for c in (d / rel for d in dirs) if c not in seen and not os.path.lexists(c))
+        return tuple(sorted(self._portable(c) for c in out))
 
     def lookup(self, shader: Shader) -> CompileResult | None:
         """The cached compile result, or None when there is none or anything it read changed.
@@ -386,7 +413,8 @@ class BuildCache:
             if digest is None:
                 return  # something it read is gone already: do not vouch for this result
             deps.append((self._portable(path), digest))
-        if shader.path not in {self.root / rel for rel, _ in deps}:
+        read = [self.root / rel for rel, _ in deps]
+        if shader.path not in read:
             deps.append((shader.rel, shader.sha256))
         entry = Entry(
             self.key(shader),
@@ -394,6 +422,7 @@ class BuildCache:
             shader.sha256,
             shader.entries,
             tuple(deps),
+            self._absent(shader, read),
             result.entries,
             result.warnings,
             result.compiler,

@@ -267,3 +267,38 @@ def test_entries_are_json_naming_their_slot(project: Path) -> None:
     spirv = spirv_of(entry)
     assert spirv[:4] == b"\x03\x02\x23\x07"  # the SPIR-V magic, little-endian
     assert entry["compiled"][0]["spirv_sha256"] == hashlib.sha256(spirv).hexdigest()
+
+
+def test_a_new_file_that_shadows_an_include_is_a_miss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # scale.slang includes "common.slangh", found in the include directory `inc/`. A file of that
+    # name created later in the shader's own directory (searched first) changes what a compile
+    # gives, though no file the compiler read has changed.
+    monkeypatch.setenv("HATCH_SLANG_CACHE_DIR", str(tmp_path / "cache"))
+    root = copy_package("multipkg", tmp_path)
+    (root / "inc").mkdir()
+    shutil.move(root / "shaders" / "common.slangh", root / "inc" / "common.slangh")
+    with (root / "pyproject.toml").open("a") as f:
+        f.write('include-dirs = ["inc"]\n')
+    first = build(root)
+    assert sorted(first.compiled) == SHADERS
+    assert build(root).compiled == ()
+    text = (root / "inc" / "common.slangh").read_text()
+    (root / "shaders" / "common.slangh").write_text(text.replace("x * k", "x * k + 1.0f"))
+    out = build(root)
+    assert sorted(out.compiled) == ["shaders/offset.slang", SCALE]  # square includes nothing
+    fresh = pipeline.build(load_project_config(root)).files  # no cache at all
+    assert out.files == fresh and fresh["scale.scale.spv"] != first.files["scale.scale.spv"]
+    assert build(root).compiled == ()
+
+
+def test_every_library_of_the_compiler_is_in_the_key() -> None:
+    from hatch_slang.compiler import compiler_fingerprint, slang_library_path
+
+    here = slang_library_path().parent
+    libs = [p for p in here.iterdir() if "slang-" in p.name and (".so" in p.suffixes or p.suffix == ".dll")]
+    assert len(libs) >= 2  # the compiler, and the glslang it validates and optimizes SPIR-V with
+    fingerprint = compiler_fingerprint()
+    for lib in libs:
+        assert f"{lib.name}:{lib.stat().st_size}" in fingerprint
