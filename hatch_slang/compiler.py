@@ -118,11 +118,19 @@ def compiler_fingerprint() -> str:
     """Identify the installed compiler without loading it (part of every build-cache key).
 
     The library's file name carries Slang's version; its size tells builds of one version apart.
-    The path is left out on purpose: isolated build environments install the same compiler in a
-    new temporary directory each time, and their builds should share the cache.
+    The libraries beside it that it loads while compiling (``slang-glslang``, which validates and
+    optimizes SPIR-V, and the ``glsl`` module) count the same way: any of them changing changes
+    what a compile gives. The path is left out on purpose: isolated build environments install
+    the same compiler in a new temporary directory each time, and their builds should share the
+    cache.
     """
     lib = slang_library_path()
-    return f"{lib.name}:{lib.stat().st_size}"
+    libs = [lib, *sorted(p for p in lib.parent.glob("*slang-*") if p != lib and _is_library(p))]
+    return ";".join(f"{p.name}:{p.stat().st_size}" for p in libs)
+
+
+def _is_library(path: Path) -> bool:
+    return path.is_file() and (".so" in path.suffixes or path.suffix in (".dll", ".dylib"))
 
 
 def _load() -> _Slang:

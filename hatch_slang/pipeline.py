@@ -9,14 +9,13 @@ are re-exported here: the front ends build and write through this module.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Protocol
 
 from slangrt import manifest
 
-from hatch_slang import __version__, codegen, output
+from hatch_slang import codegen, output
 from hatch_slang.cache import BuildCache, default_cache_dir
 from hatch_slang.compiler import CompileJob, CompileResult, CompilerPool, compiler_fingerprint
 from hatch_slang.config import BuildConfig
@@ -42,20 +41,13 @@ class Progress(Protocol):
 
 @dataclass(frozen=True)
 class ShaderOutput:
-    """What one shader contributes to the package (cached with its compile result)."""
+    """What one shader contributes to the package (made afresh by every build)."""
 
     module: str
     files: dict[str, bytes]  # the wrapper module and one .spv per entry
     manifest: manifest.Shader  # its record in manifest.json
     warnings: tuple[str, ...]
     compiler: str
-
-    def plain(self) -> dict[str, object]:
-        return {**vars(self), "warnings": list(self.warnings)}
-
-    @classmethod
-    def from_plain(cls, data: dict[str, Any]) -> ShaderOutput:
-        return cls(data["module"], data["files"], data["manifest"], tuple(data["warnings"]), data["compiler"])
 
 
 @dataclass(frozen=True)
@@ -90,7 +82,8 @@ def compile_shaders(
 ) -> tuple[list[CompileResult], list[Shader]]:
     """Compile results in ``shaders`` order, from the cache where valid, else from worker processes;
     and the shaders that were compiled. ``cached`` counts shaders the caller found cached already
-    (for the progress report)."""
+    (for the progress report). A cached result is still to be checked as a fresh one is
+    (:func:`checked_specs` does both)."""
     results: dict[str, CompileResult] = {}
     todo: list[Shader] = []
     for shader in shaders:
@@ -116,6 +109,38 @@ def compile_shaders(
             if cache is not None:
                 cache.store(shader, result)
     return [results[s.rel] for s in shaders], todo
+
+
+def checked_specs(
+    config: BuildConfig,
+    shaders: list[Shader],
+    errors: dict[str, list[HatchSlangError]],
+    *,
+    strict: bool,
+    cache: BuildCache | None = None,
+    progress: Progress | None = None,
+) -> tuple[list[tuple[ShaderSpec, CompileResult]], list[Shader]]:
+    """The specs of ``shaders`` (in order) that compiled and agree with their comments, problems
+    into ``errors``; and the shaders that were compiled.
+
+    A cached result goes through exactly the checks a fresh one does (:func:`_spec`); one that
+    fails them is a miss, discarded and compiled afresh, so that a damaged or planted cache entry
+    never fails a build nor gets into its output: only the fresh result's problems are reported.
+    """
+    hits: dict[str, tuple[ShaderSpec, CompileResult]] = {}
+    for shader in shaders if cache is not None else ():
+        assert cache is not None
+        hit = cache.lookup(shader)
+        try:
+            if hit is not None:
+                hits[shader.rel] = (_spec(shader, hit, strict=strict), hit)
+        except HatchSlangError:
+            cache.discard(shader)
+    todo = [s for s in shaders if s.rel not in hits]
+    results, compiled = compile_shaders(config, todo, cache=cache, progress=progress, cached=len(hits))
+    fresh = {spec.shader.rel: (spec, r) for spec, r in _specs(todo, results, errors, strict=strict)}
+    done = hits | fresh
+    return [done[s.rel] for s in shaders if s.rel in done], compiled
 
 
 def _collect(errors: list[HatchSlangError], e: HatchSlangError) -> None:
@@ -171,18 +196,6 @@ def _specs(
     return specs
 
 
-# Modules whose code shapes the generated files: a change to any of them regenerates.
-# Every module of the package: a module added later cannot silently weaken invalidation.
-_GENERATORS = tuple(sorted(p.stem for p in Path(__file__).parent.glob("*.py")))
-
-
-def _generator_key(templates: codegen.Templates, strict: bool) -> str:
-    h = hashlib.sha256(repr((__version__, templates.digest, strict)).encode())
-    for name in _GENERATORS:
-        h.update(Path(__file__).with_name(f"{name}.py").read_bytes())
-    return h.hexdigest()
-
-
 def _generate(spec: ShaderSpec, templates: codegen.Templates, compiler: str) -> ShaderOutput:
     module = spec.shader.module
     files = {f"{module}.py": codegen.render_module(spec, templates).encode()}
@@ -213,19 +226,11 @@ def build(
         _collect(errors.setdefault(e.path if isinstance(e, ShaderError) else "", []), e)
     chosen = select(srcs, only) if only else srcs
     templates = codegen.Templates.load(config.templates)
-    key = _generator_key(templates, config.strict)
-
-    outputs: dict[str, ShaderOutput] = {}
-    for src in chosen:
-        hit = cache.output(src, key) if cache is not None else None
-        if hit is not None:
-            outputs[src.rel] = ShaderOutput.from_plain(hit)
-    shaders = _parse([s for s in chosen if s.rel not in outputs], errors)
-    results, compiled = compile_shaders(config, shaders, cache=cache, progress=progress, cached=len(outputs))
-    for spec, result in _specs(shaders, results, errors, strict=config.strict):
-        out = outputs[spec.shader.rel] = _generate(spec, templates, result.compiler)
-        if cache is not None:
-            cache.store_output(spec.shader, key, out.plain())
+    shaders = _parse(chosen, errors)
+    specs, compiled = checked_specs(
+        config, shaders, errors, strict=config.strict, cache=cache, progress=progress
+    )
+    outputs = {spec.shader.rel: _generate(spec, templates, result.compiler) for spec, result in specs}
     _raise([e for rel in sorted(errors, key=lambda r: PurePosixPath(r).parts) for e in errors[rel]])
     built = [outputs[s.rel] for s in chosen]
 
@@ -263,8 +268,10 @@ def inspect(config: BuildConfig, name: str, *, cache: BuildCache | None = None) 
     """One shader's merged contract and reflection, disagreements as warnings (``hatch-slang show``)."""
     [src] = select(sources(config.root, list(config.shaders)), [name])[:1]
     shader = parse(src)
-    [result], _ = compile_shaders(config, [shader], cache=cache)
-    return _spec(shader, result, strict=False)
+    errors: dict[str, list[HatchSlangError]] = {}
+    specs, _ = checked_specs(config, [shader], errors, strict=False, cache=cache)
+    _raise(errors.get(shader.rel, []))
+    return specs[0][0]
 
 
 def tree_outputs(config: BuildConfig) -> list[str]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import shutil
 import subprocess
 import sys
@@ -109,10 +109,10 @@ def test_templates_change_the_output_without_recompiling(
 def test_a_damaged_cache_entry_is_a_miss(package: Callable[[str], Path]) -> None:
     root = package("multipkg")
     build(root)
-    entries = sorted(default_cache_dir(root).glob("*/*.pickle"))
+    entries = sorted(default_cache_dir(root).glob("*/*.json"))
     assert len(entries) == 3
-    entries[0].write_bytes(b"not a pickle")
-    entries[1].write_bytes(pickle.dumps({"format": "something else"}))
+    entries[0].write_bytes(b"not an entry")
+    entries[1].write_bytes(json.dumps({"format": "something else"}).encode())
     assert len(build(root).compiled) == 2
     assert build(root).compiled == ()
 
@@ -229,13 +229,13 @@ def test_noop_cli_build_of_25_shaders_takes_under_a_second(tmp_path: Path) -> No
 def test_temporary_files_of_killed_cache_writes_are_swept(package: Callable[[str], Path]) -> None:
     root = package("multipkg")
     build(root)
-    slots = sorted(p.parent for p in default_cache_dir(root).glob("*/*.pickle"))
+    slots = sorted(p.parent for p in default_cache_dir(root).glob("*/*.json"))
     old, fresh = slots[0] / ".tmp-killed", slots[0] / ".tmp-running"
     old.write_bytes(b"half an entry")
     fresh.write_bytes(b"a write in progress")
     an_hour_ago = time.time() - 3700
     os.utime(old, (an_hour_ago, an_hour_ago))
-    for entry in default_cache_dir(root).glob("*/*.pickle"):
+    for entry in default_cache_dir(root).glob("*/*.json"):
         entry.write_bytes(b"damaged")  # every shader is compiled and stored again
     build(root)
     assert not old.exists()  # an hour old: a build that died mid-write left it

@@ -141,5 +141,5 @@ def test_a_verbose_wheel_build_lists_each_shader_and_leaves_the_tree_clean(
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
     assert not (root / "build").exists()
     cache = default_cache_dir(root)
-    assert cache.name == "multipkg" and len(list(cache.rglob("*.pickle"))) == 3
+    assert cache.name == "multipkg" and len(list(cache.rglob("*.json"))) == 3
     assert not cache.is_relative_to(root)

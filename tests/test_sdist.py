@@ -109,7 +109,7 @@ def test_sdist_carries_sources_and_wheel_from_it_matches_wheel_from_tree(
 def test_two_wheel_builds_are_byte_identical(package: Callable[[str], Path], tmp_path: Path) -> None:
     root = package("multipkg")
     first = pip_wheel(root, tmp_path / "one", EPOCH)  # compiles everything
-    cache = {p: p.stat().st_mtime_ns for p in default_cache_dir(root).rglob("*.pickle")}
+    cache = {p: p.stat().st_mtime_ns for p in default_cache_dir(root).rglob("*.json")}
     assert len(cache) == 3
     second = pip_wheel(root, tmp_path / "two", EPOCH)  # all from the cache: nothing compiled or stored
     assert {p: p.stat().st_mtime_ns for p in cache} == cache
