@@ -211,19 +211,16 @@ def _corpus(root: Path, n: int) -> None:
 
 
 @pytest.mark.slow
-def test_noop_cli_build_of_25_shaders_takes_under_a_second(tmp_path: Path) -> None:
+def test_noop_cli_build_of_25_shaders_compiles_and_writes_nothing(tmp_path: Path) -> None:
+    # How long it takes is a benchmark's business (no timed assertions in tests); the work is counted.
     _corpus(tmp_path, 25)
     cold = subprocess.run([HATCH_SLANG, "build"], cwd=tmp_path, capture_output=True, text=True)
     assert cold.returncode == 0, cold.stderr
     assert "25 compiled" in cold.stdout
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
+    for _ in range(2):
         run = subprocess.run([HATCH_SLANG, "build"], cwd=tmp_path, capture_output=True, text=True)
-        best = min(best, time.perf_counter() - start)
         assert run.returncode == 0, run.stderr
         assert "0 compiled" in run.stdout and "(0 file(s) written)" in run.stdout
-    assert best < 1.0, f"no-op build of 25 shaders took {best:.2f} s"
 
 
 def test_temporary_files_of_killed_cache_writes_are_swept(package: Callable[[str], Path]) -> None:
