@@ -36,6 +36,18 @@ shaders = ["shaders/*.slang"]
 package = "trustpkg/kernels"
 """
 KERNELS = ("cbuffer_bias", "push_saxpy")
+# A buffer written only through an atomic.
+ATOMIC = """\
+RWStructuredBuffer<uint> counter;
+
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void computeMain(uint3 id : SV_DispatchThreadID)
+{
+    uint before;
+    InterlockedAdd(counter[0], 1u, before);
+}
+"""
 N = 50
 
 Entry = dict[str, Any]
@@ -56,6 +68,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copyfile(
             PACKAGES / "nocomments" / "shaders" / f"{name}.slang", root / "shaders" / f"{name}.slang"
         )
+    (root / "shaders" / "atomic_count.slang").write_text(ATOMIC)
     config = load_project_config(root)
     pipeline.write_output(pipeline.build(config), config.package_dir)
     return root
@@ -113,6 +126,18 @@ def test_an_untampered_package_computes_the_right_thing(install: Any) -> None:
     for shader in KERNELS:
         out, want = _call(load(shader), shader)
         np.testing.assert_array_equal(out, want)
+    counter = np.zeros(1, dtype=np.uint32)
+    load("atomic_count").computeMain(counter, grid=(2, 1, 1))
+    assert counter[0] == 128
+
+
+def test_a_buffer_written_only_by_an_atomic_is_not_read_only(install: Any) -> None:
+    kernels, load = install(_set("atomic_count", "counter", "writable", False))
+    with pytest.raises(
+        slangrt.SlangRTError, match=r"writes binding 0 \(`counter`\); the manifest says it is read-only"
+    ) as info:
+        load("atomic_count").computeMain(np.zeros(1, dtype=np.uint32), grid=(2, 1, 1))
+    assert f"kernel atomic_count.computeMain of the package at {kernels}" in str(info.value)
 
 
 def _swap_numbers(doc: dict[str, Any]) -> None:
