@@ -85,5 +85,81 @@ def read(path: Path) -> Manifest:
             f"{path} has manifest format {fmt!r}; this slangrt reads formats "
             f"{', '.join(map(str, FORMATS))} (rebuild the package or upgrade hatch-slang-runtime)"
         )
+    _check(data, f"{path}")
     manifest: Manifest = data
     return manifest
+
+
+# Bounds on the numbers of a manifest (beyond them no kernel is real: a clean error, not a hang
+# or an overflow deep inside Vulkan).
+_MAX_BINDING = (1 << 31) - 1
+_MAX_SET = 63
+_MAX_THREADS = 1 << 16
+_MAX_PUSH = 1 << 16
+
+
+class _Where:
+    """Where in the manifest a value is, for messages."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def bad(self, key: str, want: str, value: object) -> SlangRTError:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return SlangRTError(
+            f"{self.path} is malformed: {key} must be {want}, got {shown} (the package is damaged: "
+            "rebuild or reinstall it)"
+        )
+
+    def int(self, value: object, at: str, lo: int, hi: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise self.bad(at, f"an int from {lo} to {hi}", value)
+
+    def typed(self, obj: dict[str, object], key: str, at: str, kind: type, want: str) -> None:
+        if key not in obj or not isinstance(obj[key], kind):
+            raise self.bad(f"{at}.{key}", want, obj.get(key))
+
+
+def _check(data: dict[str, object], path: str) -> None:
+    """Refuse a manifest whose structure is not the format's, naming the value and the file."""
+    w = _Where(path)
+    w.typed(data, "shaders", "manifest", dict, "an object")
+    shaders: dict[str, object] = data["shaders"]  # type: ignore[assignment]
+    for module, shader in shaders.items():
+        if not isinstance(shader, dict):
+            raise w.bad(f"shaders.{module}", "an object", shader)
+        w.typed(shader, "entries", f"shaders.{module}", dict, "an object")
+        for name, entry in shader["entries"].items():
+            at = f"shaders.{module}.entries.{name}"
+            if not isinstance(entry, dict):
+                raise w.bad(at, "an object", entry)
+            _check_entry(w, entry, at)
+
+
+def _check_entry(w: _Where, entry: dict[str, object], at: str) -> None:
+    w.typed(entry, "spirv", at, str, "a file name")
+    w.typed(entry, "spirv_sha256", at, str, "a sha256 in hex")
+    threads = entry.get("threads")
+    if not isinstance(threads, list) or len(threads) != 3:
+        raise w.bad(f"{at}.threads", "a list of three ints", threads)
+    for k, t in enumerate(threads):
+        w.int(t, f"{at}.threads[{k}]", 1, _MAX_THREADS)
+    w.int(entry.get("push_size", 0), f"{at}.push_size", 0, _MAX_PUSH)
+    w.typed(entry, "bindings", at, list, "a list")
+    bindings: list[object] = entry["bindings"]  # type: ignore[assignment]
+    seen: set[tuple[object, object]] = set()
+    for k, b in enumerate(bindings):
+        where = f"{at}.bindings[{k}]"
+        if not isinstance(b, dict):
+            raise w.bad(where, "an object", b)
+        w.int(b.get("binding"), f"{where}.binding", 0, _MAX_BINDING)
+        w.int(b.get("set", 0), f"{where}.set", 0, _MAX_SET)
+        w.typed(b, "name", where, str, "a string")
+        w.typed(b, "writable", where, bool, "true or false")
+        if b.get("kind") not in ("storage", "uniform"):
+            raise w.bad(f"{where}.kind", '"storage" or "uniform"', b.get("kind"))
+        key = (b.get("set", 0), b["binding"])
+        if key in seen:
+            raise w.bad(f"{where}.binding", "a binding no other binding of the entry has", b["binding"])
+        seen.add(key)
