@@ -259,6 +259,17 @@ def test_killed_builds_leave_whole_files_and_the_next_build_cleans_up(tmp_path: 
             while not children(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.005)
             time.sleep(rng.uniform(0, 0.1))
+        elif kill % 3 == 1:
+            # Kill it while it writes, whatever the load: once its staging directory exists, within
+            # the pause before its first file operation (random moments alone can miss the window).
+            deadline = time.monotonic() + 10
+            while (
+                not list(dest.glob(f".hatch-slang-{proc.pid}*"))
+                and proc.poll() is None
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.001)
+            time.sleep(rng.uniform(0, 0.02))
         else:
             time.sleep(rng.uniform(0.2, 1.1) * max(durations[flag][1:]))
         workers = children(proc.pid)
