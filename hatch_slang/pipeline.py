@@ -10,6 +10,7 @@ are re-exported here: the front ends build and write through this module.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -183,12 +184,41 @@ def _generator_key(templates: codegen.Templates, strict: bool) -> str:
     return h.hexdigest()
 
 
-def _generate(spec: ShaderSpec, templates: codegen.Templates, compiler: str) -> ShaderOutput:
+def _generate(
+    spec: ShaderSpec, templates: codegen.Templates, result: CompileResult, root: Path
+) -> ShaderOutput:
     module = spec.shader.module
     files = {f"{module}.py": codegen.render_module(spec, templates).encode()}
     for entry in spec.entries:
         files[codegen.spv_name(module, entry.name)] = entry.spirv
-    return ShaderOutput(module, files, codegen.manifest_entry(spec), spec.warnings, compiler)
+    warnings = (*spec.warnings, *_outside_includes(spec.shader, result, root))
+    return ShaderOutput(module, files, codegen.manifest_entry(spec), warnings, result.compiler)
+
+
+def _outside_includes(shader: Shader, result: CompileResult, root: Path) -> list[str]:
+    """A warning for each file the compiler read for ``shader`` from outside the project root
+    (an ``#include`` or ``import`` through ``include-dirs``, a ``..`` path or a symbolic link):
+    an sdist will not contain it. Named at the line that includes it, where that can be told."""
+    real = root.resolve()
+    said = []
+    for dep in result.dependencies:
+        path = (root / dep).resolve()
+        if path == shader.path.resolve() or path.is_relative_to(real):
+            continue
+        line = next(
+            (
+                k
+                for k, text in enumerate(shader.source.splitlines(), start=1)
+                if re.match(r"\s*(#\s*include|(__exported\s+)?import)\b", text) and path.stem in text
+            ),
+            None,
+        )
+        at = f"{shader.rel}:{line}" if line else shader.rel
+        said.append(
+            f"{at}: warning: reads {path}, outside the project root: an sdist will not contain it, "
+            "so a build from the sdist fails"
+        )
+    return said
 
 
 def build(
@@ -223,7 +253,7 @@ def build(
     shaders = _parse([s for s in chosen if s.rel not in outputs], errors)
     results, compiled = compile_shaders(config, shaders, cache=cache, progress=progress, cached=len(outputs))
     for spec, result in _specs(shaders, results, errors, strict=config.strict):
-        out = outputs[spec.shader.rel] = _generate(spec, templates, result.compiler)
+        out = outputs[spec.shader.rel] = _generate(spec, templates, result, config.root)
         if cache is not None:
             cache.store_output(spec.shader, key, out.plain())
     _raise([e for rel in sorted(errors, key=lambda r: PurePosixPath(r).parts) for e in errors[rel]])
@@ -252,7 +282,7 @@ def build(
         files=files,
         modules=tuple(o.module for o in built),
         kernels=sum(name.endswith(".spv") for o in built for name in o.files),
-        warnings=tuple(w for o in built for w in o.warnings),
+        warnings=(*config.warnings, *(w for o in built for w in o.warnings)),
         compiler=compiler,
         compiled=tuple(s.rel for s in compiled),
         kept=tuple(sorted(kept)),
