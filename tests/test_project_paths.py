@@ -64,8 +64,8 @@ REFUSED = [
     ),
     (
         'package = "../../outside/pk"',
-        'Option `package` for build hook `slang` must be a path of Python identifiers such as "mypkg/kernels", '
-        'not "../../outside/pk" (it has a `..` part)',
+        "Option `package` for build hook `slang` must be a path of Python identifiers such as "
+        '"mypkg/kernels", not "../../outside/pk" (it has a `..` part)',
     ),
     ('package = "/tmp/pk"', 'not "/tmp/pk" (it is absolute)'),
     ('package = "mypkg\\\\kernels"', 'not "mypkg\\kernels" (it holds a backslash'),
