@@ -326,6 +326,14 @@ def referenced_shaders(config: BuildConfig, names: list[str] | None = None) -> l
     return found
 
 
+def unreferenced_shaders(config: BuildConfig, names: list[str] | None = None) -> list[str]:
+    """The selected configured shaders (as :func:`referenced_shaders` selects them) that have no
+    reference ``<name>.py`` beside them: what ``validate`` and ``bench`` say they leave out."""
+    srcs, _ = read_sources(config.root, list(config.shaders))
+    chosen = select(srcs, names) if names else srcs
+    return [s.rel for s in chosen if not s.path.with_suffix(".py").is_file()]
+
+
 def reference_cases(config: BuildConfig, names: list[str] | None = None, seed: int = 0) -> Iterator[CaseRun]:
     """Every case of every selected shader's reference, in shader order, then case order.
 
