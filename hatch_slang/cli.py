@@ -412,9 +412,29 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
     sys.exit(1 if bad else 0)
 
 
+def _sizes(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> dict[str, int] | None:
+    """``--size NAME=N`` values by name (None when none is given): NAME an identifier, N a whole
+    number >= 0; a malformed one, or a name given twice differently, is bad usage."""
+    if not given:
+        return None
+    sizes: dict[str, int] = {}
+    for text in given:
+        name, eq, number = (part.strip() for part in text.partition("="))
+        if not eq or not (name.isidentifier() and name.isascii()):
+            raise click.BadParameter(f"{text!r} is not NAME=N (NAME an identifier, N a whole number)")
+        if not (number.isascii() and number.isdigit()) or len(number) > 19:
+            raise click.BadParameter(f"{text!r}: {number!r} is not a whole number from 0 to 10**19")
+        if sizes.get(name, int(number)) != int(number):
+            raise click.BadParameter(f"`{name}` given twice ({sizes[name]} and {int(number)})")
+        sizes[name] = int(number)
+    return sizes
+
+
 @main.command(
     short_help="Time kernels on a device (GPU timestamps).",
-    epilog=_exit_codes("a kernel could not be timed (it raised, or no case to time); no device"),
+    epilog=_exit_codes(
+        "a kernel could not be timed (it raised, a size is missing, no case to time); no device"
+    ),
 )
 @click.argument("shaders", nargs=-1)
 @_root_option
@@ -428,51 +448,93 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
 )
 @click.option("--all-cases", is_flag=True, help="Time every reference case, not only each entry's largest.")
 @click.option(
+    "--size",
+    "size",
+    multiple=True,
+    metavar="NAME=N",
+    callback=_sizes,
+    help="Time every entry of the chosen shaders on zero-filled inputs, sized by NAME=N (repeatable; "
+    "no reference needed).",
+)
+@click.option(
     "--device", "device", default=None, help="Device index or name substring (sets SLANGRT_DEVICE)."
 )
 def bench(
-    shaders: tuple[str, ...], root: str, as_json: bool, repeat: int, all_cases: bool, device: str | None
+    shaders: tuple[str, ...],
+    root: str,
+    as_json: bool,
+    repeat: int,
+    all_cases: bool,
+    size: dict[str, int] | None,
+    device: str | None,
 ) -> None:
     """Time kernels on a device with GPU timestamps (inputs as for `validate`, kept on the device).
 
     SHADERS picks shaders as for `build`. Each entry is timed on its largest reference case
     (every case with --all-cases): one warm-up call, then --repeat calls, each waited for
-    before the next. The columns are medians per call:
+    before the next.
+
+    With --size NAME=N (repeatable, e.g. `--size rows=4096 --size cols=1024`) every entry of
+    the chosen shaders is timed instead, reference or not, on zero-filled arrays (zeros, so
+    index buffers stay in range) shaped by its documented bindings over those sizes; its
+    integer and float params come from the same sizes, else are 0. A size an entry needs that
+    no --size gives, or a --size no entry uses, is an error naming it.
+
+    The columns are medians per call:
 
     \b
       GPU us     the kernel's time on the device (GPU timestamps around the dispatch)
       MB         the bytes its bindings span (written bindings counted twice)
       GB/s       MB over GPU us: the memory bandwidth the kernel reaches
+      GFLOP/s    floating-point operations over GPU us, where the reference counts them:
+                 `flops(entry, sizes)` in shaders/<name>.py returns the operations of one
+                 call (`sizes`: the sizes by name); `-` without a count
       submit us  how long the call takes to return: argument checks, recording, submission
                  (the kernel then runs asynchronously: this can be far below GPU us)
       wall us    from the call to the kernel's end, waited for: what a caller who needs
                  the result sees (never below GPU us)
+
+    --json rows add `flops` and `gflop_per_s` (null without a count).
     """
     from hatch_slang.bench import BenchRow  # imports NumPy and slangrt: only here
     from hatch_slang.bench import bench as bench_kernels
+    from hatch_slang.validate import NoReference
 
+    sizes = size
+    if sizes is not None and all_cases:
+        raise click.UsageError("--all-cases picks reference cases; with --size each entry is timed once")
     _select_device(device)
     config = _config(root)
-    _say_unreferenced(config, shaders, "timed")
+    if sizes is None:
+        _say_unreferenced(config, shaders, "timed", "; time them on zero-filled inputs with `--size NAME=N`")
     rows = []
     try:
-        for row in bench_kernels(config, list(shaders) or None, repeat=repeat, all_cases=all_cases):
+        for row in bench_kernels(
+            config, list(shaders) or None, repeat=repeat, all_cases=all_cases, sizes=sizes
+        ):
             rows.append(row)
             if as_json:
                 click.echo(json.dumps(row.as_json()))
             else:
                 click.echo(f"  timed {row.shader} {row.entry}", err=True)
+    except NoReference as e:
+        raise click.ClickException(
+            f"{e}; or time the kernels on zero-filled inputs with `--size NAME=N`"
+        ) from None
     except HatchSlangError as e:
         raise click.ClickException(str(e)) from None
     if not rows:
-        raise click.ClickException("the references yielded no case to time")
+        raise click.ClickException(
+            "the references yielded no case to time" if sizes is None else "no entry to time"
+        )
     if not as_json:
         table(list(BenchRow.COLUMNS), [r.cells() for r in rows])
         click.echo(f"\nmedians of {repeat} calls each on {rows[0].device}")
 
 
-def _say_unreferenced(config: BuildConfig, shaders: tuple[str, ...], doing: str) -> None:
-    """On stderr: how many of the selected shaders have no reference, and which (not ``doing``)."""
+def _say_unreferenced(config: BuildConfig, shaders: tuple[str, ...], doing: str, hint: str = "") -> None:
+    """On stderr: how many of the selected shaders have no reference, and which (not ``doing``),
+    then ``hint``."""
     from hatch_slang.validate import unreferenced_shaders
 
     try:
@@ -481,7 +543,8 @@ def _say_unreferenced(config: BuildConfig, shaders: tuple[str, ...], doing: str)
         raise click.ClickException(str(e)) from None
     if missing:
         click.secho(
-            f"{len(missing)} shader(s) have no reference <name>.py, so are not {doing}: {', '.join(missing)}",
+            f"{len(missing)} shader(s) have no reference <name>.py, so are not {doing}: {', '.join(missing)}"
+            + hint,
             fg="yellow",
             err=True,
         )
