@@ -124,7 +124,7 @@ class BenchRow:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class BenchCall:
     """One call to time: the wrapper, its host arguments, what the row shows."""
 
     shader: str
@@ -163,7 +163,7 @@ def bench(
         raise HatchSlangError(f"repeat must be at least 1, got {repeat}")
     if sizes is not None and all_cases:
         raise HatchSlangError("all_cases picks reference cases; with sizes there is one call per entry")
-    plans = _sized_plans(config, names, sizes) if sizes is not None else None
+    plans = sized_calls(config, names, sizes) if sizes is not None else None
     try:
         dev = slangrt.device()
     except slangrt.SlangRTError as e:
@@ -176,7 +176,7 @@ def bench(
 
 def _reference_plans(
     config: BuildConfig, names: list[str] | None, all_cases: bool, seed: int
-) -> Iterator[_Plan]:
+) -> Iterator[BenchCall]:
     """The reference cases to time, shader by shader: each entry's largest (by the bytes of its
     arguments), or every case."""
     for shader, runs in itertools.groupby(reference_cases(config, names, seed), key=lambda r: r.shader):
@@ -193,7 +193,7 @@ def _reference_plans(
         for run, args in picked:
             name = run.case.entry
             count = reference_flops(run.reference, name, known_sizes(_entry(run), run.case.dims, args))
-            yield _Plan(shader, name, _label(run.case, args), getattr(run.kernels, name), args, count)
+            yield BenchCall(shader, name, _label(run.case, args), getattr(run.kernels, name), args, count)
 
 
 def _entry(run: CaseRun) -> manifest.Entry:
@@ -204,7 +204,7 @@ def _entry(run: CaseRun) -> manifest.Entry:
         raise HatchSlangError(f"{run.where}: the kernels have no entry `{run.case.entry}`") from None
 
 
-def _time(dev: Any, plan: _Plan, repeat: int) -> BenchRow:
+def _time(dev: Any, plan: BenchCall, repeat: int) -> BenchRow:
     """One warm-up call, then ``repeat`` timed ones, each waited for; the medians."""
     import slangrt
 
@@ -243,7 +243,7 @@ def _time(dev: Any, plan: _Plan, repeat: int) -> BenchRow:
     )
 
 
-def _call(plan: _Plan, args: dict[str, Any]) -> None:
+def _call(plan: BenchCall, args: dict[str, Any]) -> None:
     """Call the wrapper; what it raises becomes a :class:`HatchSlangError` naming the call."""
     try:
         plan.fn(**args)
@@ -251,10 +251,10 @@ def _call(plan: _Plan, args: dict[str, Any]) -> None:
         raise HatchSlangError(f"{plan.shader} {plan.entry} [{plan.label}]: {type(e).__name__}: {e}") from None
 
 
-def _sized_plans(config: BuildConfig, names: list[str] | None, sizes: Mapping[str, int]) -> list[_Plan]:
+def sized_calls(config: BuildConfig, names: list[str] | None, sizes: Mapping[str, int]) -> list[BenchCall]:
     """Every entry of the selected shaders, on zero-filled inputs of ``sizes``; checked whole
     before anything runs: a size nobody needs, or one an entry needs and nobody gave, raises."""
-    plans: list[_Plan] = []
+    plans: list[BenchCall] = []
     used: set[str] = set()
     for src in selected_shaders(config, names):
         kernels = import_kernels(config, src.module)
@@ -290,7 +290,7 @@ def _sized_plan(
     fn: Callable[..., Any],
     sizes: Mapping[str, int],
     reference: ModuleType | None,
-) -> tuple[_Plan, set[str]]:
+) -> tuple[BenchCall, set[str]]:
     """One entry's call on zeros of ``sizes``, and the size names the entry knows."""
     where = f"{shader} {name}"
     dims = _dimension_names(entry, where)
@@ -317,7 +317,7 @@ def _sized_plan(
     counted = {k: v for k, v in sizes.items() if k in known}
     counted.update({k: v for k, v in scalars.items() if type(v) is int})
     count = reference_flops(reference, name, counted) if reference is not None else None
-    return _Plan(shader, name, label, fn, args, count), known
+    return BenchCall(shader, name, label, fn, args, count), known
 
 
 def _names(names: tuple[str, ...]) -> str:

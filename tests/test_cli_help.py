@@ -84,3 +84,9 @@ def test_validate_and_bench_say_which_shaders_have_no_reference(
         assert all(json.loads(line) for line in result.stdout.splitlines())  # stdout stays JSON
     picked = CliRunner().invoke(main, ["validate", "--root", str(root), "block_sum"])
     assert picked.exit_code == 0 and "no reference" not in picked.stderr, picked.stderr
+
+
+def test_bench_help_documents_sizes_and_flop_counts() -> None:
+    text = " ".join(_help("bench").split())
+    assert "--size NAME=N" in text and "zero-filled" in text and "index buffers stay in range" in text
+    assert "GFLOP/s" in text and "flops(entry, sizes)" in text and "gflop_per_s" in text
