@@ -193,7 +193,10 @@ def _reference_plans(
         for run, args in picked:
             name = run.case.entry
             count = reference_flops(run.reference, name, known_sizes(_entry(run), run.case.dims, args))
-            yield BenchCall(shader, name, _label(run.case, args), getattr(run.kernels, name), args, count)
+            fn = getattr(run.kernels, name, None)
+            if not callable(fn):
+                raise HatchSlangError(f"{run.where}: the kernels have no wrapper `{name}`; build again")
+            yield BenchCall(shader, name, _label(run.case, args), fn, args, count)
 
 
 def _entry(run: CaseRun) -> manifest.Entry:

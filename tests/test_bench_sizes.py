@@ -287,3 +287,25 @@ def test_index_buffers_get_zeros(project: Path, monkeypatch: pytest.MonkeyPatch)
     bad[3] = 7
     call.fn(idx=bad, table=table, out=out)
     assert out[3] == 1.0 and np.count_nonzero(out) == 1
+
+
+def test_the_libraries_gemv_norm_and_softmax_references_count_their_operations() -> None:
+    from hatch_slang.validate import load_reference, reference_flops
+
+    shaders = PACKAGES.parent.parent / "shaders"
+    gemv = {"rows": 64, "cols": 256, "n_tokens": 3, "accumulate": 0}
+    for name, entries in (
+        ("gemv_f32", ["gemv_f32"]),
+        ("gemv_q8_0", ["gemv_q8_0"]),
+        ("gemv_q4_0", ["gemv_q4_0_q8"]),
+    ):
+        ref = load_reference(shaders / f"{name}.py")
+        for entry in entries:
+            assert reference_flops(ref, entry, gemv) == 2.0 * 64 * 256 * 3
+            assert reference_flops(ref, entry, {**gemv, "accumulate": 1}) == 2.0 * 64 * 256 * 3 + 64 * 3
+    rows = {"n_rows": 4, "n": 1000}
+    rmsnorm = load_reference(shaders / "rmsnorm.py")
+    assert reference_flops(rmsnorm, "rmsnorm_batch", rows) == 4 * (4 * 1000 + 3)
+    assert reference_flops(rmsnorm, "add_rmsnorm_batch", rows) == 4 * (5 * 1000 + 3)
+    assert reference_flops(load_reference(shaders / "softmax.py"), "softmax", rows) == 5 * 4 * 1000
+    assert reference_flops(load_reference(shaders / "gelu.py"), "gelu", {"n": 10}) is None  # no count
