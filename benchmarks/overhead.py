@@ -20,7 +20,9 @@ that sees completion. This measures exactly those, in nanoseconds:
 ``post``
     from vkQueueSubmit returning to the first vkGetSemaphoreCounterValue;
 ``period``
-    the poll loop's period: (last poll's start - first poll's start) / (polls - 1);
+    the poll loop's period: (last poll's start - first poll's start) / (polls - 1), over the
+    calls that polled more than once (``periods|raw``, ``periods|slangrt`` count them); not
+    measured (``null``, ``n/a``) when no call did, as on a loaded machine;
 ``tail``
     from the last poll (the one that saw the work finished) returning to ``synchronize()``
     (``submit_wait_timeline()``) returning.
@@ -207,6 +209,7 @@ def measure(rounds: int, inner: int) -> dict[str, Any]:
     keys = ("pre", "submit", "post", "period", "tail", "polls")
     per_round: dict[str, dict[str, list[float]]] = {w: {key: [] for key in keys} for w in ("raw", "slangrt")}
     e2e: dict[str, list[float]] = {"raw": [], "slangrt": []}
+    periods = {"raw": 0, "slangrt": 0}  # calls that polled more than once: those that time the period
     contenders = (("raw", raw.submit_wait_timeline), ("slangrt", ours))
     for fn in (raw.submit_wait_timeline, ours, praw.submit_wait_timeline, lambda: None):
         for _ in range(50):  # warm-up (the kernel's plan and command buffer are made here)
@@ -231,7 +234,9 @@ def measure(rounds: int, inner: int) -> dict[str, Any]:
                 if probe.polls > 1:
                     calls["period"].append((probe.last_start - probe.first) / (probe.polls - 1))
             for key in keys:
-                per_round[who][key].append(statistics.median(calls[key]) if calls[key] else float("nan"))
+                if calls[key]:  # (a round with no call that polled twice has no period: left out)
+                    per_round[who][key].append(statistics.median(calls[key]))
+            periods[who] += len(calls["period"])
         t0 = clock()
         for _ in range(inner):
             praw.submit_wait_timeline()
@@ -242,10 +247,7 @@ def measure(rounds: int, inner: int) -> dict[str, Any]:
         t2 = clock()
         e2e["raw"].append((t1 - t0) / inner)
         e2e["slangrt"].append((t2 - t1) / inner)
-    for who, figures in per_round.items():
-        for key, values in figures.items():
-            results[f"{who}|{key}"] = statistics.median(values)
-        results[f"{who}|e2e"] = statistics.median(e2e[who])
+    results.update(figures(per_round, e2e, periods))
     results["probe|cost"] = _probe_cost(probe, dev, dev.parts.queue.semaphore)
     got = buf[0].numpy()
     assert np.all(got == got[0]) and got[0] > 0, "a += b went wrong"
@@ -256,6 +258,22 @@ def measure(rounds: int, inner: int) -> dict[str, Any]:
     dev.close()
     plain.close()
     return results
+
+
+def figures(
+    per_round: dict[str, dict[str, list[float]]], e2e: dict[str, list[float]], periods: dict[str, int]
+) -> dict[str, float | int | None]:
+    """Each contender's figures: the median over the rounds that measured it. A round measures
+    the period only if one of its calls polled more than once; where none did (on a loaded
+    machine the work is often done by the first poll) the period is None, not measured, and
+    ``periods|<who>`` (how many calls timed it) is 0."""
+    out: dict[str, float | int | None] = {}
+    for who, rounds in per_round.items():
+        for key, values in rounds.items():
+            out[f"{who}|{key}"] = statistics.median(values) if values else None
+        out[f"{who}|e2e"] = statistics.median(e2e[who])
+        out[f"periods|{who}"] = periods[who]
+    return out
 
 
 ROWS = (
@@ -287,30 +305,34 @@ def report(new: dict[str, Any], old: dict[str, Any] | None, command: str) -> str
     else:
         out += ["| figure | raw | slangrt | slangrt - raw |", "| --- | ---: | ---: | ---: |"]
     for key, name in ROWS:
-        raw, ours = new[f"raw|{key}"], new[f"slangrt|{key}"]
-        if old is not None:
-            oraw, oours = old[f"raw|{key}"], old[f"slangrt|{key}"]
-            out.append(
-                f"| {name} | {oraw:.0f} | {oours:.0f} | {oours - oraw:+.0f} "
-                f"| {raw:.0f} | {ours:.0f} | {ours - raw:+.0f} |"
-            )
-        else:
-            out.append(f"| {name} | {raw:.0f} | {ours:.0f} | {ours - raw:+.0f} |")
-
-    def exposed(d: dict[str, Any]) -> float:
-        # What a GPU's latency does not hide: the Python before the submission, half a poll
-        # period (the mean lag in seeing completion) and the Python after the last poll.
-        return sum(d[f"slangrt|{k}"] - d[f"raw|{k}"] for k in ("pre", "tail")) + 0.5 * (
-            d["slangrt|period"] - d["raw|period"]
-        )
-
-    line = (
-        f"Not hidden by the device's latency (pre + tail + period / 2, over raw): now {exposed(new):+.0f} ns"
-    )
+        cells = [] if old is None else _cells(old, key)
+        out.append(f"| {name} | " + " | ".join([*cells, *_cells(new, key)]) + " |")
+    line = f"Not hidden by the device's latency (pre + tail + period / 2, over raw): now {_exposed(new)}"
     if old is not None:
-        line += f", baseline {exposed(old):+.0f} ns"
+        line += f", baseline {_exposed(old)}"
     out += ["", line + "."]
+    if any(d is not None and None in (d["raw|period"], d["slangrt|period"]) for d in (new, old)):
+        out += [
+            "",
+            "n/a: not measured (every call saw its work finished at the first poll: no period to time).",
+        ]
     return "\n".join(out)
+
+
+def _cells(d: dict[str, Any], key: str) -> list[str]:
+    """raw, slangrt and their difference for one figure; ``n/a`` where it was not measured."""
+    raw, ours = d[f"raw|{key}"], d[f"slangrt|{key}"]
+    diff = f"{ours - raw:+.0f}" if raw is not None and ours is not None else "n/a"
+    return [f"{raw:.0f}" if raw is not None else "n/a", f"{ours:.0f}" if ours is not None else "n/a", diff]
+
+
+def _exposed(d: dict[str, Any]) -> str:
+    # What a GPU's latency does not hide: the Python before the submission, half a poll
+    # period (the mean lag in seeing completion) and the Python after the last poll.
+    ns = sum(d[f"slangrt|{k}"] - d[f"raw|{k}"] for k in ("pre", "tail"))
+    if d["slangrt|period"] is None or d["raw|period"] is None:
+        return f"{ns:+.0f} ns without the period (not measured)"
+    return f"{ns + 0.5 * (d['slangrt|period'] - d['raw|period']):+.0f} ns"
 
 
 def _child(runtime: Path, rounds: int, inner: int) -> dict[str, Any]:
@@ -323,10 +345,13 @@ def _child(runtime: Path, rounds: int, inner: int) -> dict[str, Any]:
 
 
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        key: statistics.median(r[key] for r in runs) if isinstance(value, float | int) else value
-        for key, value in runs[0].items()
-    }
+    """Each figure's median over the processes that measured it (None where none did)."""
+    out: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        numbers = [r[key] for r in runs if isinstance(r[key], float | int)]
+        text = isinstance(value, str)
+        out[key] = value if text else statistics.median(numbers) if numbers else None
+    return out
 
 
 def main() -> None:

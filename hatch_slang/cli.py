@@ -21,12 +21,18 @@ from hatch_slang.discover import Shader
 from hatch_slang.errors import BuildErrors, HatchSlangError
 from hatch_slang.show import device_data, print_device, print_show, show_data, table
 
-EXIT_CODES = """\b
-Exit codes:
-  0  success (for check: everything is current and consistent)
-  1  the command found a problem: a failed build, a stale or inconsistent
-     file, a kernel that disagrees with its reference, no device
-  2  bad usage: an unknown option or a missing argument"""
+
+def _exit_codes(problem: str) -> str:
+    """A command's epilog: what its exit codes mean, ``problem`` being what makes it 1."""
+    return (
+        "\b\nExit codes:\n  0  success\n  1  "
+        + problem
+        + "\n  2  bad usage: an unknown option or a missing argument"
+    )
+
+
+EXIT_CODES = _exit_codes("the command found a problem (each command's --help says which)")
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -179,7 +185,10 @@ def _select_device(device: str | None) -> None:
         sys.modules["slangrt._settings"].reload()
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(
+    short_help="Regenerate wrappers, SPIR-V and manifest in the tree.",
+    epilog=_exit_codes("the build failed (nothing was written)"),
+)
 @click.argument("shaders", nargs=-1)
 @_root_option
 @click.option(
@@ -226,7 +235,10 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(
+    short_help="Check that comments, code and generated files agree.",
+    epilog=_exit_codes("a shader has a problem, or a generated file is missing, stale or left over"),
+)
 @_root_option
 @_cache_option
 @_verbosity_options
@@ -275,7 +287,10 @@ def check(root: str, no_cache: bool, quiet: bool, verbose: bool) -> None:
         click.echo(f"ok: {len(output.modules)} shader(s); {label} is current")
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(
+    short_help="Show a kernel's entries, bindings, params and dispatch.",
+    epilog=_exit_codes("no such shader, or it does not build"),
+)
 @click.argument("name")
 @_root_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
@@ -297,7 +312,10 @@ def show(name: str, root: str, as_json: bool) -> None:
     print_show(data)
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(
+    short_help="List Vulkan devices and their limits.",
+    epilog=_exit_codes("no Vulkan device (or no loader or driver)"),
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per device.")
 def devices(as_json: bool) -> None:
     """List Vulkan devices with their limits; the default one is marked with *.
@@ -321,16 +339,19 @@ def devices(as_json: bool) -> None:
             print_device(d, d.index == default)
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(
+    short_help="Run kernels and compare them with their NumPy references.",
+    epilog=_exit_codes("a kernel disagrees with its reference or fails; no reference; no device"),
+)
 @click.argument("shaders", nargs=-1)
 @_root_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per line instead of a table.")
-@click.option("--seed", default=0, show_default=True, help="Seed for the random inputs.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed for the random inputs.")
 @click.option(
     "--device", "device", default=None, help="Device index or name substring (sets SLANGRT_DEVICE)."
 )
 def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, device: str | None) -> None:
-    """Run kernels on the default device and compare with their NumPy references.
+    """Run kernels on a device (--device, else the default) and compare with their NumPy references.
 
     SHADERS (module names, file names or paths, as for `build`) limits the run to those;
     default: every configured shader that has a reference. The kernels are imported from the
@@ -364,6 +385,7 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
 
     _select_device(device)
     config = _config(root)
+    _say_unreferenced(config, shaders, "validated")
     rows = []
     try:
         for row in validate_kernels(config, list(shaders) or None, seed):
@@ -390,60 +412,153 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
     sys.exit(1 if bad else 0)
 
 
-@main.command(epilog=EXIT_CODES)
+def _sizes(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> dict[str, int] | None:
+    """``--size NAME=N`` values by name (None when none is given): NAME an identifier, N a whole
+    number >= 0; a malformed one, or a name given twice differently, is bad usage."""
+    if not given:
+        return None
+    sizes: dict[str, int] = {}
+    for text in given:
+        name, eq, number = (part.strip() for part in text.partition("="))
+        if not eq or not (name.isidentifier() and name.isascii()):
+            raise click.BadParameter(f"{text!r} is not NAME=N (NAME an identifier, N a whole number)")
+        if not (number.isascii() and number.isdigit()) or len(number) > 19:
+            raise click.BadParameter(f"{text!r}: {number!r} is not a whole number from 0 to 10**19")
+        if sizes.get(name, int(number)) != int(number):
+            raise click.BadParameter(f"`{name}` given twice ({sizes[name]} and {int(number)})")
+        sizes[name] = int(number)
+    return sizes
+
+
+@main.command(
+    short_help="Time kernels on a device (GPU timestamps).",
+    epilog=_exit_codes(
+        "a kernel could not be timed (it raised, a size is missing, no case to time); no device"
+    ),
+)
 @click.argument("shaders", nargs=-1)
 @_root_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per line instead of a table.")
-@click.option("--repeat", default=20, show_default=True, help="Timed calls per case (after one warm-up).")
+@click.option(
+    "--repeat",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Timed calls per case (after one warm-up).",
+)
 @click.option("--all-cases", is_flag=True, help="Time every reference case, not only each entry's largest.")
+@click.option(
+    "--size",
+    "size",
+    multiple=True,
+    metavar="NAME=N",
+    callback=_sizes,
+    help="Time every entry of the chosen shaders on zero-filled inputs, sized by NAME=N (repeatable; "
+    "no reference needed).",
+)
 @click.option(
     "--device", "device", default=None, help="Device index or name substring (sets SLANGRT_DEVICE)."
 )
 def bench(
-    shaders: tuple[str, ...], root: str, as_json: bool, repeat: int, all_cases: bool, device: str | None
+    shaders: tuple[str, ...],
+    root: str,
+    as_json: bool,
+    repeat: int,
+    all_cases: bool,
+    size: dict[str, int] | None,
+    device: str | None,
 ) -> None:
     """Time kernels on a device with GPU timestamps (inputs as for `validate`, kept on the device).
 
     SHADERS picks shaders as for `build`. Each entry is timed on its largest reference case
     (every case with --all-cases): one warm-up call, then --repeat calls, each waited for
-    before the next. The columns are medians per call:
+    before the next.
+
+    With --size NAME=N (repeatable, e.g. `--size rows=4096 --size cols=1024`) every entry of
+    the chosen shaders is timed instead, reference or not, on zero-filled arrays (zeros, so
+    index buffers stay in range) shaped by its documented bindings over those sizes; its
+    integer and float params come from the same sizes, else are 0. A size an entry needs that
+    no --size gives, or a --size no entry uses, is an error naming it.
+
+    The columns are medians per call:
 
     \b
       GPU us     the kernel's time on the device (GPU timestamps around the dispatch)
       MB         the bytes its bindings span (written bindings counted twice)
       GB/s       MB over GPU us: the memory bandwidth the kernel reaches
+      GFLOP/s    floating-point operations over GPU us, where the reference counts them:
+                 `flops(entry, sizes)` in shaders/<name>.py returns the operations of one
+                 call (`sizes`: the sizes by name); `-` without a count
       submit us  how long the call takes to return: argument checks, recording, submission
                  (the kernel then runs asynchronously: this can be far below GPU us)
       wall us    from the call to the kernel's end, waited for: what a caller who needs
                  the result sees (never below GPU us)
+
+    --json rows add `flops` and `gflop_per_s` (null without a count).
     """
     from hatch_slang.bench import BenchRow  # imports NumPy and slangrt: only here
     from hatch_slang.bench import bench as bench_kernels
+    from hatch_slang.validate import NoReference
 
+    sizes = size
+    if sizes is not None and all_cases:
+        raise click.UsageError("--all-cases picks reference cases; with --size each entry is timed once")
     _select_device(device)
     config = _config(root)
+    if sizes is None:
+        _say_unreferenced(config, shaders, "timed", "; time them on zero-filled inputs with `--size NAME=N`")
     rows = []
     try:
-        for row in bench_kernels(config, list(shaders) or None, repeat=repeat, all_cases=all_cases):
+        for row in bench_kernels(
+            config, list(shaders) or None, repeat=repeat, all_cases=all_cases, sizes=sizes
+        ):
             rows.append(row)
             if as_json:
                 click.echo(json.dumps(row.as_json()))
             else:
                 click.echo(f"  timed {row.shader} {row.entry}", err=True)
+    except NoReference as e:
+        raise click.ClickException(
+            f"{e}; or time the kernels on zero-filled inputs with `--size NAME=N`"
+        ) from None
     except HatchSlangError as e:
         raise click.ClickException(str(e)) from None
     if not rows:
-        raise click.ClickException("the references yielded no case to time")
+        raise click.ClickException(
+            "the references yielded no case to time" if sizes is None else "no entry to time"
+        )
     if not as_json:
         table(list(BenchRow.COLUMNS), [r.cells() for r in rows])
         click.echo(f"\nmedians of {repeat} calls each on {rows[0].device}")
+
+
+def _say_unreferenced(config: BuildConfig, shaders: tuple[str, ...], doing: str, hint: str = "") -> None:
+    """On stderr: how many of the selected shaders have no reference, and which (not ``doing``),
+    then ``hint``."""
+    from hatch_slang.validate import unreferenced_shaders
+
+    try:
+        missing = unreferenced_shaders(config, list(shaders) or None)
+    except HatchSlangError as e:
+        raise click.ClickException(str(e)) from None
+    if missing:
+        click.secho(
+            f"{len(missing)} shader(s) have no reference <name>.py, so are not {doing}: {', '.join(missing)}"
+            + hint,
+            fg="yellow",
+            err=True,
+        )
 
 
 def _echo_row(line: str) -> None:
     click.secho(line, fg="red" if line.endswith("FAIL") else None)
 
 
-@main.command("init", epilog=EXIT_CODES)
+@main.command(
+    "init",
+    short_help="Create a new project with the build hook configured.",
+    epilog=_exit_codes("the directory is not empty (without --force), or cannot be written"),
+)
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
 @click.option(
     "--name",

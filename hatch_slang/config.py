@@ -7,11 +7,12 @@ is plain values; :mod:`hatch_slang.compiler` turns them into Slang arguments.
 
 from __future__ import annotations
 
+import keyword
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hatch_slang.errors import ConfigError
@@ -33,6 +34,8 @@ __all__ = [
     "BuildConfig",
     "CompileOptions",
     "check_compiler_args",
+    "check_glob",
+    "glob_files",
     "hook_table",
     "load_project_config",
     "parse_config",
@@ -59,6 +62,8 @@ class BuildConfig:
     templates: Path | None  # a directory holding every TEMPLATE_FILES (checked when read)
     strict: bool
     overrides: tuple[OverrideSettings, ...] = ()
+    # What the options hold that a build should say (paths outside the project root).
+    warnings: tuple[str, ...] = ()
     _matches: dict[int, frozenset[Path]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -216,21 +221,138 @@ def _number(text: str) -> bool:
     return re.fullmatch(r"-\d+", text) is not None
 
 
+# -- path-valued options ---------------------------------------------------------------------------
+
+
+def _path_problem(text: str) -> str | None:
+    """Why ``text`` cannot be read as a path at all (whatever it points at), or None."""
+    if not text.strip():
+        return "is empty"
+    if "\\" in text:
+        return "holds a backslash: write paths with `/`"
+    if text.startswith("~"):
+        return "starts with `~`, which is not expanded: write it relative to the project root"
+    if re.match(r"[A-Za-z]:", text):
+        return "starts with a drive letter: write it relative to the project root"
+    if "\0" in text or any(ord(c) < 32 for c in text):
+        return "holds a control character"
+    return None
+
+
+def _escape(text: str) -> str | None:
+    """Why a path written as ``text`` leaves the project root (absolute, or a ``..`` part), or None."""
+    if PurePosixPath(text).is_absolute():
+        return "is absolute"
+    if ".." in PurePosixPath(text).parts:
+        return "has a `..` part"
+    return None
+
+
+def _outside(root: Path, path: Path) -> bool:
+    """Whether ``path`` (symbolic links followed) lies outside the project root."""
+    return not path.resolve().is_relative_to(root.resolve())
+
+
+def check_glob(option: str, pattern: str) -> None:
+    """Refuse a shader glob that cannot name files inside the project root, naming the option."""
+    why = _path_problem(pattern) or _escape(pattern)
+    if why is not None:
+        raise ConfigError(
+            f"{where(option)}: glob `{pattern}` {why} (globs are relative to the project root, "
+            "and name files inside it)"
+        )
+
+
+def glob_files(root: Path, option: str, pattern: str) -> list[Path]:
+    """The files ``pattern`` (checked) matches under ``root``; a file that is a symbolic link to a
+    place outside the root is refused (an sdist would not hold it), naming the option."""
+    check_glob(option, pattern)
+    try:
+        matches = sorted(p for p in root.glob(pattern) if p.is_file())
+    except ValueError as e:  # pathlib rejects some patterns ("**x", "")
+        raise ConfigError(f"{where(option)}: glob `{pattern}`: {e}") from None
+    for p in matches:
+        if _outside(root, p):
+            raise ConfigError(
+                f"{where(option)}: glob `{pattern}` matches `{p.relative_to(root).as_posix()}`, "
+                f"which leads outside the project root (to {p.resolve()}): shaders must live inside it"
+            )
+    if not matches:
+        raise ConfigError(
+            f"{where(option)}: glob `{pattern}` matches no file under {root} "
+            "(globs are relative to the project root)"
+        )
+    return matches
+
+
+def _package(root: Path, raw: str) -> str:
+    """The package path, slash-separated: dotted or slashed, every part a Python identifier,
+    inside the project root (a symbolic link to elsewhere is refused)."""
+    option = where(option_name(HookSettings, "package"))
+    text = raw[:-1] if raw.endswith("/") else raw
+    why = _path_problem(text) or _escape(text)
+    parts = re.split(r"[./]", text)
+    if why is not None or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        said = f" (it {why})" if why else ""
+        raise ConfigError(
+            f'{option} must be a path of Python identifiers such as "mypkg/kernels", not "{raw}"{said}'
+        )
+    package = "/".join(parts)
+    if _outside(root, root / package):
+        raise ConfigError(
+            f'{option}: "{raw}" leads outside the project root (to {(root / package).resolve()}, '
+            "through a symbolic link): the generated package must live inside it"
+        )
+    return package
+
+
+def _outside_warning(option: str, value: str, what: str) -> str:
+    return (
+        f"{where(option)}: `{value}` is outside the project root: an sdist will not contain "
+        f"{what}, so a build from the sdist fails"
+    )
+
+
+def _include_dirs(root: Path, dirs: tuple[str, ...], warnings: list[str]) -> tuple[str, ...]:
+    option = option_name(HookSettings, "include_dirs")
+    for d in dirs:
+        if (why := _path_problem(d)) is not None:
+            raise ConfigError(f"{where(option)}: `{d}` {why}")
+        if not (root / d).is_dir():
+            raise ConfigError(f"{where(option)}: `{d}` is not a directory under {root}")
+        if _escape(d) is not None or _outside(root, root / d):
+            warnings.append(_outside_warning(option, d, "what the shaders include from it"))
+    return tuple(str((root / d).resolve()) for d in dirs)
+
+
+def _templates(root: Path, templates: str | None, warnings: list[str]) -> Path | None:
+    if templates is None:
+        return None
+    option = option_name(HookSettings, "templates")
+    if (why := _path_problem(templates)) is not None:
+        raise ConfigError(f"{where(option)}: `{templates}` {why}")
+    # The one check of a templates directory: code generation reads the files it found here.
+    missing = [n for n in TEMPLATE_FILES if not (root / templates / n).is_file()]
+    if missing:
+        raise ConfigError(
+            f"{where(option)}: `{templates}` must be a directory "
+            f"holding {' and '.join(TEMPLATE_FILES)} (missing: {', '.join(missing)})"
+        )
+    outside = _escape(templates) is not None or any(
+        _outside(root, root / templates / n) for n in TEMPLATE_FILES
+    )
+    if outside:
+        warnings.append(_outside_warning(option, templates, "the templates"))
+    return root / templates
+
+
 def _resolve_overrides(root: Path, overrides: tuple[OverrideSettings, ...]) -> tuple[OverrideSettings, ...]:
     out = []
     for k, override in enumerate(overrides):
         name = f"{option_name(HookSettings, 'overrides')}[{k}]."
         shaders = f"{name}{option_name(OverrideSettings, 'shaders')}"
         for pattern in override.shaders:
-            try:
-                hit = not Path(pattern).is_absolute() and any(p.is_file() for p in root.glob(pattern))
-            except ValueError as e:
-                raise ConfigError(f"{where(shaders)}: glob `{pattern}`: {e}") from None
-            if not hit:
-                raise ConfigError(
-                    f"{where(shaders)}: glob `{pattern}` matches no file under {root} "
-                    "(globs are relative to the project root)"
-                )
+            glob_files(root, shaders, pattern)
         args = name + option_name(OverrideSettings, "compiler_args")
         out.append(replace(override, compiler_args=check_compiler_args(args, override.compiler_args)))
     return tuple(out)
@@ -239,41 +361,28 @@ def _resolve_overrides(root: Path, overrides: tuple[OverrideSettings, ...]) -> t
 def parse_config(root: Path, raw: Mapping[str, Any]) -> BuildConfig:
     """The hook's table (as hatchling hands it over) read, checked and resolved against ``root``."""
     settings = read(HookSettings, raw, accept=tuple(HATCH_OPTIONS))
-    package = settings.package.replace(".", "/").strip("/")
-    if not all(part.isidentifier() for part in package.split("/")):
-        raise ConfigError(
-            f"{where(option_name(HookSettings, 'package'))} must be a path of Python identifiers "
-            f'such as "mypkg/kernels", not "{package}"'
-        )
-    for d in settings.include_dirs:
-        if not (root / d).is_dir():
-            raise ConfigError(
-                f"{where(option_name(HookSettings, 'include_dirs'))}: `{d}` is not a directory under {root}"
-            )
+    for pattern in settings.shaders:  # (matched when the shaders are found)
+        check_glob(option_name(HookSettings, "shaders"), pattern)
+    package = _package(root, settings.package)
+    warnings: list[str] = []
+    include_dirs = _include_dirs(root, settings.include_dirs, warnings)
     compiler_args = check_compiler_args(option_name(HookSettings, "compiler_args"), settings.compiler_args)
     overrides = _resolve_overrides(root, settings.overrides)
-    templates = settings.templates
-    if templates is not None:
-        # The one check of a templates directory: code generation reads the files it found here.
-        missing = [n for n in TEMPLATE_FILES if not (root / templates / n).is_file()]
-        if missing:
-            raise ConfigError(
-                f"{where(option_name(HookSettings, 'templates'))}: `{templates}` must be a directory "
-                f"holding {' and '.join(TEMPLATE_FILES)} (missing: {', '.join(missing)})"
-            )
+    templates = _templates(root, settings.templates, warnings)
     return BuildConfig(
         root=root,
         shaders=settings.shaders,
         package=package,
         compile=CompileOptions(
-            include_dirs=tuple(str((root / d).resolve()) for d in settings.include_dirs),
+            include_dirs=include_dirs,
             defines=tuple(sorted(settings.defines.items())),
             optimization=settings.optimization,
             compiler_args=compiler_args,
         ),
-        templates=(root / templates) if templates is not None else None,
+        templates=templates,
         strict=settings.strict,
         overrides=overrides,
+        warnings=tuple(warnings),
     )
 
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from hatch_slang.config import glob_files
 from hatch_slang.contract import Contract, generic_instances, parse_contract
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
 from hatch_slang.expr import check_identifier
 from hatch_slang.settings import HookSettings, option_name
-from hatch_slang.settings import where as option_where
 
 
 @dataclass(frozen=True)
@@ -266,20 +266,10 @@ def _unique(names: Iterable[str]) -> tuple[str, ...]:
 
 
 def find_shaders(root: Path, patterns: list[str]) -> list[Path]:
-    """Expand the configured globs, relative to ``root``, into a sorted list of files."""
-    found: set[Path] = set()
-    for pattern in patterns:
-        where = f"{option_where(option_name(HookSettings, 'shaders'))}:"
-        if Path(pattern).is_absolute():
-            raise ConfigError(f"{where} glob `{pattern}` must be relative to the project root")
-        try:
-            matches = [p for p in root.glob(pattern) if p.is_file()]
-        except ValueError as e:  # pathlib rejects some patterns ("**x", "")
-            raise ConfigError(f"{where} glob `{pattern}`: {e}") from None
-        if not matches:
-            raise ConfigError(f"{where} glob `{pattern}` matches no file under {root}")
-        found.update(p.resolve() for p in matches)
-    return sorted(found)
+    """Expand the configured globs, relative to ``root``, into a sorted list of files (each
+    inside the root: see :func:`hatch_slang.config.glob_files`)."""
+    option = option_name(HookSettings, "shaders")
+    return sorted({p.resolve() for pattern in patterns for p in glob_files(root, option, pattern)})
 
 
 def read_source(root: Path, path: Path) -> Source:

@@ -9,6 +9,7 @@ are re-exported here: the front ends build and write through this module.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
@@ -196,12 +197,41 @@ def _specs(
     return specs
 
 
-def _generate(spec: ShaderSpec, templates: codegen.Templates, compiler: str) -> ShaderOutput:
+def _generate(
+    spec: ShaderSpec, templates: codegen.Templates, result: CompileResult, root: Path
+) -> ShaderOutput:
     module = spec.shader.module
     files = {f"{module}.py": codegen.render_module(spec, templates).encode()}
     for entry in spec.entries:
         files[codegen.spv_name(module, entry.name)] = entry.spirv
-    return ShaderOutput(module, files, codegen.manifest_entry(spec), spec.warnings, compiler)
+    warnings = (*spec.warnings, *_outside_includes(spec.shader, result, root))
+    return ShaderOutput(module, files, codegen.manifest_entry(spec), warnings, result.compiler)
+
+
+def _outside_includes(shader: Shader, result: CompileResult, root: Path) -> list[str]:
+    """A warning for each file the compiler read for ``shader`` from outside the project root
+    (an ``#include`` or ``import`` through ``include-dirs``, a ``..`` path or a symbolic link):
+    an sdist will not contain it. Named at the line that includes it, where that can be told."""
+    real = root.resolve()
+    said = []
+    for dep in result.dependencies:
+        path = (root / dep).resolve()
+        if path == shader.path.resolve() or path.is_relative_to(real):
+            continue
+        line = next(
+            (
+                k
+                for k, text in enumerate(shader.source.splitlines(), start=1)
+                if re.match(r"\s*(#\s*include|(__exported\s+)?import)\b", text) and path.stem in text
+            ),
+            None,
+        )
+        at = f"{shader.rel}:{line}" if line else shader.rel
+        said.append(
+            f"{at}: warning: reads {path}, outside the project root: an sdist will not contain it, "
+            "so a build from the sdist fails"
+        )
+    return said
 
 
 def build(
@@ -230,7 +260,7 @@ def build(
     specs, compiled = checked_specs(
         config, shaders, errors, strict=config.strict, cache=cache, progress=progress
     )
-    outputs = {spec.shader.rel: _generate(spec, templates, result.compiler) for spec, result in specs}
+    outputs = {spec.shader.rel: _generate(spec, templates, result, config.root) for spec, result in specs}
     _raise([e for rel in sorted(errors, key=lambda r: PurePosixPath(r).parts) for e in errors[rel]])
     built = [outputs[s.rel] for s in chosen]
 
@@ -257,7 +287,7 @@ def build(
         files=files,
         modules=tuple(o.module for o in built),
         kernels=sum(name.endswith(".spv") for o in built for name in o.files),
-        warnings=tuple(w for o in built for w in o.warnings),
+        warnings=(*config.warnings, *(w for o in built for w in o.warnings)),
         compiler=compiler,
         compiled=tuple(s.rel for s in compiled),
         kept=tuple(sorted(kept)),

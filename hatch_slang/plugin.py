@@ -92,6 +92,8 @@ class SlangBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         vars(self.build_config)["exclude_spec"] = extra if base is None else base + extra
 
     def _sdist(self, config: BuildConfig, build_data: dict[str, Any]) -> None:
+        for w in config.warnings:  # what lies outside the project root: the sdist will not hold it
+            self.app.display_warning(f"hatch-slang: {w}")
         self._exclude_tree_outputs(config)
         root = config.root.resolve()
         sources = find_shaders(config.root, list(config.shaders))

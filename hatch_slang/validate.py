@@ -13,15 +13,22 @@ out is built from the entry's contract in the package manifest: the dtype of the
 shape evaluated over ``dims`` and the params given, filled with standard-normal floats or small
 random integers. ``expect`` is either the arrays the kernel must leave in its written arguments or
 a function of the complete arguments that computes them (the NumPy reference).
+
+A reference may also define ``flops(entry, sizes)``: the floating-point operations one call of
+``entry`` does, ``sizes`` being the case's sizes by name (its ``dims``, its integer params, and
+the sizes its given arrays fix; for ``bench --size``, the sizes given and the params passed), or
+None where it has no count. ``bench`` reports GFLOP/s from it.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
+import numbers
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -35,7 +42,7 @@ from slangrt.dtypes import DTYPES
 from hatch_slang.config import BuildConfig
 from hatch_slang.discover import Source, module_name, read_sources, select
 from hatch_slang.errors import HatchSlangError
-from hatch_slang.expr import ExprError, evaluate
+from hatch_slang.expr import ExprError, evaluate, parse_expr
 
 Expected = Mapping[str, np.ndarray]
 Reference = Callable[[dict[str, Any]], Expected]
@@ -135,6 +142,32 @@ def load_reference(path: Path) -> ModuleType:
     return module
 
 
+def reference_flops(reference: ModuleType, entry: str, sizes: Mapping[str, int]) -> float | None:
+    """The floating-point operations one call of ``entry`` does at ``sizes``, as the reference's
+    optional ``flops(entry, sizes)`` counts them; None where it defines no ``flops`` or returns None.
+
+    Anything else than None or a finite, non-negative number, and an exception it raises, is a
+    :class:`HatchSlangError` naming the reference and the entry.
+    """
+    count = getattr(reference, "flops", None)
+    if count is None:
+        return None
+    where = f"{Path(reference.__file__ or '?').name}: flops({entry!r}, ...)"
+    if not callable(count):
+        raise HatchSlangError(f"{where}: `flops` is not a function")
+    try:
+        value = count(entry, dict(sizes))
+    except Exception as e:
+        raise HatchSlangError(f"{where} raised {type(e).__name__}: {e}") from None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) < math.inf:
+        raise HatchSlangError(
+            f"{where} returned {value!r:.60}; expected None or a finite, non-negative number of operations"
+        )
+    return float(value)
+
+
 def import_kernels(config: BuildConfig, module: str) -> ModuleType:
     """The generated wrapper module ``module`` of the configured package.
 
@@ -171,6 +204,71 @@ def load_manifest(kernels: ModuleType) -> manifest.Manifest:
         raise HatchSlangError(str(e)) from None
 
 
+def known_sizes(entry: manifest.Entry, dims: Mapping[str, int], given: Mapping[str, Any]) -> dict[str, int]:
+    """The sizes a case fixes for ``entry``: ``dims``, the integer params in ``given``, and the
+    sizes of the given arrays along axes whose shape is a bare name (as the wrapper reads them off)."""
+    values = dict(dims)
+    values.update({k: v for k, v in given.items() if isinstance(v, int) and not isinstance(v, bool)})
+    for b in entry["bindings"]:
+        arr = given.get(b["name"])
+        if b["role"] != "data" or b["shape"] is None or not isinstance(arr, np.ndarray):
+            continue
+        sizes = (arr.size,) if b.get("flat") else arr.shape
+        for dim, size in zip(b["shape"], sizes):
+            if dim.isidentifier():
+                values.setdefault(dim, size)
+    return values
+
+
+class UnsizedBinding(HatchSlangError):
+    """A data binding whose shape names sizes nobody gave (``missing``, in the shape's order)."""
+
+    def __init__(self, message: str, binding: str, shape: str, missing: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.binding = binding
+        self.shape = shape  # as ``[a][b]``
+        self.missing = missing
+
+
+def contract_shapes(
+    entry: manifest.Entry, values: Mapping[str, int], skip: Collection[str] = (), *, where: str = ""
+) -> dict[str, tuple[tuple[int, ...], np.dtype[Any]]]:
+    """The shape and dtype of every data binding of ``entry`` not in ``skip``, its documented
+    shape evaluated over ``values``.
+
+    A binding with no documented shape or dtype, or a shape that is not whole and non-negative,
+    raises :class:`HatchSlangError`; one whose shape names a size ``values`` lacks raises
+    :class:`UnsizedBinding` naming the binding and the sizes.
+    """
+    shapes: dict[str, tuple[tuple[int, ...], np.dtype[Any]]] = {}
+    for b in entry["bindings"]:
+        name = b["name"]
+        if b["role"] != "data" or name in skip:
+            continue
+        if b["shape"] is None or b["dtype"] is None:
+            what = "shape" if b["shape"] is None else "dtype (it takes any)"
+            raise HatchSlangError(
+                f"{where}: binding `{name}` has no documented {what}, so it cannot be made from sizes: "
+                "give it in a reference case's args"
+            )
+        shown = "".join(f"[{d}]" for d in b["shape"])
+        try:
+            needed = [n for d in b["shape"] for n in parse_expr(d).names]
+            missing = tuple(dict.fromkeys(n for n in needed if n not in values))
+            if missing:
+                raise UnsizedBinding(
+                    f"{where}: cannot size binding `{name}`: no value for `{missing[0]}` (shape {shown})",
+                    name,
+                    shown,
+                    missing,
+                )
+            shape = tuple(_size(evaluate(d, values)) for d in b["shape"])
+        except (ExprError, ValueError) as e:
+            raise HatchSlangError(f"{where}: cannot size binding `{name}`: {e} (shape {shown})") from None
+        shapes[name] = (shape, np.dtype(DTYPES[b["dtype"]].numpy))
+    return shapes
+
+
 def contract_inputs(
     entry: manifest.Entry,
     dims: Mapping[str, int],
@@ -181,36 +279,17 @@ def contract_inputs(
 ) -> dict[str, Any]:
     """``given`` plus a random array for every buffer binding of ``entry`` it does not hold.
 
-    ``entry`` is the entry's manifest record. Shapes are evaluated over ``dims`` and the integer
-    params in ``given``; a dimension that neither provides raises :class:`HatchSlangError`
-    naming the binding and the dimension.
+    ``entry`` is the entry's manifest record. Shapes are evaluated over :func:`known_sizes`; a
+    dimension that none provides raises :class:`HatchSlangError` naming the binding and the
+    dimension. Floats are standard-normal, integers small (0 to 15).
     """
-    values = dict(dims)
-    values.update({k: v for k, v in given.items() if isinstance(v, int) and not isinstance(v, bool)})
-    # Sizes the given arrays already fix, as the wrapper will read them off.
-    for b in entry["bindings"]:
-        arr = given.get(b["name"])
-        if b["role"] != "data" or b["shape"] is None or not isinstance(arr, np.ndarray):
-            continue
-        sizes = (arr.size,) if b.get("flat") else arr.shape
-        for dim, size in zip(b["shape"], sizes):
-            if dim.isidentifier():
-                values.setdefault(dim, size)
     args = dict(given)
-    for b in entry["bindings"]:
-        if b["role"] != "data" or b["name"] in args:
-            continue
-        if b["shape"] is None or b["dtype"] is None:
-            raise HatchSlangError(f"{where}: binding `{b['name']}` has no documented shape; pass it in args")
-        try:
-            shape = tuple(_size(evaluate(d, values)) for d in b["shape"])
-        except (ExprError, ValueError) as e:
-            raise HatchSlangError(f"{where}: cannot size binding `{b['name']}`: {e}") from None
-        dtype = np.dtype(DTYPES[b["dtype"]].numpy)
+    shapes = contract_shapes(entry, known_sizes(entry, dims, given), given, where=where)
+    for name, (shape, dtype) in shapes.items():
         if dtype.kind == "f":
-            args[b["name"]] = rng.standard_normal(shape).astype(dtype)
+            args[name] = rng.standard_normal(shape).astype(dtype)
         else:
-            args[b["name"]] = rng.integers(0, 16, size=shape).astype(dtype)
+            args[name] = rng.integers(0, 16, size=shape).astype(dtype)
     return args
 
 
@@ -305,25 +384,47 @@ class CaseRun:
     case: Case
     where: str  # ``<name>.py case N (entry)``, for messages
     rng: np.random.Generator  # the shader's generator: inputs are drawn from it in case order
+    reference: ModuleType  # the loaded reference module (``bench`` asks it for ``flops``)
+
+
+class NoReference(HatchSlangError):
+    """None of the selected shaders has a reference ``<name>.py``."""
+
+
+def selected_shaders(config: BuildConfig, names: list[str] | None = None) -> list[Source]:
+    """The configured shaders that ``names`` pick (as ``hatch-slang build`` does: module name,
+    file name or path); all of them when ``names`` is empty."""
+    srcs, _ = read_sources(config.root, list(config.shaders))  # unreadable files: not ours to report
+    return select(srcs, names) if names else srcs
+
+
+def reference_path(src: Source) -> Path | None:
+    """The reference ``<name>.py`` beside a shader, or None when it has none."""
+    path = src.path.with_suffix(".py")
+    return path if path.is_file() else None
 
 
 def referenced_shaders(config: BuildConfig, names: list[str] | None = None) -> list[tuple[Source, Path]]:
-    """The configured shaders (those ``names`` pick, as ``hatch-slang build`` does: module
-    name, file name or path) that have a reference ``<name>.py`` beside them.
+    """The selected shaders (:func:`selected_shaders`) that have a reference ``<name>.py`` beside them.
 
-    :class:`HatchSlangError` when none has, saying how to write one.
+    :class:`NoReference` when none has, saying how to write one.
     """
-    srcs, _ = read_sources(config.root, list(config.shaders))  # unreadable files: not ours to report
-    chosen = select(srcs, names) if names else srcs
-    found = [(s, s.path.with_suffix(".py")) for s in chosen if s.path.with_suffix(".py").is_file()]
+    chosen = selected_shaders(config, names)
+    found = [(s, ref) for s in chosen if (ref := reference_path(s)) is not None]
     if not found:
         which = ", ".join(s.rel for s in chosen) if names else "no configured shader"
-        raise HatchSlangError(
+        raise NoReference(
             f"no reference to run against: {which} has no `<name>.py` beside it. Write one defining "
             "`cases(rng)`, which yields `hatch_slang.validate.Case(entry, dims=..., expect=...)` "
             "(see `hatch-slang validate --help`)"
         )
     return found
+
+
+def unreferenced_shaders(config: BuildConfig, names: list[str] | None = None) -> list[str]:
+    """The selected shaders (:func:`selected_shaders`) that have no reference ``<name>.py``
+    beside them: what ``validate`` and ``bench`` say they leave out."""
+    return [s.rel for s in selected_shaders(config, names) if reference_path(s) is None]
 
 
 def reference_cases(config: BuildConfig, names: list[str] | None = None, seed: int = 0) -> Iterator[CaseRun]:
@@ -342,7 +443,7 @@ def reference_cases(config: BuildConfig, names: list[str] | None = None, seed: i
         rng = np.random.default_rng(seed)
         for number, case in enumerate(cases(rng), start=1):
             where = f"{ref_path.name} case {number} ({case.entry})"
-            yield CaseRun(src.path.name, kernels, package, case, where, rng)
+            yield CaseRun(src.path.name, kernels, package, case, where, rng, ref)
 
 
 def validate(

@@ -21,6 +21,13 @@ def reference(args: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"y": y.astype(np.float32)}
 
 
+def flops(entry: str, sizes: dict[str, int]) -> float:
+    """Floating-point operations of one call (`hatch-slang bench` reports GFLOP/s from it): a
+    multiply and an add per weight and token, and one add per output when accumulating."""
+    outputs = sizes["rows"] * sizes["n_tokens"]
+    return 2.0 * outputs * sizes["cols"] + (outputs if sizes.get("accumulate") else 0)
+
+
 def cases(rng: np.random.Generator) -> Iterator[Case]:
     for rows, cols, n_tokens in SHAPES:
         for accumulate in (0, 1):

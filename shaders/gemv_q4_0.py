@@ -119,6 +119,13 @@ SHAPES = [
 ]
 
 
+def flops(entry: str, sizes: dict[str, int]) -> float:
+    """Floating-point operations of one call (`hatch-slang bench` reports GFLOP/s from it): a
+    multiply and an add per weight and token, and one add per output when accumulating."""
+    outputs = sizes["rows"] * sizes["n_tokens"]
+    return 2.0 * outputs * sizes["cols"] + (outputs if sizes.get("accumulate") else 0)
+
+
 def cases(rng: np.random.Generator) -> Iterator[Case]:
     for rows, cols, n_tokens in SHAPES:
         wq, wd = random_q4_0(rng, (rows, cols))

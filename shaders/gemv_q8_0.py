@@ -71,6 +71,13 @@ def reference(args: dict[str, Any]) -> dict[str, np.ndarray]:
 SHAPES = [(1, 32, 1), (3, 64, 2), (257, 4096, 1), (1000, 1024, 3), (4096, 1024, 1), (37, 4192, 2)]
 
 
+def flops(entry: str, sizes: dict[str, int]) -> float:
+    """Floating-point operations of one call (`hatch-slang bench` reports GFLOP/s from it): a
+    multiply and an add per weight and token, and one add per output when accumulating."""
+    outputs = sizes["rows"] * sizes["n_tokens"]
+    return 2.0 * outputs * sizes["cols"] + (outputs if sizes.get("accumulate") else 0)
+
+
 def cases(rng: np.random.Generator) -> Iterator[Case]:
     for rows, cols, n_tokens in SHAPES:
         wq, wd = random_q8_0(rng, (rows, cols))

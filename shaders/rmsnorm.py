@@ -30,6 +30,14 @@ def fused(args: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"residual": residual, "out": rmsnorm(residual, args["weight"], args["eps"])}
 
 
+def flops(entry: str, sizes: dict[str, int]) -> float:
+    """Floating-point operations of one call (`hatch-slang bench` reports GFLOP/s from it): per
+    element a square, an add to the sum, and the two scalings (the fused entry adds the residual
+    first); per row the mean, the epsilon and the reciprocal root."""
+    per_element = 5 if entry == "add_rmsnorm_batch" else 4
+    return float(sizes["n_rows"] * (per_element * sizes["n"] + 3))
+
+
 def cases(rng: np.random.Generator) -> Iterator[Case]:
     for n_rows, n in SHAPES:
         dims = {"n_rows": n_rows, "n": n}

@@ -23,6 +23,12 @@ def reference(args: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"x": softmax(args["x"])}
 
 
+def flops(entry: str, sizes: dict[str, int]) -> float:
+    """Floating-point operations of one call (`hatch-slang bench` reports GFLOP/s from it): per
+    element the running maximum, the subtraction, the exponential (one), the sum and the scaling."""
+    return 5.0 * sizes["n_rows"] * sizes["n"]
+
+
 def cases(rng: np.random.Generator) -> Iterator[Case]:
     for n_rows, n in SHAPES:
         # Scaled up so that the exponentials span many orders of magnitude.

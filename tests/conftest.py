@@ -17,6 +17,29 @@ import pytest
 os.environ.setdefault("SLANGRT_SUBMIT_DELAY_US", "20")
 
 
+def _hypothesis_profile() -> str:
+    """The hypothesis profile this run uses: HYPOTHESIS_PROFILE, else ``ci`` when CI is set (as
+    CI services and .ci/run set it), else ``random``."""
+    chosen = os.environ.get("HYPOTHESIS_PROFILE", "").strip()
+    if chosen:
+        return chosen
+    return "ci" if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "random"
+
+
+try:
+    from hypothesis import settings as _hypothesis
+except ImportError:  # tests/runtime on Python 3.10 run without hypothesis
+    pass
+else:
+    # ci: the same examples every run (a seed derived from each test), no example database and no
+    # deadline (a loaded machine is slow, not wrong), so no submission passes or fails by luck.
+    # random: new examples each run, as hypothesis does by default (local runs find more).
+    _hypothesis.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+    # (Hypothesis itself switches to derandomized examples when it sees CI: "random" is its default.)
+    _hypothesis.register_profile("random", parent=_hypothesis.get_profile("default"))
+    _hypothesis.load_profile(_hypothesis_profile())
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

@@ -148,7 +148,7 @@ def test_validate_cli_json_rows_and_exit_code(conventions: Path, monkeypatch: py
     runner = CliRunner()
     result = runner.invoke(main, ["validate", "--root", str(conventions), "--json", "--device", "0"])
     assert result.exit_code == 0, result.output
-    rows = [json.loads(line) for line in result.output.splitlines()]
+    rows = [json.loads(line) for line in result.stdout.splitlines()]  # the no-reference note: stderr
     assert len(rows) == 6
     assert {(r["shader"], r["entry"]) for r in rows} == {
         ("binding_lines.slang", "axpy"),

@@ -186,3 +186,76 @@ def test_the_script_is_executable_and_lists_doctor() -> None:
     assert os.stat(REPO / "dev").st_mode & stat.S_IXUSR
     done = subprocess.run([str(REPO / "dev")], capture_output=True, text=True)
     assert done.returncode == 2 and "./dev doctor" in done.stdout
+
+
+@needs_lavapipe
+def test_dev_test_runs_every_step_reports_each_and_fails_if_one_failed(sandbox: Path) -> None:
+    """mypy (a stub) fails: the steps after it run all the same, the summary lists each step, and
+    the exit status says that one failed."""
+    (sandbox / "venv" / "bin" / "mypy").write_text(
+        f'#!/bin/sh\necho "mypy $*" >> "{sandbox / "calls.log"}"\nexit 3\n'
+    )
+    stub_python = str(sandbox / "venv" / "bin" / "python")  # passes find_python310's version check
+    done = run_dev(sandbox, "test", "-q", PYTHON310=stub_python, VENV310=str(sandbox / "venv"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    log = calls(sandbox)
+    ran = [c.split()[0] + (" " + c.split()[1] if c.startswith(("ruff", "hatch-slang")) else "") for c in log]
+    for step in ("ruff check", "ruff format", "mypy", "hatch-slang check", "pytest"):
+        assert step in ran, (step, log)
+    assert log[-1] == "python -m pytest -q -p no:cacheprovider tests/runtime", log  # the py3.10 step ran last
+    summary = done.stdout.split("== summary\n", 1)[1].splitlines()
+    assert summary[:6] == [
+        "  ok      ruff check",
+        "  ok      ruff format",
+        "  FAILED  mypy --strict (exit status 3)",
+        "  ok      hatch-slang check",
+        "  ok      pytest",
+        "  ok      runtime tests on Python 3.10",
+    ], done.stdout
+
+
+@needs_lavapipe
+def test_dev_test_passes_when_every_step_passes(sandbox: Path) -> None:
+    stub_python = str(sandbox / "venv" / "bin" / "python")
+    done = run_dev(sandbox, "test", PYTHON310=stub_python, VENV310=str(sandbox / "venv"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("all steps passed") and "FAILED" not in done.stdout
+
+
+def test_ci_runs_dev_test_with_the_ci_profile() -> None:
+    text = (REPO / ".ci" / "run").read_text()
+    assert "./dev test" in text and "export CI=" in text
+
+
+@pytest.mark.parametrize(
+    ("env", "profile", "derandomize"),
+    [
+        ({"CI": "true"}, "ci", True),
+        ({"CI": "1", "HYPOTHESIS_PROFILE": "random"}, "random", False),
+        ({"HYPOTHESIS_PROFILE": "ci"}, "ci", True),
+        ({}, "random", False),
+        ({"CI": "false"}, "random", False),
+    ],
+)
+def test_hypothesis_runs_derandomized_under_ci(env: dict[str, str], profile: str, derandomize: bool) -> None:
+    """tests/conftest.py registers a `ci` profile (a fixed seed, no database, no deadline) and
+    loads it when CI is set or HYPOTHESIS_PROFILE names it; local runs keep random examples."""
+    pytest.importorskip("hypothesis")
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import tests.conftest; "
+        "from hypothesis import settings; s = settings.default; "
+        "print(settings._current_profile, s.derandomize, s.database is None, s.deadline)"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in ("CI", "HYPOTHESIS_PROFILE")}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(REPO)],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    name, derand, no_db, deadline = done.stdout.split()
+    assert (name, derand == "True") == (profile, derandomize)
+    if profile == "ci":
+        assert no_db == "True" and deadline == "None"
