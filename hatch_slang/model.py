@@ -17,6 +17,11 @@ from hatch_slang.discover import Shader
 from hatch_slang.expr import Expr
 
 
+# The keyword argument a wrapper adds for the grid of an entry that has no Dispatch line; no
+# argument of such an entry may have its name (hatch_slang.spec says so, naming the line).
+GRID_ARGUMENT = "grid"
+
+
 def is_float(scalar: str) -> bool:
     """Whether a packed scalar type (``f32``, ``u32`` ...) holds a float."""
     return scalar in DTYPES and DTYPES[scalar].is_float
