@@ -16,7 +16,6 @@ from slangrt.dtypes import DTYPES
 from hatch_slang.discover import Shader
 from hatch_slang.expr import Expr
 
-
 # The keyword argument a wrapper adds for the grid of an entry that has no Dispatch line; no
 # argument of such an entry may have its name (hatch_slang.spec says so, naming the line).
 GRID_ARGUMENT = "grid"
