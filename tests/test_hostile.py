@@ -26,7 +26,7 @@ from hatch_slang.compiler import CompileJob, CompileOptions, CompileResult, Comp
 from hatch_slang.contract import leading_comment, parse_contract
 from hatch_slang.discover import Shader, discover, module_name
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
-from hatch_slang.expr import check_identifier
+from hatch_slang.expr import check_argument
 from hatch_slang.spec import build_spec
 
 SETTINGS = settings(
@@ -268,8 +268,9 @@ def test_hostile_names_are_warnings_naming_file_and_line(
     tree = assert_safe_module(source)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
     params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
-    assert all(check_identifier(p) is None or p in {"grid"} for p in params), params
-    if name not in params and check_identifier(name) is not None:
+    # Any identifier is an argument as written (a keyword with a trailing `_`).
+    assert all(check_argument(p) is None and not keyword.iskeyword(p) for p in params), params
+    if name not in params and check_argument(name) is not None:
         # Not taken as a name: unless the text split into a valid name and a doc, its line says so.
         lines = comment_warnings(warnings)
         # A name ends at a space, `:`, `;`, `,`, a backtick, `(` or `[` (`x[n] f32`): what comes before.
