@@ -28,7 +28,7 @@ import numpy as np
 
 from hatch_slang.config import BuildConfig
 from hatch_slang.errors import HatchSlangError
-from hatch_slang.validate import _label, contract_inputs, reference_cases
+from hatch_slang.validate import _label, contract_inputs, find_entry, reference_cases
 
 
 @dataclass(frozen=True)
@@ -119,23 +119,25 @@ def bench(
     for shader, runs in itertools.groupby(reference_cases(config, names, seed), key=lambda r: r.shader):
         chosen: dict[str, tuple[int, str, dict[str, Any]]] = {}
         picked: list[tuple[str, str, dict[str, Any]]] = []
+        functions: dict[str, str] = {}  # entry -> its wrapper function
         kernels: Any = None
         for run in runs:
             kernels, case = run.kernels, run.case
             module = Path(kernels.__file__ or "").stem
             try:
-                entry = run.manifest["shaders"][module]["entries"][case.entry]
+                name, function, entry = find_entry(run.manifest, module, case.entry)
             except KeyError:
                 raise HatchSlangError(f"{run.where}: the kernels have no entry `{case.entry}`") from None
             args = contract_inputs(entry, case.dims, case.args, run.rng, where=run.where)
+            functions[name] = function
             if all_cases:
-                picked.append((case.entry, _label(case, args), args))
-            elif case.entry not in chosen or _nbytes(args) > chosen[case.entry][0]:
-                chosen[case.entry] = (_nbytes(args), _label(case, args), args)
+                picked.append((name, _label(case, args), args))
+            elif name not in chosen or _nbytes(args) > chosen[name][0]:
+                chosen[name] = (_nbytes(args), _label(case, args), args)
         if not all_cases:
             picked = [(e, label, args) for e, (_, label, args) in chosen.items()]
         for entry_name, label, args in picked:
-            fn = getattr(kernels, entry_name)
+            fn = getattr(kernels, functions[entry_name])
             on_device = _to_device(args)
             fn(**on_device)  # warm-up: pipeline creation and first touch of memory
             dev.synchronize()

@@ -69,7 +69,7 @@ def spv_name(module: str, entry: str) -> str:
 def render_module(spec: ShaderSpec, templates: Templates) -> str:
     own = Names.of(spec)
     functions = "".join(_render_function(spec, e, templates, own) for e in spec.entries)
-    names = ", ".join(_lit(e.name) for e in spec.entries)
+    names = ", ".join(_lit(e.python) for e in spec.entries)
     text = templates.module.substitute(
         version=__version__,
         api=WRAPPER_API,
@@ -77,11 +77,12 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
         docstring=_escape_doc(f"Wrappers for the Slang kernels in ``{spec.shader.rel}``."),
         all=names,
         functions=functions,
+        imports=own.imports(),
         helpers=own.helpers,
         library=own.library,
     )
     # Each wrapper's kept calls: written here, not by the templates, which users may replace.
-    lasts = "".join(f"{own.last[e.name]} = {own.helpers}.LastCall()\n" for e in spec.entries)
+    lasts = "".join(f"{own.last[e.python]} = {own.helpers}.LastCall()\n" for e in spec.entries)
     header = "# What each wrapper repeats unchecked (slangrt.wrapper_api.LastCall).\n"
     text = text.rstrip("\n") + "\n\n\n" + header + lasts
     try:  # a last guard: a module that cannot be imported must never be written
@@ -96,6 +97,13 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
     return text
 
 
+# What a generated module reads at module level besides its own values: the imports of
+# ``$imports`` and the builtins of its annotations, each by the name it has unless an entry's
+# function takes it (``Names.own``).
+_IMPORTED = ("annotations", "Any", "np", "npt", "slangrt")
+_BUILTINS = ("float", "int", "tuple")
+
+
 @dataclass(frozen=True)
 class Names:
     """The names generated code gives its own values, chosen around the names users give.
@@ -103,29 +111,55 @@ class Names:
     An argument may be any identifier (``c``, ``_c``, ``grid``, ``int``, ``match``): inside a
     wrapper it hides a module-level name of the same spelling, so the wrapper API, the library,
     each entry's ``LastCall`` and every local of a body take the first of ``_c``, ``_c_``,
-    ``_c__`` ... that no entry or argument of the module is called.
+    ``_c__`` ... that no entry or argument of the module is called. An entry's function may be
+    any identifier too (``np``, ``tuple``, ``annotations``): the imports and builtins the module
+    reads are bound under the first such name (``import numpy as np_``) when one takes theirs.
     """
 
     taken: frozenset[str]  # every entry and argument name of the module, and the names below
     helpers: str  # slangrt.wrapper_api
     library: str  # the module's Library
-    last: dict[str, str]  # entry -> its LastCall
+    last: dict[str, str]  # entry's function -> its LastCall
+    own: dict[str, str]  # an import or builtin (_IMPORTED, _BUILTINS) -> the name the module reads
 
     @classmethod
     def of(cls, spec: ShaderSpec) -> Names:
-        taken = {e.name for e in spec.entries} | {n for e in spec.entries for n in _arguments(e)}
+        functions = {e.python for e in spec.entries}
+        taken = functions | {n for e in spec.entries for n in _arguments(e)}
+        own = {n: _fresh(n, taken) if n in functions else n for n in (*_IMPORTED, *_BUILTINS)}
         helpers = _fresh("_c", taken)
         library = _fresh("_LIB", taken)
         last: dict[str, str] = {}
         for e in spec.entries:
-            last[e.name] = _fresh(f"_{e.name}_last", taken)
-        return cls(frozenset(taken), helpers, library, last)
+            last[e.python] = _fresh(f"_{e.python}_last", taken)
+        return cls(frozenset(taken), helpers, library, last, own)
 
     def locals(self) -> Callable[[str], str]:
         """A body's own names: ``local("_d")`` is ``_d`` unless an argument or another of the
         module's or this body's names is (then ``_d_`` ...)."""
         taken = set(self.taken)
         return lambda base: _fresh(base, taken)
+
+    def imports(self) -> str:
+        """The module's imports (``$imports`` of the module template), under the names of :attr:`own`."""
+
+        def alias(name: str) -> str:
+            return name if self.own[name] == name else f"{name} as {self.own[name]}"
+
+        renamed = [alias(n) for n in _BUILTINS if self.own[n] != n]
+        return "\n".join(
+            [
+                f"from __future__ import {alias('annotations')}",
+                "",
+                *([f"from builtins import {', '.join(renamed)}"] if renamed else []),
+                f"from typing import {alias('Any')}",
+                "",
+                f"import numpy as {self.own['np']}",
+                f"import numpy.typing as {self.own['npt']}",
+                f"import {alias('slangrt')}",
+                f"from slangrt import wrapper_api as {self.helpers}",
+            ]
+        )
 
 
 def _fresh(base: str, taken: set[str]) -> str:
@@ -154,7 +188,9 @@ def _check_module_names(spec: ShaderSpec, tree: ast.Module, own: Names) -> None:
             bound += [(a.asname or a.name).split(".")[0] for a in node.names]
         elif isinstance(node, ast.Assign):
             bound += [t.id for t in node.targets if isinstance(t, ast.Name)]
-    needed = [own.helpers, own.library, *own.last.values(), *(e.name for e in spec.entries)]
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    imported = [a for n, a in own.own.items() if a in read and (n in _IMPORTED or a != n)]
+    needed = [own.helpers, own.library, *own.last.values(), *(e.python for e in spec.entries), *imported]
     for name in needed:
         if bound.count(name) != 1:
             how = "is not defined" if name not in bound else "is defined twice"
@@ -162,33 +198,32 @@ def _check_module_names(spec: ShaderSpec, tree: ast.Module, own: Names) -> None:
                 spec.shader.rel,
                 None,
                 f"`{name}` {how} in the generated wrapper module (a module template of your own "
-                "must import the wrapper API as `$helpers` and define `$library`)",
+                "must import as `$imports` does, the wrapper API as `$helpers`, and define `$library`)",
             )
 
 
-def _annotation(b: BufferSpec) -> str:
-    if b.dtype is None:
-        return "npt.NDArray[Any] | slangrt.Tensor"
-    return f"npt.NDArray[np.{DTYPES[b.dtype].numpy}] | slangrt.Tensor"
+def _annotation(b: BufferSpec, own: dict[str, str]) -> str:
+    element = "{Any}" if b.dtype is None else "{np}." + DTYPES[b.dtype].numpy
+    return ("{npt}.NDArray[" + element + "] | {slangrt}.Tensor").format(**own)
 
 
-def _parameters(e: EntrySpec) -> str:
+def _parameters(e: EntrySpec, own: dict[str, str]) -> str:
     """The wrapper's parameter list: the arrays, then keyword-only sizes and values."""
     slots = {p.name: p for b in e.buffers for p in b.params}
-    params = [f"    {b.name}: {_annotation(b)}," for b in e.buffers if b.role == "data"]
+    params = [f"    {b.name}: {_annotation(b, own)}," for b in e.buffers if b.role == "data"]
     kw: list[str] = []
     for name in e.params_required:
-        kw.append(f"    {name}: {_scalar_annotation(slots[name])},")
+        kw.append(f"    {name}: {_scalar_annotation(slots[name], own)},")
     for name in e.grid_only:
-        kw.append(f"    {name}: int,")
+        kw.append(f"    {name}: {own['int']},")
     for name in e.params_optional:
-        kw.append(f"    {name}: {_scalar_annotation(slots[name])} | None = None,")
+        kw.append(f"    {name}: {_scalar_annotation(slots[name], own)} | None = None,")
     for name in e.params_unread:
         kw.append(
-            f"    {name}: {_scalar_annotation(slots[name])} = {'0.0' if slots[name].as_float else '0'},"
+            f"    {name}: {_scalar_annotation(slots[name], own)} = {'0.0' if slots[name].as_float else '0'},"
         )
     if e.grid is None:
-        kw.append(f"    {GRID_ARGUMENT}: tuple[int, int, int],")
+        kw.append("    {}: {tuple}[{int}, {int}, {int}],".format(GRID_ARGUMENT, **own))
     if kw:
         params += ["    *,", *kw]
     return "\n" + "\n".join(params) + "\n" if params else ""
@@ -197,7 +232,13 @@ def _parameters(e: EntrySpec) -> str:
 def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates, own: Names) -> str:
     data = [b for b in e.buffers if b.role == "data"]
     local = own.locals()
-    c, last, scalars, d, grid = own.helpers, own.last[e.name], local("_scalars"), local("_d"), local("_grid")
+    c, last, scalars, d, grid = (
+        own.helpers,
+        own.last[e.python],
+        local("_scalars"),
+        local("_d"),
+        local("_grid"),
+    )
     bufs = {id(b): local(f"_{b.name}") for b in e.buffers}
 
     # A call with the last call's tensors and values repeats its dispatch unchecked (LastCall).
@@ -207,7 +248,7 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates, own: 
         f"{scalars} = {_tuple(scalar_names) if scalar_names else '()'}",  # as given: rebound below
         *_call(f"if {last}.repeat(", [args, scalars], close="):"),
         "    return",
-        f"{d} = {c}.Dims({_lit(spec.shader.module + '.' + e.name)})",
+        f"{d} = {c}.Dims({_lit(spec.shader.module + '.' + e.python)})",
     ]
     for name in (*e.params_optional, *e.grid_only):
         body.append(f"{d}.given({_lit(name)}, {name})")
@@ -241,8 +282,8 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates, own: 
     body += [f"    last={last},", f"    args={args},", f"    scalars={scalars},", ")"]
 
     return templates.function.substitute(
-        name=e.name,
-        parameters=_parameters(e),
+        name=e.python,
+        parameters=_parameters(e, own.own),
         docstring=_docstring(spec, e),
         body="\n".join("    " + line if line else "" for line in body),
     )
@@ -301,8 +342,8 @@ def _value(p: ParamSlot, e: EntrySpec) -> str:
     return p.name
 
 
-def _scalar_annotation(p: ParamSlot) -> str:
-    return "slangrt.Tensor" if p.scalar == "ptr" else "float" if p.as_float else "int"
+def _scalar_annotation(p: ParamSlot, own: dict[str, str]) -> str:
+    return own["slangrt"] + ".Tensor" if p.scalar == "ptr" else own["float" if p.as_float else "int"]
 
 
 def _names_needed(e: EntrySpec) -> set[str]:
@@ -497,6 +538,8 @@ def manifest_entry(spec: ShaderSpec) -> manifest.Shader:
         push = [b.params_size for b in e.buffers if b.kind == "push"]
         if push:
             entry["push_size"] = push[0]
+        if e.python != e.name:
+            entry["python"] = e.python
         entries[e.name] = entry
     return {"source": spec.shader.rel, "entries": entries}
 

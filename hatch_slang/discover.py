@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from hatch_slang.contract import Contract, parse_contract
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
-from hatch_slang.expr import check_identifier
+from hatch_slang.expr import ExprError, entry_name
 from hatch_slang.settings import HookSettings, option_name
 from hatch_slang.settings import where as option_where
 
@@ -60,7 +60,7 @@ _TOKEN = re.compile(
     r"""
     (?P<skip>//[^\n]*|/\*.*?(?:\*/|\Z)|^[ \t]*\#(?:[^\n\\]|\\.)*)
     | (?P<string>"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?)
-    | (?P<ident>[A-Za-z_]\w*)
+    | (?P<ident>[^\W\d]\w*)
     | (?P<number>\d\w*(?:\.\w*)?)
     | (?P<punct>\S)
     """,
@@ -72,13 +72,18 @@ _NOT_A_TYPE = {"return", "if", "while", "for", "switch", "else", "case", "do", "
 _NOT_A_NAME = {"if", "while", "for", "switch", "return", "sizeof", "catch"}
 
 
-def _tokens(source: str) -> list[tuple[str, str]]:
-    """(kind, text) for each token of ``source``; kind is ``string``, ``ident``, ``number``, ``punct``."""
+def _tokens(source: str, lines: list[int] | None = None) -> list[tuple[str, str]]:
+    """(kind, text) for each token of ``source``; kind is ``string``, ``ident``, ``number``, ``punct``.
+    ``lines``, if given, gets each token's line number."""
     out: list[tuple[str, str]] = []
+    line, at = 1, 0
     for m in _TOKEN.finditer(source):
         kind = m.lastgroup or "punct"
         if kind != "skip":
             out.append((kind, m.group(kind)))
+            if lines is not None:
+                line, at = line + source.count("\n", at, m.start()), m.start()
+                lines.append(line)
     return out
 
 
@@ -104,11 +109,13 @@ class _Function:
     compute: bool  # marked [shader("compute")]
     numthreads: bool  # has a [numthreads(...)] attribute
     stage: str = ""  # another stage it is marked for ([shader("vertex")])
+    line: int = 0  # where its name is
 
 
 def _functions(source: str) -> list[_Function]:
     """Functions defined in ``source``, with what their attributes say, in order of appearance."""
-    tokens = _tokens(source)
+    lines: list[int] = []
+    tokens = _tokens(source, lines)
     found: list[_Function] = []
     compute = numthreads = False  # attributes seen since the last declaration ended
     other = ""
@@ -141,7 +148,7 @@ def _functions(source: str) -> list[_Function]:
                 end = _close(tokens, i + 1)
                 after = tokens[end][1] if end < len(tokens) else ""
                 if after in ("{", ":", "throws", "->") or compute or numthreads or other:
-                    found.append(_Function(text, compute, numthreads, other))
+                    found.append(_Function(text, compute, numthreads, other, lines[i]))
                     compute = numthreads = False
                     other = ""
                 i = end
@@ -238,12 +245,45 @@ def parse(src: Source) -> Shader:
             raise ShaderError(
                 src.rel, rejected[0].line, f"{e.message} (the entries line says: {rejected[0].message})"
             ) from None
-        for name in entries:
-            if why := check_identifier(name):
-                raise ShaderError(
-                    src.rel, None, f"entry point {why}; name the entries with `// slang-entries: ...`"
-                )
-    return Shader(src.path, src.rel, src.module, src.source, src.sha256, contract, entries)
+    shader = Shader(src.path, src.rel, src.module, src.source, src.sha256, contract, entries)
+    entry_functions(shader)  # an entry no wrapper can be named after fails here, before compiling
+    return shader
+
+
+@dataclass(frozen=True)
+class EntryFunction:
+    """An entry point and the wrapper function generated for it."""
+
+    entry: str  # as Slang spells it: the SPIR-V entry point, the manifest's key
+    python: str  # the function (:func:`hatch_slang.expr.entry_name`)
+    line: int | None  # the entries line that names it, else the line that defines it
+
+
+def entry_functions(shader: Shader) -> tuple[EntryFunction, ...]:
+    """The wrapper function of each of ``shader``'s entries.
+
+    A :class:`ShaderError` naming the line when an entry cannot have one (``__init__``) or when
+    two entries would have the same one (``ﬁll`` and ``fill``, ``lambda`` and ``lambda_``).
+    """
+    c = shader.contract
+    defined = {f.name: f.line for f in reversed(_functions(shader.source))} if not c.entries else {}
+    out: dict[str, EntryFunction] = {}
+    for name in shader.entries:
+        line = c.entries_line if c.entries else defined.get(name)
+        try:
+            python = entry_name(name)
+        except ExprError as e:
+            raise ShaderError(shader.rel, line, f"entry point {e}") from None
+        if python in out:
+            first = out[python]
+            raise ShaderError(
+                shader.rel,
+                line,
+                f"entry points `{name}` and `{first.entry}` (line {first.line}) are the same Python "
+                f"name `{python}`; rename one",
+            )
+        out[python] = EntryFunction(name, python, line)
+    return tuple(out.values())
 
 
 def load_shader(root: Path, path: Path) -> Shader:

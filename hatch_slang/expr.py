@@ -40,14 +40,6 @@ _BINOPS: dict[type[ast.operator], tuple[str, Callable[[Number, Number], Number]]
     ast.Mod: ("%", operator.mod),
 }
 
-# Names a generated wrapper module binds or reads at module level (its imports, the builtins of
-# its annotations): an entry function of the same name would shadow them. Arguments are free to
-# use them (and any other identifier): the generator picks its own names around the arguments'.
-RESERVED_NAMES = frozenset(
-    {"annotations", "Any", "np", "npt", "slangrt", "int", "float", "bool", "tuple", "dict"}
-    | {"None", "True", "False"}
-)
-
 
 class ExprError(ValueError):
     """An expression that is not on the whitelist; the message says which part."""
@@ -75,16 +67,35 @@ def check_argument(name: str) -> str | None:
     return None
 
 
-def check_identifier(name: str) -> str | None:
-    """Return why ``name`` cannot be a module-level name (an entry function), or None if it can."""
-    if not name.isidentifier() or not name.isascii():
-        return f"`{name}` is not a valid identifier"
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-        return f"`{name}` is a Python keyword"
-    if name.startswith("_"):
-        return f"`{name}` starts with an underscore (reserved for generated code)"
-    if name in RESERVED_NAMES:
-        return f"`{name}` is reserved by the generated wrapper"
+def is_dunder(name: str) -> bool:
+    """Whether ``name`` is of the form ``__name__``, which Python keeps for itself at module level
+    (``__all__``, ``__getattr__``, ``__file__`` ...)."""
+    return len(name) > 4 and name[:2] == name[-2:] == "__"
+
+
+def entry_name(name: str) -> str:
+    """The Python name of the wrapper function of an entry point spelled ``name`` by Slang.
+
+    The rule of arguments (:func:`argument_name`: as written, NFKC, a keyword gets a trailing
+    ``_``); the module's own names are chosen around it (:class:`hatch_slang.codegen.Names`). A
+    name of the form ``__name__`` raises :class:`ExprError`: at module level it would replace
+    what Python or the module keeps there.
+    """
+    python = argument_name(name)
+    if is_dunder(python):
+        raise ExprError(
+            f"`{name}` is of the form `__name__`, which Python keeps for itself at module level; "
+            "rename the entry point"
+        )
+    return python
+
+
+def check_entry(name: str) -> str | None:
+    """Return why ``name`` cannot name an entry's wrapper (see :func:`entry_name`), or None."""
+    try:
+        entry_name(name)
+    except ExprError as e:
+        return str(e)
     return None
 
 

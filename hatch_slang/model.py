@@ -63,7 +63,8 @@ class BufferSpec:
 
 @dataclass(frozen=True)
 class EntrySpec:
-    name: str
+    name: str  # as Slang spells it: the SPIR-V entry point, the manifest's key
+    python: str  # its wrapper function (hatch_slang.expr.entry_name: NFKC, a keyword gets `_`)
     threads: tuple[int, int, int]
     buffers: tuple[BufferSpec, ...]  # the bindings this entry uses, by index
     spirv: bytes

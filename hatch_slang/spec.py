@@ -20,9 +20,9 @@ from slangrt.dtypes import DTYPES
 
 from hatch_slang.compiler import CompileResult
 from hatch_slang.contract import BindingDoc, BindingSet, DispatchDoc
-from hatch_slang.discover import Shader
+from hatch_slang.discover import Shader, entry_functions
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
-from hatch_slang.expr import argument_name
+from hatch_slang.expr import argument_name, entry_name
 from hatch_slang.model import GRID_ARGUMENT, BufferSpec, EntrySpec, ParamSlot, ShaderSpec, is_float
 from hatch_slang.reflection import (
     ReflectedBinding,
@@ -74,6 +74,7 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
         said = result.warnings.strip()
         warnings.append(said if said.startswith(shader.rel) else f"{shader.rel}: Slang says:\n{said}")
     warnings += [f"{shader.rel}:{n.line}: warning: {n.message}" for n in c.notes]
+    warnings += _entry_notes(shader)
     reflected_all = {b.key: b for b in read_all_bindings(result.entries[0].reflection)}
 
     # Several backends' lists: match them against what the entries use, not every global the
@@ -217,6 +218,17 @@ def _argument_names(shader: Shader, chosen: BindingSet) -> list[str]:
                     f"the wrappers call the argument `{python}`"
                 )
     return notes
+
+
+def _entry_notes(shader: Shader) -> list[str]:
+    """Notes for the entries whose wrapper function is spelled otherwise (a keyword gets a
+    trailing `_`); an entry no function can be named after is an error (:func:`entry_functions`)."""
+    return [
+        f"{shader.rel}:{f.line}: note: entry point `{f.entry}` is a Python keyword; "
+        f"its wrapper function is `{f.python}`"
+        for f in entry_functions(shader)
+        if f.python != unicodedata.normalize("NFKC", f.entry)
+    ]
 
 
 def _choose_set(
@@ -432,7 +444,6 @@ def _entry(
     warnings: list[str],
     module: Module,
 ) -> EntrySpec:
-    c = shader.contract
     data_names = {b.name for b in buffers if b.role == "data"}
     buffers = unclash(buffers, data_names)
     fields: dict[str, ParamSlot] = {}
@@ -443,8 +454,6 @@ def _entry(
             if p.name in data_names or p.name in fields:
                 raise ShaderError(shader.rel, b.line, f"name `{p.name}` is used twice in entry `{refl.name}`")
             fields[p.name] = p
-    if refl.name in data_names | set(fields):
-        raise ShaderError(shader.rel, c.entries_line, f"entry `{refl.name}` has an argument of the same name")
     if d is None and GRID_ARGUMENT in data_names | set(fields):
         line = next(b.line for b in buffers if GRID_ARGUMENT in (b.name, *(p.name for p in b.params)))
         raise ShaderError(
@@ -521,6 +530,7 @@ def _entry(
     optional = tuple(n for n in fields if n in inferable and n not in derived)
     return EntrySpec(
         refl.name,
+        entry_name(refl.name),
         refl.threads,
         tuple(checked),
         spirv,

@@ -35,7 +35,7 @@ from slangrt.dtypes import DTYPES
 from hatch_slang.config import BuildConfig
 from hatch_slang.discover import Source, module_name, read_sources, select
 from hatch_slang.errors import HatchSlangError
-from hatch_slang.expr import ExprError, evaluate
+from hatch_slang.expr import ExprError, argument_name, check_argument, evaluate
 
 Expected = Mapping[str, np.ndarray]
 Reference = Callable[[dict[str, Any]], Expected]
@@ -171,6 +171,21 @@ def load_manifest(kernels: ModuleType) -> manifest.Manifest:
         raise HatchSlangError(str(e)) from None
 
 
+def find_entry(package: manifest.Manifest, module: str, name: str) -> tuple[str, str, manifest.Entry]:
+    """Entry ``name`` of ``module``'s record, named as Slang spells it or as its wrapper function
+    (``lambda`` or ``lambda_``): its name, its function and its record; KeyError if it has none."""
+    for key, entry in package["shaders"][module]["entries"].items():
+        python = entry.get("python", key)
+        if name in (key, python):
+            return key, python, entry
+    raise KeyError(name)
+
+
+def _python(name: str) -> str:
+    """``name`` as the wrappers and :func:`evaluate` spell it (NFKC, a keyword gets `_`)."""
+    return name if check_argument(name) else argument_name(name)
+
+
 def contract_inputs(
     entry: manifest.Entry,
     dims: Mapping[str, int],
@@ -185,7 +200,7 @@ def contract_inputs(
     params in ``given``; a dimension that neither provides raises :class:`HatchSlangError`
     naming the binding and the dimension.
     """
-    values = dict(dims)
+    values = {_python(k): v for k, v in dims.items()}
     values.update({k: v for k, v in given.items() if isinstance(v, int) and not isinstance(v, bool)})
     # Sizes the given arrays already fix, as the wrapper will read them off.
     for b in entry["bindings"]:
@@ -194,8 +209,8 @@ def contract_inputs(
             continue
         sizes = (arr.size,) if b.get("flat") else arr.shape
         for dim, size in zip(b["shape"], sizes):
-            if dim.isidentifier():
-                values.setdefault(dim, size)
+            if check_argument(dim) is None:  # a bare name (an argument, as the wrapper spells it)
+                values.setdefault(argument_name(dim), size)
     args = dict(given)
     for b in entry["bindings"]:
         if b["role"] != "data" or b["name"] in args:
@@ -253,7 +268,7 @@ def run_case(
     """
     module = Path(kernels.__file__ or "").stem
     try:
-        entry = package["shaders"][module]["entries"][case.entry]
+        _, function, entry = find_entry(package, module, case.entry)
     except KeyError:
         raise HatchSlangError(f"{where}: the kernels have no entry `{case.entry}` in `{module}`") from None
     args = contract_inputs(entry, case.dims, case.args, rng, where=where)
@@ -261,7 +276,7 @@ def run_case(
     run_args = _copies(args)
     start = time.perf_counter()
     try:
-        getattr(kernels, case.entry)(**run_args)
+        getattr(kernels, function)(**run_args)
     except Exception as e:
         if _unsupported(e):
             raise Skipped(_label(case, args), str(e)) from None
