@@ -23,7 +23,7 @@ from hatch_slang.discover import Shader
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.expr import ExprError, argument_name
 from hatch_slang.model import BufferSpec, ParamSlot, is_float
-from hatch_slang.reflection import ReflectedBinding, Scalar, scalar_size
+from hatch_slang.reflection import ReflectedBinding, Scalar, scalar_size, unescape
 from hatch_slang.spirv import EntryInfo, Member, Module, Resource, read_module
 
 
@@ -156,18 +156,10 @@ def python_name(variable: str, fallback: str) -> str:
     UTF-8 bytes of other letters as octal escapes (`gr\\303\\266\\303\\237e`: `größe`)."""
     parts = [
         p
-        for p in re.split(r"\W+", _unescape(variable))
+        for p in re.split(r"\W+", unescape(variable))
         if p and p not in ("entryPointParams", "globalParams")
     ]
     return _argument("_".join(parts)) or fallback
-
-
-def _unescape(text: str) -> str:
-    """Reflection's octal escapes (`\\303\\266`) read back as the UTF-8 text they spell."""
-    if "\\" not in text:
-        return text
-    raw = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8) & 0xFF]), text.encode("utf-8"))
-    return raw.decode("utf-8", errors="replace")
 
 
 def from_spirv(res: Resource) -> BufferSpec:
