@@ -451,9 +451,14 @@ def _tuple(items: Sequence[str]) -> str:
 
 
 def _lit(text: str) -> str:
-    """A double-quoted Python string literal (ruff's preferred quotes) for ``text``."""
-    out = json.dumps(text, ensure_ascii=True)
-    return out
+    """A double-quoted Python string literal (ruff's preferred quotes) for ``text``, in ASCII:
+    JSON's escapes, which are Python's, but a letter beyond the BMP as one ``\\U`` escape (JSON
+    writes a surrogate pair, which Python reads as two lone surrogates)."""
+    out = json.dumps(text, ensure_ascii=False)
+    return "".join(
+        ch if ord(ch) < 0x80 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+        for ch in out
+    )
 
 
 def _escape_doc(text: str) -> str:

@@ -311,3 +311,17 @@ def test_any_identifiers_are_the_arguments(compiled: CompileResult, names: list[
     module |= {a.asname or a.name for x in tree.body if isinstance(x, ast.ImportFrom) for a in x.names}
     assert bases <= module | assigned, bases - module - assigned
     compile(tree, "k.py", "exec")
+
+
+def test_a_keyword_argument_gets_a_note_naming_its_line(tmp_path: Path) -> None:
+    text = (
+        "// A kernel.\n// Bindings:\n//   t0: lambda  f32\n//   u1: y  f32\n//   t2: p  (n, class)\n" + KERNEL
+    )
+    out = pipeline.build(load_project_config(project(tmp_path, text)))
+    assert [w for w in out.warnings if "Python keyword" in w] == [
+        "shaders/k.slang:3: note: `lambda` is a Python keyword; the wrappers call the argument `lambda_`",
+        "shaders/k.slang:5: note: `class` is a Python keyword; the wrappers call the argument `class_`",
+    ]
+    tree = ast.parse(out.files["k.py"].decode())
+    (fn,) = [x for x in tree.body if isinstance(x, ast.FunctionDef)]
+    assert [a.arg for a in (*fn.args.args, *fn.args.kwonlyargs)] == ["lambda_", "y", "n", "class_", "grid"]
