@@ -155,9 +155,7 @@ def python_name(variable: str, fallback: str) -> str:
     an entry-point parameter `entryPointParams.result` -> `result`; Slang's reflection writes the
     UTF-8 bytes of other letters as octal escapes (`gr\\303\\266\\303\\237e`: `größe`)."""
     parts = [
-        p
-        for p in re.split(r"\W+", unescape(variable))
-        if p and p not in ("entryPointParams", "globalParams")
+        p for p in re.split(r"\W+", unescape(variable)) if p and p not in ("entryPointParams", "globalParams")
     ]
     return _argument("_".join(parts)) or fallback
 

@@ -421,3 +421,16 @@ def test_any_identifiers_are_the_entry_functions(
     # The manifest names each entry by its SPIR-V name, and its function where that differs.
     records = codegen.manifest_entry(spec)["entries"]
     assert [records[x].get("python", x) for x in entries] == python
+
+
+def test_validate_sizes_arrays_by_the_one_name_rule(tmp_path: Path) -> None:
+    # `[lambda]` and `[ﬁ]` are the arguments `lambda_` and `fi`: a given array's size fixes them,
+    # and a dims mapping may spell them either way.
+    text = "// A kernel.\n// Bindings:\n//   t0: x  f32 `[lambda, ﬁ]`\n//   u1: y  f32 `[lambda, ﬁ]`\n"
+    text += source(["k"], entries_line=False, dispatch=False).split("//\n", 2)[2]
+    out = pipeline.build(load_project_config(write_project(tmp_path, {"k.slang": text})))
+    record = json.loads(out.files["manifest.json"])["shaders"]["k"]["entries"]["k"]
+    rng = np.random.default_rng(0)
+    given = {"x": np.zeros((3, 5), np.float32)}
+    assert validate.contract_inputs(record, {}, given, rng)["y"].shape == (3, 5)
+    assert validate.contract_inputs(record, {"lambda": 2, "ﬁ": 4}, {}, rng)["y"].shape == (2, 4)
