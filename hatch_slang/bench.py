@@ -44,6 +44,7 @@ from hatch_slang.validate import (
     _label,
     contract_inputs,
     contract_shapes,
+    find_entry,
     import_kernels,
     known_sizes,
     load_manifest,
@@ -183,26 +184,28 @@ def _reference_plans(
         chosen: dict[str, tuple[int, CaseRun, dict[str, Any]]] = {}
         picked: list[tuple[CaseRun, dict[str, Any]]] = []
         for run in runs:
-            args = contract_inputs(_entry(run), run.case.dims, run.case.args, run.rng, where=run.where)
+            name, _, entry = _entry(run)
+            args = contract_inputs(entry, run.case.dims, run.case.args, run.rng, where=run.where)
             if all_cases:
                 picked.append((run, args))
-            elif run.case.entry not in chosen or _nbytes(args) > chosen[run.case.entry][0]:
-                chosen[run.case.entry] = (_nbytes(args), run, args)
+            elif name not in chosen or _nbytes(args) > chosen[name][0]:
+                chosen[name] = (_nbytes(args), run, args)
         if not all_cases:
             picked = [(run, args) for _, run, args in chosen.values()]
         for run, args in picked:
-            name = run.case.entry
-            count = reference_flops(run.reference, name, known_sizes(_entry(run), run.case.dims, args))
-            fn = getattr(run.kernels, name, None)
+            name, function, entry = _entry(run)
+            count = reference_flops(run.reference, name, known_sizes(entry, run.case.dims, args))
+            fn = getattr(run.kernels, function, None)
             if not callable(fn):
-                raise HatchSlangError(f"{run.where}: the kernels have no wrapper `{name}`; build again")
+                raise HatchSlangError(f"{run.where}: the kernels have no wrapper `{function}`; build again")
             yield BenchCall(shader, name, _label(run.case, args), fn, args, count)
 
 
-def _entry(run: CaseRun) -> manifest.Entry:
+def _entry(run: CaseRun) -> tuple[str, str, manifest.Entry]:
+    """The case's entry (named as Slang or its wrapper spells it): its name, function and record."""
     module = Path(run.kernels.__file__ or "").stem
     try:
-        return run.manifest["shaders"][module]["entries"][run.case.entry]
+        return find_entry(run.manifest, module, run.case.entry)
     except KeyError:
         raise HatchSlangError(f"{run.where}: the kernels have no entry `{run.case.entry}`") from None
 
@@ -271,9 +274,10 @@ def sized_calls(config: BuildConfig, names: list[str] | None, sizes: Mapping[str
                 f"{src.rel}: the built package has no module `{src.module}`; build again"
             ) from None
         for name, entry in entries.items():
-            fn = getattr(kernels, name, None)
+            function = entry.get("python", name)
+            fn = getattr(kernels, function, None)
             if not callable(fn):
-                raise HatchSlangError(f"{src.rel}: the kernels have no wrapper `{name}`; build again")
+                raise HatchSlangError(f"{src.rel}: the kernels have no wrapper `{function}`; build again")
             plan, names_used = _sized_plan(src.path.name, name, entry, fn, sizes, reference)
             plans.append(plan)
             used |= names_used

@@ -15,7 +15,7 @@ from typing import Literal
 
 from hatch_slang import dialect, params_tuple
 from hatch_slang.dialect import Access, Unreadable
-from hatch_slang.expr import Expr, check_identifier
+from hatch_slang.expr import Expr, check_argument
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def _integer_words(text: str) -> bool:
 
 
 def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
-    if why := check_identifier(ref.name):
+    if why := check_argument(ref.name):
         raise Unreadable(f"the name {why}")
     rest = ref.rest
     found = dialect.find_access(rest)

@@ -8,10 +8,11 @@ appears inside docstrings, escaped.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -22,7 +23,7 @@ from slangrt.dtypes import DTYPES
 
 from hatch_slang import __version__
 from hatch_slang.errors import ConfigError, ShaderError
-from hatch_slang.model import BufferSpec, EntrySpec, ParamSlot, ShaderSpec
+from hatch_slang.model import GRID_ARGUMENT, BufferSpec, EntrySpec, ParamSlot, ShaderSpec
 from hatch_slang.settings import TEMPLATE_FILES, HookSettings, option_name, where
 
 LINE = 88
@@ -37,7 +38,17 @@ WRAPPER_API = 1
 
 # The placeholders each template may hold (what render_module and _render_function substitute).
 PLACEHOLDERS = {
-    "module.py.tmpl": ("version", "api", "source", "docstring", "all", "functions"),
+    "module.py.tmpl": (
+        "version",
+        "api",
+        "source",
+        "docstring",
+        "all",
+        "functions",
+        "imports",
+        "helpers",
+        "library",
+    ),
     "function.py.tmpl": ("name", "parameters", "docstring", "body"),
 }
 
@@ -101,8 +112,9 @@ def spv_name(module: str, entry: str) -> str:
 
 
 def render_module(spec: ShaderSpec, templates: Templates) -> str:
-    functions = "".join(_render_function(spec, e, templates) for e in spec.entries)
-    names = ", ".join(_lit(e.name) for e in spec.entries)
+    own = Names.of(spec)
+    functions = "".join(_render_function(spec, e, templates, own) for e in spec.entries)
+    names = ", ".join(_lit(e.python) for e in spec.entries)
     text = templates.module.substitute(
         version=__version__,
         api=WRAPPER_API,
@@ -110,84 +122,234 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
         docstring=_escape_doc(f"Wrappers for the Slang kernels in ``{spec.shader.rel}``."),
         all=names,
         functions=functions,
+        imports=own.imports(),
+        helpers=own.helpers,
+        library=own.library,
     )
     # Each wrapper's kept calls: written here, not by the templates, which users may replace.
-    lasts = "".join(f"{_last_name(e)} = _c.LastCall()\n" for e in spec.entries)
+    lasts = "".join(f"{own.last[e.python]} = {own.helpers}.LastCall()\n" for e in spec.entries)
     header = "# What each wrapper repeats unchecked (slangrt.wrapper_api.LastCall).\n"
     text = text.rstrip("\n") + "\n\n\n" + header + lasts
     try:  # a last guard: a module that cannot be imported must never be written
-        compile(text, f"{spec.shader.module}.py", "exec", dont_inherit=True)
+        tree = ast.parse(text, f"{spec.shader.module}.py")
     except SyntaxError as e:
         raise ShaderError(
             spec.shader.rel,
             None,
             f"the generated wrapper module is not valid Python ({e.msg}, line {e.lineno})",
         ) from None
+    _check_module_names(spec, tree, own)
     return text
 
 
-def _last_name(e: EntrySpec) -> str:
-    """The module-level ``LastCall`` of entry ``e``'s wrapper."""
-    return f"_{e.name}_last"
+# What a generated module reads at module level besides its own values: the imports of
+# ``$imports`` and the builtins of its annotations, each by the name it has unless an entry's
+# function takes it (``Names.own``).
+_IMPORTED = ("annotations", "Any", "np", "npt", "slangrt")
+_BUILTINS = ("float", "int", "tuple")
 
 
-def _annotation(b: BufferSpec) -> str:
-    if b.dtype is None:
-        return "npt.NDArray[Any] | slangrt.Tensor"
-    return f"npt.NDArray[np.{DTYPES[b.dtype].numpy}] | slangrt.Tensor"
+@dataclass(frozen=True)
+class Names:
+    """The names generated code gives its own values, chosen around the names users give.
+
+    An argument may be any identifier (``c``, ``_c``, ``grid``, ``int``, ``match``): inside a
+    wrapper it hides a module-level name of the same spelling, so the wrapper API, the library,
+    each entry's ``LastCall`` and every local of a body take the first of ``_c``, ``_c_``,
+    ``_c__`` ... that no entry or argument of the module is called. An entry's function may be
+    any identifier too (``np``, ``tuple``, ``annotations``): the imports and builtins the module
+    reads are bound under the first such name (``import numpy as np_``) when one takes theirs.
+    """
+
+    taken: frozenset[str]  # every entry and argument name of the module, and the names below
+    helpers: str  # slangrt.wrapper_api
+    library: str  # the module's Library
+    last: dict[str, str]  # entry's function -> its LastCall
+    own: dict[str, str]  # an import or builtin (_IMPORTED, _BUILTINS) -> the name the module reads
+
+    @classmethod
+    def of(cls, spec: ShaderSpec) -> Names:
+        functions = {e.python for e in spec.entries}
+        taken = functions | {n for e in spec.entries for n in _arguments(e)}
+        own = {n: _fresh(n, taken) if n in functions else n for n in (*_IMPORTED, *_BUILTINS)}
+        helpers = _fresh("_c", taken)
+        library = _fresh("_LIB", taken)
+        last: dict[str, str] = {}
+        for e in spec.entries:
+            last[e.python] = _fresh(f"_{e.python}_last", taken)
+        return cls(frozenset(taken), helpers, library, last, own)
+
+    def locals(self) -> Callable[[str], str]:
+        """A body's own names: ``local("_d")`` is ``_d`` unless an argument or another of the
+        module's or this body's names is (then ``_d_`` ...)."""
+        taken = set(self.taken)
+        return lambda base: _fresh(base, taken)
+
+    def imports(self) -> str:
+        """The module's imports (``$imports`` of the module template), under the names of :attr:`own`."""
+
+        def alias(name: str) -> str:
+            return name if self.own[name] == name else f"{name} as {self.own[name]}"
+
+        renamed = [alias(n) for n in _BUILTINS if self.own[n] != n]
+        return "\n".join(
+            [
+                f"from __future__ import {alias('annotations')}",
+                "",
+                *([f"from builtins import {', '.join(renamed)}"] if renamed else []),
+                f"from typing import {alias('Any')}",
+                "",
+                f"import numpy as {self.own['np']}",
+                f"import numpy.typing as {self.own['npt']}",
+                f"import {alias('slangrt')}",
+                f"from slangrt import wrapper_api as {self.helpers}",
+            ]
+        )
 
 
-def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> str:
-    data = [b for b in e.buffers if b.role == "data"]
+def _fresh(base: str, taken: set[str]) -> str:
+    """The first of ``base``, ``base_``, ``base__`` ... not in ``taken``, which it joins."""
+    while base in taken:
+        base += "_"
+    taken.add(base)
+    return base
+
+
+def _arguments(e: EntrySpec) -> list[str]:
+    """Every parameter of entry ``e``'s wrapper, in the signature's order."""
+    data = [b.name for b in e.buffers if b.role == "data"]
+    grid = [GRID_ARGUMENT] if e.grid is None else []
+    return [*data, *e.params_required, *e.grid_only, *e.params_optional, *e.params_unread, *grid]
+
+
+def _check_module_names(spec: ShaderSpec, tree: ast.Module, own: Names) -> None:
+    """What the bodies call at module level is bound there, each name once (a template of one's
+    own may not know the names ``$helpers`` and ``$library`` stand for)."""
+    bound: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            bound.append(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound += [(a.asname or a.name).split(".")[0] for a in node.names]
+        elif isinstance(node, ast.Assign):
+            bound += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    imported = [a for n, a in own.own.items() if a in read and (n in _IMPORTED or a != n)]
+    needed = [own.helpers, own.library, *own.last.values(), *(e.python for e in spec.entries), *imported]
+    for name in needed:
+        if bound.count(name) != 1:
+            how = "is not defined" if name not in bound else "is defined twice"
+            raise ShaderError(
+                spec.shader.rel,
+                None,
+                f"`{name}` {how} in the generated wrapper module (a module template of your own "
+                "must import as `$imports` does, the wrapper API as `$helpers`, and define `$library`)",
+            )
+
+
+def _annotation(b: BufferSpec, own: dict[str, str]) -> str:
+    element = "{Any}" if b.dtype is None else "{np}." + DTYPES[b.dtype].numpy
+    return ("{npt}.NDArray[" + element + "] | {slangrt}.Tensor").format(**own)
+
+
+def _parameters(e: EntrySpec, own: dict[str, str]) -> str:
+    """The wrapper's parameter list: the arrays, then keyword-only sizes and values."""
     slots = {p.name: p for b in e.buffers for p in b.params}
-    params = [f"    {b.name}: {_annotation(b)}," for b in data]
+    params = [f"    {b.name}: {_annotation(b, own)}," for b in e.buffers if b.role == "data"]
     kw: list[str] = []
     for name in e.params_required:
-        kw.append(f"    {name}: {_scalar_annotation(slots[name])},")
+        kw.append(f"    {name}: {_scalar_annotation(slots[name], own)},")
     for name in e.grid_only:
-        kw.append(f"    {name}: int,")
+        kw.append(f"    {name}: {own['int']},")
     for name in e.params_optional:
-        kw.append(f"    {name}: {_scalar_annotation(slots[name])} | None = None,")
+        kw.append(f"    {name}: {_scalar_annotation(slots[name], own)} | None = None,")
     for name in e.params_unread:
         kw.append(
-            f"    {name}: {_scalar_annotation(slots[name])} = {'0.0' if slots[name].as_float else '0'},"
+            f"    {name}: {_scalar_annotation(slots[name], own)} = {'0.0' if slots[name].as_float else '0'},"
         )
     if e.grid is None:
-        kw.append("    grid: tuple[int, int, int],")
+        kw.append("    {}: {tuple}[{int}, {int}, {int}],".format(GRID_ARGUMENT, **own))
     if kw:
         params += ["    *,", *kw]
-    parameters = "\n" + "\n".join(params) + "\n" if params else ""
+    return "\n" + "\n".join(params) + "\n" if params else ""
+
+
+def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates, own: Names) -> str:
+    data = [b for b in e.buffers if b.role == "data"]
+    local = own.locals()
+    c, last, scalars, d, grid = (
+        own.helpers,
+        own.last[e.python],
+        local("_scalars"),
+        local("_d"),
+        local("_grid"),
+    )
+    bufs = {id(b): local(f"_{b.name}") for b in e.buffers}
 
     # A call with the last call's tensors and values repeats its dispatch unchecked (LastCall).
     args = _tuple([b.name for b in data]) if data else "()"
-    scalar_names = [
-        *e.params_required,
-        *e.grid_only,
-        *e.params_optional,
-        *e.params_unread,
-        *([] if e.grid is not None else ["grid"]),
-    ]
-    scalars = _tuple(scalar_names) if scalar_names else "()"
-    last = _last_name(e)
+    scalar_names = _arguments(e)[len(data) :]
     body: list[str] = [
-        f"_scalars = {scalars}",  # as given: the names below are rebound once inferred
-        *_call(f"if {last}.repeat(", [args, "_scalars"], close="):"),
+        f"{scalars} = {_tuple(scalar_names) if scalar_names else '()'}",  # as given: rebound below
+        *_call(f"if {last}.repeat(", [args, scalars], close="):"),
         "    return",
-        f"_d = _c.Dims({_lit(spec.shader.module + '.' + e.name)})",
+        f"{d} = {c}.Dims({_lit(spec.shader.module + '.' + e.python)})",
     ]
     for name in (*e.params_optional, *e.grid_only):
-        body.append(f"_d.given({_lit(name)}, {name})")
+        body.append(f"{d}.given({_lit(name)}, {name})")
+    body += _arrays(e, d, bufs)
+    needed = _names_needed(e)
+    for name in e.inferable:
+        if name in needed:
+            body.append(f"{name} = {d}.get({_lit(name)})")
     for b in data:
+        for axis, dim in enumerate(b.shape or ()):
+            if not dim.is_name and dim.constant is None:
+                body += _call(f"{d}.expect(", [_lit(b.name), str(axis), _lit(dim.text), dim.render(c)])
+    for b in e.buffers:
+        for p in b.params:
+            if p.derived is not None:
+                body.append(f"{p.name} = {d}.derived({_lit(p.name)}, {p.derived.render(c)})")
+    body += _packs(e, d, bufs)
+    if e.grid is not None:
+        axes = [f"{c}.grid_dim({_lit('xyz'[i])}, {g.render(c)})" for i, g in enumerate(e.grid)]
+        axes += ["1"] * (3 - len(axes))
+        body += _call(f"{grid} = (", axes, close=")")
+    else:
+        body.append(f"{grid} = {c}.grid_arg({GRID_ARGUMENT})")
+    bound = [b for b in e.buffers if b.kind != "push"]
+    push = next((b for b in e.buffers if b.kind == "push"), None)
+    keys = [str(b.index) if not b.set else f"({b.set}, {b.index})" for b in bound]
+    buffers = ["{", *[f"    {k}: {bufs[id(b)]}," for k, b in zip(keys, bound)], "}"] if bound else ["{}"]
+    body += [f"{d}.run(", f"    {own.library}.kernel({_lit(spec.shader.module)}, {_lit(e.name)}),"]
+    body += ["    " + line for line in buffers[:-1]] + ["    " + buffers[-1] + ","]
+    body += [f"    {grid},", *([f"    push={bufs[id(push)]},"] if push else [])]
+    body += [f"    last={last},", f"    args={args},", f"    scalars={scalars},", ")"]
+
+    return templates.function.substitute(
+        name=e.python,
+        parameters=_parameters(e, own.own),
+        docstring=_docstring(spec, e),
+        body="\n".join("    " + line if line else "" for line in body),
+    )
+
+
+def _arrays(e: EntrySpec, d: str, bufs: dict[int, str]) -> list[str]:
+    """The body's checks of the array arguments (``Dims.array``), one per array."""
+    body: list[str] = []
+    for b in e.buffers:
+        if b.role != "data":
+            continue
         if b.shape_checked and b.shape is not None:
             dims = [
-                _lit(d.names[0]) if d.is_name else str(d.constant) if d.constant is not None else "None"
-                for d in b.shape
+                _lit(x.names[0]) if x.is_name else str(x.constant) if x.constant is not None else "None"
+                for x in b.shape
             ]
             shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
         else:
             shape = "None"
         body += _call(
-            f"_{b.name} = _d.array(",
+            f"{bufs[id(b)]} = {d}.array(",
             [
                 _lit(b.name),
                 b.name,
@@ -199,18 +361,12 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
                 *(["raw=True"] if b.raw else []),
             ],
         )
-    needed = _names_needed(e)
-    for name in e.inferable:
-        if name in needed:
-            body.append(f"{name} = _d.get({_lit(name)})")
-    for b in data:
-        for axis, d in enumerate(b.shape or ()):
-            if not d.is_name and d.constant is None:
-                body += _call("_d.expect(", [_lit(b.name), str(axis), _lit(d.text), d.python])
-    for b in e.buffers:
-        for p in b.params:
-            if p.derived is not None:
-                body.append(f"{p.name} = _d.derived({_lit(p.name)}, {p.derived.python})")
+    return body
+
+
+def _packs(e: EntrySpec, d: str, bufs: dict[int, str]) -> list[str]:
+    """The body's packing of each params buffer (``Dims.pack``)."""
+    body: list[str] = []
     for b in e.buffers:
         if b.role == "params":
             fields = [
@@ -218,30 +374,11 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates) -> st
                 for p in b.params
             ]
             packed = _tuple(fields)
-            if 4 + len(f"_{b.name} = _d.pack({_lit(b.name)}, {b.params_size}, {packed})") > LINE:
+            head = f"{bufs[id(b)]} = {d}.pack("
+            if 4 + len(f"{head}{_lit(b.name)}, {b.params_size}, {packed})") > LINE:
                 packed = "(\n" + "".join(f"    {f},\n" for f in fields) + ")"
-            body += _call(f"_{b.name} = _d.pack(", [_lit(b.name), str(b.params_size), packed])
-    if e.grid is not None:
-        axes = [f"_c.grid_dim({_lit('xyz'[i])}, {g.python})" for i, g in enumerate(e.grid)]
-        axes += ["1"] * (3 - len(axes))
-        body += _call("_grid = (", axes, close=")")
-    else:
-        body.append("_grid = _c.grid_arg(grid)")
-    bound = [b for b in e.buffers if b.kind != "push"]
-    push = next((b for b in e.buffers if b.kind == "push"), None)
-    keys = [str(b.index) if not b.set else f"({b.set}, {b.index})" for b in bound]
-    buffers = ["{", *[f"    {k}: _{b.name}," for k, b in zip(keys, bound)], "}"] if bound else ["{}"]
-    body += ["_d.run(", f"    _LIB.kernel({_lit(spec.shader.module)}, {_lit(e.name)}),"]
-    body += ["    " + line for line in buffers[:-1]] + ["    " + buffers[-1] + ","]
-    body += ["    _grid,", *([f"    push=_{push.name},"] if push else [])]
-    body += [f"    last={last},", f"    args={args},", "    scalars=_scalars,", ")"]
-
-    return templates.function.substitute(
-        name=e.name,
-        parameters=parameters,
-        docstring=_docstring(spec, e),
-        body="\n".join("    " + line if line else "" for line in body),
-    )
+            body += _call(head, [_lit(b.name), str(b.params_size), packed])
+    return body
 
 
 def _value(p: ParamSlot, e: EntrySpec) -> str:
@@ -250,8 +387,8 @@ def _value(p: ParamSlot, e: EntrySpec) -> str:
     return p.name
 
 
-def _scalar_annotation(p: ParamSlot) -> str:
-    return "slangrt.Tensor" if p.scalar == "ptr" else "float" if p.as_float else "int"
+def _scalar_annotation(p: ParamSlot, own: dict[str, str]) -> str:
+    return own["slangrt"] + ".Tensor" if p.scalar == "ptr" else own["float" if p.as_float else "int"]
 
 
 def _names_needed(e: EntrySpec) -> set[str]:
@@ -359,9 +496,14 @@ def _tuple(items: Sequence[str]) -> str:
 
 
 def _lit(text: str) -> str:
-    """A double-quoted Python string literal (ruff's preferred quotes) for ``text``."""
-    out = json.dumps(text, ensure_ascii=True)
-    return out
+    """A double-quoted Python string literal (ruff's preferred quotes) for ``text``, in ASCII:
+    JSON's escapes, which are Python's, but a letter beyond the BMP as one ``\\U`` escape (JSON
+    writes a surrogate pair, which Python reads as two lone surrogates)."""
+    out = json.dumps(text, ensure_ascii=False)
+    return "".join(
+        ch if ord(ch) < 0x80 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+        for ch in out
+    )
 
 
 def _escape_doc(text: str) -> str:
@@ -422,7 +564,7 @@ def _docstring(spec: ShaderSpec, e: EntrySpec) -> str:
         said = _described(prose, name)
         lines.append(f"    {name}: {what}." + (f" {said}" if said else ""))
     if e.grid is None:
-        lines.append("    grid: thread groups to dispatch, (x, y, z).")
+        lines.append(f"    {GRID_ARGUMENT}: thread groups to dispatch, (x, y, z).")
     lines.append("")
     if e.grid_text:
         lines.append(e.grid_text)
@@ -446,6 +588,8 @@ def manifest_entry(spec: ShaderSpec) -> manifest.Shader:
         push = [b.params_size for b in e.buffers if b.kind == "push"]
         if push:
             entry["push_size"] = push[0]
+        if e.python != e.name:
+            entry["python"] = e.python
         entries[e.name] = entry
     return {"source": spec.shader.rel, "entries": entries}
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from hatch_slang import dialect, dispatch_line, params_tuple
 from hatch_slang.binding_lines import BindingDoc, BindingSet, Group, Note, ParamsField, binding_sets
 from hatch_slang.dialect import Unreadable
-from hatch_slang.expr import Expr, check_identifier, parse_expr
+from hatch_slang.expr import Expr, check_argument, parse_expr
 
 __all__ = [
     "BindingDoc",
@@ -262,7 +262,7 @@ def _entry_names(text: str, number: int, notes: list[Note], entries: list[str]) 
     if not names or (len(names) > 6 and not all(n.isidentifier() for n in names)):
         return False
     for name in names:
-        if why := check_identifier(name):
+        if why := check_argument(name):  # any identifier is an entry (hatch_slang.discover names it)
             notes.append(Note(number, f"entry point {why}; it is left out"))
         elif name not in entries:
             entries.append(name)
@@ -358,7 +358,7 @@ def _qualifier(text: str | None) -> tuple[str, ...] | None:
         for n in re.split(r"[\s,]+", text.strip())
         if n and n.lower() not in ("and", "entry", "entries")
     ]
-    if not names or any(check_identifier(n) for n in names):
+    if not names or any(check_argument(n) for n in names):
         return None
     return tuple(dict.fromkeys(names))
 

@@ -18,7 +18,7 @@ from typing import TypeVar
 from hatch_slang.config import glob_files
 from hatch_slang.contract import Contract, generic_instances, parse_contract
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
-from hatch_slang.expr import check_identifier
+from hatch_slang.expr import ExprError, entry_name
 from hatch_slang.settings import HookSettings, option_name
 
 
@@ -60,7 +60,7 @@ _TOKEN = re.compile(
     r"""
     (?P<skip>//[^\n]*|/\*.*?(?:\*/|\Z)|^[ \t]*\#(?:[^\n\\]|\\.)*)
     | (?P<string>"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?)
-    | (?P<ident>[A-Za-z_]\w*)
+    | (?P<ident>[^\W\d]\w*)
     | (?P<number>\d\w*(?:\.\w*)?)
     | (?P<punct>\S)
     """,
@@ -309,12 +309,45 @@ def parse(src: Source) -> Shader:
             raise ShaderError(
                 src.rel, rejected[0].line, f"{e.message} (the entries line says: {rejected[0].message})"
             ) from None
-        for name in entries:
-            if why := check_identifier(name):
-                raise ShaderError(
-                    src.rel, None, f"entry point {why}; name the entries with `// slang-entries: ...`"
-                )
-    return Shader(src.path, src.rel, src.module, src.source, src.sha256, contract, entries)
+    shader = Shader(src.path, src.rel, src.module, src.source, src.sha256, contract, entries)
+    entry_functions(shader)  # an entry no wrapper can be named after fails here, before compiling
+    return shader
+
+
+@dataclass(frozen=True)
+class EntryFunction:
+    """An entry point and the wrapper function generated for it."""
+
+    entry: str  # as Slang spells it: the SPIR-V entry point, the manifest's key
+    python: str  # the function (:func:`hatch_slang.expr.entry_name`)
+    line: int | None  # the entries line that names it, else the line that defines it
+
+
+def entry_functions(shader: Shader) -> tuple[EntryFunction, ...]:
+    """The wrapper function of each of ``shader``'s entries.
+
+    A :class:`ShaderError` naming the line when an entry cannot have one (``__init__``) or when
+    two entries would have the same one (``ﬁll`` and ``fill``, ``lambda`` and ``lambda_``).
+    """
+    c = shader.contract
+    defined = {f.name: f.line for f in reversed(_functions(shader.source))} if not c.entries else {}
+    out: dict[str, EntryFunction] = {}
+    for name in shader.entries:
+        line = c.entries_line if c.entries else defined.get(name)
+        try:
+            python = entry_name(name)
+        except ExprError as e:
+            raise ShaderError(shader.rel, line, f"entry point {e}") from None
+        if python in out:
+            first = out[python]
+            raise ShaderError(
+                shader.rel,
+                line,
+                f"entry points `{name}` and `{first.entry}` (line {first.line}) are the same Python "
+                f"name `{python}`; rename one",
+            )
+        out[python] = EntryFunction(name, python, line)
+    return tuple(out.values())
 
 
 def load_shader(root: Path, path: Path) -> Shader:

@@ -11,8 +11,11 @@ same tree calling the same helpers, so an expression means one thing wherever it
 from __future__ import annotations
 
 import ast
+import io
 import keyword
 import operator
+import tokenize
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -25,6 +28,8 @@ MAX_LITERAL = 2**32
 # that name, and so is `/` (DIVISION). The other operators are Python's own.
 FUNCTIONS = {"ceil": 1, "min": 2, "max": 2}
 DIVISION = "div"
+# How ``Expr.python`` calls the wrapper API: :meth:`Expr.render` puts the name a module gives it.
+HELPERS = "_c"
 
 Number = int | Fraction
 _BINOPS: dict[type[ast.operator], tuple[str, Callable[[Number, Number], Number]]] = {
@@ -35,26 +40,62 @@ _BINOPS: dict[type[ast.operator], tuple[str, Callable[[Number, Number], Number]]
     ast.Mod: ("%", operator.mod),
 }
 
-# Names generated wrapper modules use at module or function scope; a comment may not shadow them.
-RESERVED_NAMES = frozenset(
-    {"np", "npt", "slangrt", "int", "float", "bool", "None", "True", "False", "tuple", "dict"}
-)
-
 
 class ExprError(ValueError):
     """An expression that is not on the whitelist; the message says which part."""
 
 
-def check_identifier(name: str) -> str | None:
-    """Return why ``name`` cannot be a Python-facing name, or None if it can."""
-    if not name.isidentifier() or not name.isascii():
-        return f"`{name}` is not a valid identifier"
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-        return f"`{name}` is a Python keyword"
-    if name.startswith("_"):
-        return f"`{name}` starts with an underscore (reserved for generated code)"
-    if name in RESERVED_NAMES:
-        return f"`{name}` is reserved by the generated wrapper"
+def argument_name(name: str) -> str:
+    """The Python name of an argument spelled ``name`` (in a comment, or by Slang).
+
+    Every identifier is taken as written, normalised as Python normalises identifiers (NFKC,
+    so that ``ﬁ`` is ``fi``); a keyword gets a trailing ``_`` (``lambda`` -> ``lambda_``). Raises
+    :class:`ExprError` for text that is no identifier.
+    """
+    python = unicodedata.normalize("NFKC", name)
+    if not python.isidentifier():
+        raise ExprError(f"`{name}` is not a valid identifier")
+    return python + "_" if keyword.iskeyword(python) else python
+
+
+def check_argument(name: str) -> str | None:
+    """Return why ``name`` cannot name an argument (see :func:`argument_name`), or None if it can."""
+    try:
+        argument_name(name)
+    except ExprError as e:
+        return str(e)
+    return None
+
+
+def is_dunder(name: str) -> bool:
+    """Whether ``name`` is of the form ``__name__``, which Python keeps for itself at module level
+    (``__all__``, ``__getattr__``, ``__file__`` ...)."""
+    return len(name) > 4 and name[:2] == name[-2:] == "__"
+
+
+def entry_name(name: str) -> str:
+    """The Python name of the wrapper function of an entry point spelled ``name`` by Slang.
+
+    The rule of arguments (:func:`argument_name`: as written, NFKC, a keyword gets a trailing
+    ``_``); the module's own names are chosen around it (:class:`hatch_slang.codegen.Names`). A
+    name of the form ``__name__`` raises :class:`ExprError`: at module level it would replace
+    what Python or the module keeps there.
+    """
+    python = argument_name(name)
+    if is_dunder(python):
+        raise ExprError(
+            f"`{name}` is of the form `__name__`, which Python keeps for itself at module level; "
+            "rename the entry point"
+        )
+    return python
+
+
+def check_entry(name: str) -> str | None:
+    """Return why ``name`` cannot name an entry's wrapper (see :func:`entry_name`), or None."""
+    try:
+        entry_name(name)
+    except ExprError as e:
+        return str(e)
     return None
 
 
@@ -66,6 +107,10 @@ class Expr:
     python: str
     names: tuple[str, ...]
     constant: int | None  # the value when the expression is a bare integer literal
+
+    def render(self, helpers: str) -> str:
+        """The Python rendering calling the wrapper API by the name ``helpers``."""
+        return self.python if helpers == HELPERS else _render(_parse(self.text, "").body, [], 0, helpers)
 
     @property
     def is_name(self) -> bool:
@@ -79,10 +124,7 @@ def parse_expr(text: str) -> Expr:
         raise ExprError("empty expression")
     if len(text) > MAX_EXPR_LEN:
         raise ExprError(f"expression longer than {MAX_EXPR_LEN} characters")
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as e:
-        raise ExprError(f"`{text}` is not an expression ({e.msg})") from None
+    tree = _parse(text, "an expression")
     names: list[str] = []
     python = _render(tree.body, names, depth=0)
     constant = tree.body.value if isinstance(tree.body, ast.Constant) else None
@@ -95,10 +137,7 @@ def parse_grid(text: str) -> tuple[Expr, ...]:
     text = text.strip()
     if len(text) > 3 * MAX_EXPR_LEN:
         raise ExprError("grid expression too long")
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as e:
-        raise ExprError(f"`{text}` is not a grid expression ({e.msg})") from None
+    tree = _parse(text, "a grid expression")
     body = tree.body
     parts = body.elts if isinstance(body, ast.Tuple) else [body]
     if not 1 <= len(parts) <= 3:
@@ -106,7 +145,25 @@ def parse_grid(text: str) -> tuple[Expr, ...]:
     return tuple(parse_expr(ast.get_source_segment(text, p) or "") for p in parts)
 
 
-def _render(node: ast.expr, names: list[str], depth: int) -> str:
+def _parse(text: str, what: str) -> ast.Expression:
+    """``text`` parsed; where that fails, parsed again with each keyword read as the argument
+    :func:`argument_name` makes of it (``ceil(lambda / 64)`` reads the argument ``lambda_``)."""
+    try:
+        return ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        error = e
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        renamed = [
+            (t.type, t.string + "_" if t.type == tokenize.NAME and keyword.iskeyword(t.string) else t.string)
+            for t in tokens
+        ]
+        return ast.parse(tokenize.untokenize(renamed), mode="eval")
+    except (SyntaxError, tokenize.TokenError, IndentationError):
+        raise ExprError(f"`{text}` is not {what} ({error.msg})") from None
+
+
+def _render(node: ast.expr, names: list[str], depth: int, helpers: str = HELPERS) -> str:
     if depth > 20:
         raise ExprError("expression nested too deeply")
     if isinstance(node, ast.Constant):
@@ -115,21 +172,16 @@ def _render(node: ast.expr, names: list[str], depth: int) -> str:
         if not 0 <= node.value <= MAX_LITERAL:
             raise ExprError(f"integer literal {node.value} is out of range")
         return str(node.value)
-    if isinstance(node, ast.Name):
-        why = check_identifier(node.id)
-        if why:
-            raise ExprError(why)
-        if node.id in FUNCTIONS:
-            raise ExprError(f"`{node.id}` is a function, not a value")
+    if isinstance(node, ast.Name):  # any identifier (the parser normalised it): an argument
         names.append(node.id)
         return node.id
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return f"(-{_render(node.operand, names, depth + 1)})"
+        return f"(-{_render(node.operand, names, depth + 1, helpers)})"
     if isinstance(node, ast.BinOp):
-        left = _render(node.left, names, depth + 1)
-        right = _render(node.right, names, depth + 1)
+        left = _render(node.left, names, depth + 1, helpers)
+        right = _render(node.right, names, depth + 1, helpers)
         if isinstance(node.op, ast.Div):
-            return f"_c.{DIVISION}({left}, {right})"
+            return f"{helpers}.{DIVISION}({left}, {right})"
         op = _BINOPS.get(type(node.op))
         if op is None:
             raise ExprError(f"operator `{type(node.op).__name__}` is not allowed")
@@ -140,8 +192,8 @@ def _render(node: ast.expr, names: list[str], depth: int) -> str:
             raise ExprError("only ceil(), min() and max() may be called")
         if node.keywords or len(node.args) != FUNCTIONS[func.id]:
             raise ExprError(f"{func.id}() takes {FUNCTIONS[func.id]} positional argument(s)")
-        args = ", ".join(_render(a, names, depth + 1) for a in node.args)
-        return f"_c.{func.id}({args})"
+        args = ", ".join(_render(a, names, depth + 1, helpers) for a in node.args)
+        return f"{helpers}.{func.id}({args})"
     raise ExprError(f"`{type(node).__name__}` is not allowed in an expression")
 
 
@@ -153,7 +205,7 @@ def evaluate(text: str, values: Mapping[str, int]) -> int | Fraction:
     (``/`` is exact). A whole result is an int. A name without a value, or a division by zero,
     raises :class:`ExprError` naming it.
     """
-    tree = ast.parse(text.strip(), mode="eval")
+    tree = _parse(text.strip(), "an expression")
     _render(tree.body, [], depth=0)  # the whitelist check, with its messages
     value = _value(tree.body, values)
     return value.numerator if isinstance(value, Fraction) and value.denominator == 1 else value

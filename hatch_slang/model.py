@@ -16,6 +16,10 @@ from slangrt.dtypes import DTYPES
 from hatch_slang.discover import Shader
 from hatch_slang.expr import Expr
 
+# The keyword argument a wrapper adds for the grid of an entry that has no Dispatch line; no
+# argument of such an entry may have its name (hatch_slang.spec says so, naming the line).
+GRID_ARGUMENT = "grid"
+
 
 def is_float(scalar: str) -> bool:
     """Whether a packed scalar type (``f32``, ``u32`` ...) holds a float."""
@@ -59,7 +63,8 @@ class BufferSpec:
 
 @dataclass(frozen=True)
 class EntrySpec:
-    name: str
+    name: str  # as Slang spells it: the SPIR-V entry point, the manifest's key
+    python: str  # its wrapper function (hatch_slang.expr.entry_name: NFKC, a keyword gets `_`)
     threads: tuple[int, int, int]
     buffers: tuple[BufferSpec, ...]  # the bindings this entry uses, by index
     spirv: bytes

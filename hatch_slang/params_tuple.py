@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from hatch_slang.dialect import Unreadable, dtype_word, find_access, normalize_expr, split_top
-from hatch_slang.expr import Expr, ExprError, check_identifier, parse_expr
+from hatch_slang.expr import Expr, ExprError, check_argument, parse_expr
 
 PADDING = re.compile(r"^_*(?:pad|padding|unused|reserved|spare|dummy|_)?_*\d*$", re.IGNORECASE)
 _BITS_CALL = re.compile(
@@ -71,7 +71,7 @@ def read_field(raw: str) -> FieldDoc:
 
 
 def _name(text: str) -> str:
-    if why := check_identifier(text):
+    if why := check_argument(text):
         raise Unreadable(f"params field {why}")
     return text
 

@@ -14,6 +14,7 @@ whose ``scalar_types`` lists every view's element type.
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -191,9 +192,18 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
 _BUFFER_SHAPES = frozenset({"structuredBuffer", "byteAddressBuffer"})
 
 
+def unescape(text: str) -> str:
+    """A name as reflection writes it read back as the text it spells: reflection writes the
+    UTF-8 bytes of letters beyond ASCII as octal escapes (`gr\\303\\266\\303\\237e`: `größe`)."""
+    if "\\" not in text:
+        return text
+    raw = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8) & 0xFF]), text.encode("utf-8"))
+    return raw.decode("utf-8", errors="replace")
+
+
 def read_entry(reflection_json: str, entry: str, spirv: bytes) -> ReflectedEntry:
     data = json.loads(reflection_json)
-    eps = [e for e in data.get("entryPoints", []) if e.get("name") == entry]
+    eps = [e for e in data.get("entryPoints", []) if unescape(str(e.get("name"))) == entry]
     if not eps:
         raise HatchSlangError(f"reflection has no entry point `{entry}`")
     threads = tuple(int(v) for v in eps[0].get("threadGroupSize", (1, 1, 1)))

@@ -12,7 +12,6 @@ says which params fields the entry never reads.
 
 from __future__ import annotations
 
-import keyword
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -23,9 +22,9 @@ from slangrt.dtypes import DTYPES
 from hatch_slang.compiler import CompileResult
 from hatch_slang.discover import Shader
 from hatch_slang.errors import HatchSlangError, ShaderError
-from hatch_slang.expr import RESERVED_NAMES, check_identifier
+from hatch_slang.expr import ExprError, argument_name
 from hatch_slang.model import BufferSpec, ParamSlot, is_float
-from hatch_slang.reflection import ReflectedBinding, Scalar, scalar_size
+from hatch_slang.reflection import ReflectedBinding, Scalar, scalar_size, unescape
 from hatch_slang.spirv import EntryInfo, Member, Module, Resource, read_module
 
 
@@ -85,7 +84,8 @@ def _slot_name(member: Member, variable: str) -> str | None:
     """The keyword argument of one member of a uniform or push-constant block.
 
     Fields keep their own names, nested fields and vector components are joined with `_`
-    (`light.dir.x` -> `light_dir_x`); a name that is a Python keyword gets a trailing `_`; a name
+    (`light.dir.x` -> `light_dir_x`) and made an argument name as a comment's are
+    (:func:`hatch_slang.expr.argument_name`: a Python keyword gets a trailing `_`); a name
     starting with `_` (`_pad0`) is padding: written as zero, no argument.
     """
     path = list(member.path)
@@ -97,9 +97,14 @@ def _slot_name(member: Member, variable: str) -> str | None:
         name = "_".join(p for p in (variable, name) if p)  # `ConstantBuffer<float4x4> m`: m_0_x ...
     if name.startswith("_"):
         return None
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in RESERVED_NAMES:
-        name += "_"
-    return name if check_identifier(name) is None else None
+    return _argument(name)
+
+
+def _argument(name: str) -> str | None:
+    try:
+        return argument_name(name)
+    except ExprError:
+        return None
 
 
 def block(
@@ -128,9 +133,7 @@ def block(
         slots.append(ParamSlot(name, scalar, m.offset, is_float(scalar)))
     size = -(-max(res.size, 4) // (16 if kind == "uniform" else 4)) * (16 if kind == "uniform" else 4)
     shown = variable or ("push constants" if kind == "push" else "uniforms")
-    name = (
-        shown if check_identifier(shown) is None else ("push" if kind == "push" else f"uniforms{res.binding}")
-    )
+    name = _argument(shown) or ("push" if kind == "push" else f"uniforms{res.binding}")
     return BufferSpec(
         res.binding or 0,
         name,
@@ -150,14 +153,12 @@ def block(
 
 def python_name(variable: str, fallback: str) -> str:
     """An argument name for a Slang variable as the compiler spells it: `dst.buffer` -> `dst_buffer`,
-    an entry-point parameter `entryPointParams.result` -> `result`."""
+    an entry-point parameter `entryPointParams.result` -> `result`; Slang's reflection writes the
+    UTF-8 bytes of other letters as octal escapes (`gr\\303\\266\\303\\237e`: `größe`)."""
     parts = [
-        p
-        for p in re.split(r"[^A-Za-z0-9_]+", variable)
-        if p and p not in ("entryPointParams", "globalParams")
+        p for p in re.split(r"\W+", unescape(variable)) if p and p not in ("entryPointParams", "globalParams")
     ]
-    name = "_".join(parts)
-    return name if name and check_identifier(name) is None else fallback
+    return _argument("_".join(parts)) or fallback
 
 
 def from_spirv(res: Resource) -> BufferSpec:

@@ -98,6 +98,7 @@ def show_data(spec: ShaderSpec) -> dict[str, Any]:
     entries = [
         {
             "name": e.name,
+            "function": e.python,
             "threads": list(e.threads),
             "threads_per_group": e.threads[0] * e.threads[1] * e.threads[2],
             "dispatch": re.sub(r"(?i)^\s*dispatch\s*:\s*", "", e.grid_text) if e.grid_text else None,
@@ -155,7 +156,9 @@ def print_show(data: dict[str, Any]) -> None:
     for entry in data["entries"]:
         click.echo()
         t = entry["threads"]
-        click.secho(f"entry {entry['name']}", bold=True)
+        function = entry.get("function", entry["name"])
+        renamed = f" (function {function})" if function != entry["name"] else ""
+        click.secho(f"entry {entry['name']}{renamed}", bold=True)
         click.echo(f"  threads per group: {t[0]} x {t[1]} x {t[2]} = {entry['threads_per_group']}")
         click.echo(f"  dispatch: {entry['dispatch'] or 'not documented: the caller passes grid=(x, y, z)'}")
         grid = f"({', '.join(entry['grid'])})" if entry["grid"] is not None else "grid="

@@ -12,6 +12,7 @@ the check that everything is bound are :mod:`hatch_slang.resources`'.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -19,9 +20,10 @@ from slangrt.dtypes import DTYPES
 
 from hatch_slang.compiler import CompileResult
 from hatch_slang.contract import BindingDoc, BindingSet, DispatchDoc
-from hatch_slang.discover import Shader
+from hatch_slang.discover import Shader, entry_functions
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
-from hatch_slang.model import BufferSpec, EntrySpec, ParamSlot, ShaderSpec, is_float
+from hatch_slang.expr import argument_name, entry_name
+from hatch_slang.model import GRID_ARGUMENT, BufferSpec, EntrySpec, ParamSlot, ShaderSpec, is_float
 from hatch_slang.reflection import (
     ReflectedBinding,
     ReflectedEntry,
@@ -74,6 +76,7 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
         said = result.warnings.strip()
         warnings.append(said if said.startswith(shader.rel) else f"{shader.rel}: Slang says:\n{said}")
     warnings += [f"{shader.rel}:{n.line}: warning: {n.message}" for n in c.notes]
+    warnings += _entry_notes(shader)
     reflected_all = {b.key: b for b in read_all_bindings(result.entries[0].reflection)}
 
     # Several backends' lists: match them against what the entries use, not every global the
@@ -103,6 +106,7 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
             "(argument shapes are not checked and the grid must be passed)"
         )
     else:
+        warnings += _argument_names(shader, chosen)
         for doc in chosen.bindings:
             r = _lookup(doc, reflected_all)
             if r is None and doc.role == "params" and has_push(result):
@@ -191,6 +195,42 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     return ShaderSpec(shader, tuple(entries), result.dependencies, tuple(warnings))
 
 
+def _argument_names(shader: Shader, chosen: BindingSet) -> list[str]:
+    """Notes for the names of a binding list that the wrappers spell otherwise (a keyword gets a
+    trailing `_`); two spellings that are one Python name (NFKC, the keyword rule) are an error."""
+    notes: list[str] = []
+    seen: dict[str, tuple[str, int]] = {}
+    for doc in chosen.bindings:
+        spelled = [doc.name, *(f.name for f in doc.fields if f.name is not None)]
+        for name in dict.fromkeys(spelled):
+            python = argument_name(name)
+            new = python not in seen
+            first = seen.setdefault(python, (name, doc.line))
+            if first[0] != name:
+                raise ShaderError(
+                    shader.rel,
+                    doc.line,
+                    f"`{name}` and `{first[0]}` (line {first[1]}) are the same Python name `{python}`",
+                )
+            if new and python != unicodedata.normalize("NFKC", name):
+                notes.append(
+                    f"{shader.rel}:{doc.line}: note: `{name}` is a Python keyword; "
+                    f"the wrappers call the argument `{python}`"
+                )
+    return notes
+
+
+def _entry_notes(shader: Shader) -> list[str]:
+    """Notes for the entries whose wrapper function is spelled otherwise (a keyword gets a
+    trailing `_`); an entry no function can be named after is an error (:func:`entry_functions`)."""
+    return [
+        f"{shader.rel}:{f.line}: note: entry point `{f.entry}` is a Python keyword; "
+        f"its wrapper function is `{f.python}`"
+        for f in entry_functions(shader)
+        if f.python != unicodedata.normalize("NFKC", f.entry)
+    ]
+
+
 def _choose_set(
     sets: tuple[BindingSet, ...], reflected: dict[tuple[int, int], ReflectedBinding]
 ) -> BindingSet | None:
@@ -274,7 +314,7 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
             )
         return BufferSpec(
             r.index,
-            doc.name,
+            argument_name(doc.name),
             "data",
             kind,
             writable,
@@ -345,12 +385,13 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
                 doc.line, f"params field `{f.name}` holds f32 bits, which need a 32-bit slot, not {scalar}"
             )
         as_float = is_bits or is_float(scalar)
-        slots.append(ParamSlot(f.name, "f32" if is_bits else scalar, offset, as_float, derived=f.derived))
+        python = argument_name(f.name)
+        slots.append(ParamSlot(python, "f32" if is_bits else scalar, offset, as_float, derived=f.derived))
     size = max(size, stride * elements)
     size = -(-size // 16) * 16
     return BufferSpec(
         r.index,
-        doc.name,
+        argument_name(doc.name),
         "params",
         kind,
         writable,
@@ -441,7 +482,6 @@ def _entry(
     warnings: list[str],
     module: Module,
 ) -> EntrySpec:
-    c = shader.contract
     data_names = {b.name for b in buffers if b.role == "data"}
     buffers = unclash(buffers, data_names)
     fields: dict[str, ParamSlot] = {}
@@ -452,8 +492,14 @@ def _entry(
             if p.name in data_names or p.name in fields:
                 raise ShaderError(shader.rel, b.line, f"name `{p.name}` is used twice in entry `{refl.name}`")
             fields[p.name] = p
-    if refl.name in data_names | set(fields):
-        raise ShaderError(shader.rel, c.entries_line, f"entry `{refl.name}` has an argument of the same name")
+    if d is None and GRID_ARGUMENT in data_names | set(fields):
+        line = next(b.line for b in buffers if GRID_ARGUMENT in (b.name, *(p.name for p in b.params)))
+        raise ShaderError(
+            shader.rel,
+            line,
+            f"`{GRID_ARGUMENT}` names an argument of entry `{refl.name}`, which has no Dispatch line: "
+            f"its wrapper takes the grid as `{GRID_ARGUMENT}=`; add a Dispatch line or rename it",
+        )
 
     inferable: list[str] = []
     for b in buffers:
@@ -522,6 +568,7 @@ def _entry(
     optional = tuple(n for n in fields if n in inferable and n not in derived)
     return EntrySpec(
         refl.name,
+        entry_name(refl.name),
         refl.threads,
         tuple(checked),
         spirv,

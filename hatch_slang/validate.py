@@ -42,7 +42,7 @@ from slangrt.dtypes import DTYPES
 from hatch_slang.config import BuildConfig
 from hatch_slang.discover import Source, module_name, read_sources, select
 from hatch_slang.errors import HatchSlangError
-from hatch_slang.expr import ExprError, evaluate, parse_expr
+from hatch_slang.expr import ExprError, argument_name, check_argument, evaluate, parse_expr
 
 Expected = Mapping[str, np.ndarray]
 Reference = Callable[[dict[str, Any]], Expected]
@@ -207,7 +207,7 @@ def load_manifest(kernels: ModuleType) -> manifest.Manifest:
 def known_sizes(entry: manifest.Entry, dims: Mapping[str, int], given: Mapping[str, Any]) -> dict[str, int]:
     """The sizes a case fixes for ``entry``: ``dims``, the integer params in ``given``, and the
     sizes of the given arrays along axes whose shape is a bare name (as the wrapper reads them off)."""
-    values = dict(dims)
+    values = {_python(k): v for k, v in dims.items()}
     values.update({k: v for k, v in given.items() if isinstance(v, int) and not isinstance(v, bool)})
     for b in entry["bindings"]:
         arr = given.get(b["name"])
@@ -215,8 +215,8 @@ def known_sizes(entry: manifest.Entry, dims: Mapping[str, int], given: Mapping[s
             continue
         sizes = (arr.size,) if b.get("flat") else arr.shape
         for dim, size in zip(b["shape"], sizes):
-            if dim.isidentifier():
-                values.setdefault(dim, size)
+            if check_argument(dim) is None:  # a bare name (an argument, as the wrapper spells it)
+                values.setdefault(argument_name(dim), size)
     return values
 
 
@@ -267,6 +267,21 @@ def contract_shapes(
             raise HatchSlangError(f"{where}: cannot size binding `{name}`: {e} (shape {shown})") from None
         shapes[name] = (shape, np.dtype(DTYPES[b["dtype"]].numpy))
     return shapes
+
+
+def find_entry(package: manifest.Manifest, module: str, name: str) -> tuple[str, str, manifest.Entry]:
+    """Entry ``name`` of ``module``'s record, named as Slang spells it or as its wrapper function
+    (``lambda`` or ``lambda_``): its name, its function and its record; KeyError if it has none."""
+    for key, entry in package["shaders"][module]["entries"].items():
+        python = entry.get("python", key)
+        if name in (key, python):
+            return key, python, entry
+    raise KeyError(name)
+
+
+def _python(name: str) -> str:
+    """``name`` as the wrappers and :func:`evaluate` spell it (NFKC, a keyword gets `_`)."""
+    return name if check_argument(name) else argument_name(name)
 
 
 def contract_inputs(
@@ -332,7 +347,7 @@ def run_case(
     """
     module = Path(kernels.__file__ or "").stem
     try:
-        entry = package["shaders"][module]["entries"][case.entry]
+        _, function, entry = find_entry(package, module, case.entry)
     except KeyError:
         raise HatchSlangError(f"{where}: the kernels have no entry `{case.entry}` in `{module}`") from None
     args = contract_inputs(entry, case.dims, case.args, rng, where=where)
@@ -340,7 +355,7 @@ def run_case(
     run_args = _copies(args)
     start = time.perf_counter()
     try:
-        getattr(kernels, case.entry)(**run_args)
+        getattr(kernels, function)(**run_args)
     except Exception as e:
         if _unsupported(e):
             raise Skipped(_label(case, args), str(e)) from None

@@ -70,8 +70,7 @@ def test_no_bindings_block() -> None:
     ("text", "line", "message"),
     [
         ("// Bindings:\n//   t0: x  f32, [n +]\n", 2, "shape dimension `n \\+`"),
-        ("// Bindings:\n//   t0: class  f32, [n]\n", 2, "keyword"),
-        ("// Bindings:\n//   t0: __x__  f32, [n]\n", 2, "underscore"),
+        ("// Bindings:\n//   t0: x'y  f32, [n]\n", 2, "not a valid identifier"),
         ("// Bindings:\n//   t0: x  f32, [__import__('os')]\n", 2, "only ceil"),
         (
             "// Bindings:\n//   t0: x  f32, [n]\n//   t0: y  f32, [n]\n",
@@ -84,7 +83,7 @@ def test_no_bindings_block() -> None:
             "the name `x` is already documented",
         ),
         ("// Bindings:\n//   t0: p (a, a)\n", 2, "appears twice"),
-        ("// Bindings:\n//   t0: p (a, import)\n", 2, "keyword"),
+        ("// Bindings:\n//   t0: p (a, 1st)\n", 2, "not a valid identifier"),
         ("// Bindings:\n//   t0: p  (a, b\n", 2, "cannot read"),
         ("//\n// Dispatch: (n.real) groups of 4\n", 2, "cannot find a grid"),
         ("//\n// Dispatch: whenever you like\n", 2, "cannot find a grid"),

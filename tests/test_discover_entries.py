@@ -123,9 +123,18 @@ def test_calls_and_declarations_are_no_definitions() -> None:
     assert entries(source, stem="k2") == ("k2",)
 
 
-def test_a_discovered_name_that_python_cannot_use_fails_naming_the_file(tmp_path: Path) -> None:
-    (tmp_path / "k.slang").write_text(HEAD + '[shader("compute")]\n[numthreads(1,1,1)]\nvoid _hidden' + BODY)
-    with pytest.raises(ShaderError, match=r"^k.slang: entry point `_hidden` starts with an underscore"):
+def test_a_discovered_name_is_an_entry_as_written(tmp_path: Path) -> None:
+    # `_hidden`, `größe`, `ñandú`: identifiers, so entries (their wrappers are named as written).
+    for name in ("_hidden", "größe", "ñandú"):
+        source = HEAD + f'[shader("compute")]\n[numthreads(1,1,1)]\nvoid {name}' + BODY
+        (tmp_path / "k.slang").write_text(source, encoding="utf-8")
+        [shader] = discover(tmp_path, ["*.slang"])
+        assert shader.entries == (name,)
+
+
+def test_a_discovered_name_no_function_can_have_fails_naming_its_line(tmp_path: Path) -> None:
+    (tmp_path / "k.slang").write_text(HEAD + '[shader("compute")]\n[numthreads(1,1,1)]\nvoid __init__' + BODY)
+    with pytest.raises(ShaderError, match=r"^k.slang:4: entry point `__init__` is of the form `__name__`"):
         discover(tmp_path, ["*.slang"])
 
 

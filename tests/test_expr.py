@@ -5,7 +5,7 @@ from fractions import Fraction
 import pytest
 from slangrt import wrapper_api
 
-from hatch_slang.expr import ExprError, check_identifier, parse_expr, parse_grid
+from hatch_slang.expr import ExprError, check_entry, entry_name, parse_expr, parse_grid
 
 
 def evaluate(python: str, **names: int) -> int | Fraction:
@@ -51,15 +51,15 @@ def test_whitelisted_expressions_render_to_exact_arithmetic(
         ("99999999999999999999", "out of range"),
         ("ceil(n, 2)", "takes 1"),
         ("min(a, b=2)", "takes 2"),
-        ("__class__", "underscore"),
+        ("n.__class__", "Attribute"),
         ("import os", "not an expression"),
         ("n if n else 1", "IfExp"),
         ("[n]", "List"),
         ("n < 3", "Compare"),
-        ("class_ + def", "not an expression"),
+        ("class_ + def +", "not an expression"),
         ("", "empty"),
         ("x" * 300, "longer than"),
-        ("ceil", "function"),
+        ("ceil(ceil)(n)", "only ceil"),
     ],
 )
 def test_everything_else_is_rejected(text: str, why: str) -> None:
@@ -79,12 +79,21 @@ def test_grid_forms() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["class", "_hidden", "__dunder__", "np", "slangrt", "a.b", "a(b)", "x'y", "1abc", "é"]
+    "name", ["__init__", "__all__", "__getattr__", "__dunder__", "a.b", "a(b)", "x'y", "1abc", "a-b", ""]
 )
-def test_identifiers_that_cannot_reach_code(name: str) -> None:
-    assert check_identifier(name) is not None
+def test_names_no_entry_function_can_have(name: str) -> None:
+    assert check_entry(name) is not None
 
 
-@pytest.mark.parametrize("name", ["z", "sel_weight", "input", "filter", "n_tokens"])
-def test_ordinary_identifiers(name: str) -> None:
-    assert check_identifier(name) is None
+@pytest.mark.parametrize(
+    ("name", "python"),
+    [
+        *[(n, n) for n in ["z", "sel_weight", "input", "np", "slangrt", "_hidden", "__", "match", "é"]],
+        ("class", "class_"),
+        ("None", "None_"),
+        ("ﬁll", "fill"),  # NFKC, as Python reads `def ﬁll`
+        ("größe", "größe"),
+    ],
+)
+def test_entry_functions_are_named_as_written(name: str, python: str) -> None:
+    assert entry_name(name) == python

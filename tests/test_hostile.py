@@ -26,7 +26,7 @@ from hatch_slang.compiler import CompileJob, CompileOptions, CompileResult, Comp
 from hatch_slang.contract import leading_comment, parse_contract
 from hatch_slang.discover import Shader, discover, module_name
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
-from hatch_slang.expr import check_identifier
+from hatch_slang.expr import check_argument
 from hatch_slang.spec import build_spec
 
 SETTINGS = settings(
@@ -268,8 +268,9 @@ def test_hostile_names_are_warnings_naming_file_and_line(
     tree = assert_safe_module(source)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
     params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
-    assert all(check_identifier(p) is None or p in {"grid"} for p in params), params
-    if name not in params and check_identifier(name) is not None:
+    # Any identifier is an argument as written (a keyword with a trailing `_`).
+    assert all(check_argument(p) is None and not keyword.iskeyword(p) for p in params), params
+    if name not in params and check_argument(name) is not None:
         # Not taken as a name: unless the text split into a valid name and a doc, its line says so.
         lines = comment_warnings(warnings)
         # A name ends at a space, `:`, `;`, `,`, a backtick, `(` or `[` (`x[n] f32`): what comes before.
@@ -372,15 +373,19 @@ def test_entry_names_that_are_not_identifiers(tmp_path: Path) -> None:
     ]
     # A line with no valid name: the default rule finds the entries instead.
     (tmp_path / "k.slang").write_text(
-        '// slang-entries: __init__\n[shader("compute")]\n[numthreads(1, 1, 1)]\nvoid main() {}\n'
+        '// slang-entries: a-b\n[shader("compute")]\n[numthreads(1, 1, 1)]\nvoid main() {}\n'
     )
     (shader,) = discover(tmp_path, ["*.slang"])
     assert shader.entries == ("main",)
     (note,) = shader.contract.notes
-    assert note.line == 1 and "underscore" in note.message
+    assert note.line == 1 and "not a valid identifier" in note.message
     # ... and when it finds none, the build fails naming the file and the entries line it left out.
-    (tmp_path / "k.slang").write_text("// slang-entries: __init__\n")
-    with pytest.raises(ShaderError, match=r"^k.slang:1: cannot tell the entry points.*underscore"):
+    (tmp_path / "k.slang").write_text("// slang-entries: a-b\n")
+    with pytest.raises(ShaderError, match=r"^k.slang:1: cannot tell the entry points.*not a valid ident"):
+        discover(tmp_path, ["*.slang"])
+    # A name no wrapper function can have (Python keeps `__name__` forms for itself): an error.
+    (tmp_path / "k.slang").write_text("// slang-entries: __init__\nvoid main() {}\n")
+    with pytest.raises(ShaderError, match=r"^k.slang:1: entry point `__init__` is of the form `__name__`"):
         discover(tmp_path, ["*.slang"])
 
 

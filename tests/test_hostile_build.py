@@ -133,7 +133,7 @@ def test_the_hostile_kernels_run(hostile: tuple[ModuleType, Path, dict[str, str]
     ("stem", "entry", "message"),
     [
         ("__init__", "k", "the package's own `__init__`"),
-        ("k", "__import__", "starts with an underscore"),
+        ("k", "__import__", "is of the form `__name__`"),
         ("k", "os.system", "cannot tell the entry points"),
     ],
 )

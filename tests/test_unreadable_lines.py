@@ -86,9 +86,9 @@ def signature(source: str, entry: str = "k") -> str:
         ),
         (
             "bad name",
-            comment(replace={5: "//   t0: class  f32, [n][m]"}),
+            comment(replace={5: "//   t0: a.b  f32, [n][m]"}),
             5,
-            r"binding 0 \(`class`\): the name `class` is a Python keyword; "
+            r"binding 0 \(`a.b`\): the name `a.b` is not a valid identifier; "
             "the wrapper takes it as reflection describes it",
             "a, y, *, scale, n, m",
         ),

@@ -52,6 +52,9 @@ class Entry(_Entry, total=False):
     """One entry point (kernel) of a shader."""
 
     push_size: int  # bytes of push constants (format 2); absent: 0
+    # For tools (not read by the runtime): the wrapper function, where it is not the entry's
+    # name, the key (a Python keyword gets a trailing `_`, other letters are NFKC-normalised).
+    python: str
 
 
 class Shader(TypedDict):
