@@ -50,6 +50,7 @@ __all__ = [
     "Note",
     "ParamsField",
     "parse_contract",
+    "source_lines",
 ]
 
 _LINE_COMMENT = re.compile(r"^\s*//+!?(?P<text>.*)$")
@@ -107,11 +108,22 @@ class Contract:
         return self.dispatch
 
 
+# Slang's lexer ends a line at `\n`, `\r\n` or `\r`, and nowhere else: a form feed, NEL (U+0085)
+# or U+2028 is whitespace inside a line (`str.splitlines` would split there, and shift the lines).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+BOM = "\ufeff"
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of a shader as Slang (and an editor) numbers them; a leading UTF-8 BOM is no text."""
+    return _LINE_BREAK.split(source.removeprefix(BOM))
+
+
 def leading_comment(source: str) -> list[tuple[int, str]]:
     """The leading comment block as ``(line number, text after the comment marker)`` pairs."""
     out: list[tuple[int, str]] = []
     in_block = False
-    for number, line in enumerate(source.splitlines(), start=1):
+    for number, line in enumerate(source_lines(source), start=1):
         if in_block:
             body, closed, _ = line.partition("*/")
             out.append((number, re.sub(r"^\s*\*(?!/)\s?", " ", body).rstrip()))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from hatch_slang.contract import Contract, parse_contract
+from hatch_slang.contract import Contract, parse_contract, source_lines
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
 from hatch_slang.expr import check_identifier
 from hatch_slang.settings import HookSettings, option_name
@@ -75,7 +75,7 @@ _NOT_A_NAME = {"if", "while", "for", "switch", "return", "sizeof", "catch"}
 def _tokens(source: str) -> list[tuple[str, str]]:
     """(kind, text) for each token of ``source``; kind is ``string``, ``ident``, ``number``, ``punct``."""
     out: list[tuple[str, str]] = []
-    for m in _TOKEN.finditer(source):
+    for m in _TOKEN.finditer("\n".join(source_lines(source))):  # `//` ends at a lone `\r` too
         kind = m.lastgroup or "punct"
         if kind != "skip":
             out.append((kind, m.group(kind)))
@@ -214,9 +214,11 @@ def read_source(root: Path, path: Path) -> Source:
     data = path.read_bytes()
     rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
     try:
-        source = data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ShaderError(rel, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    # Every reader after this one sees Slang's lines, `\n`-terminated, without the BOM.
+    source = "\n".join(source_lines(text))
     return Source(path, rel, module_name(path.stem), source, hashlib.sha256(data).hexdigest())
 
 
