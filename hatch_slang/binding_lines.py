@@ -15,7 +15,7 @@ from typing import Literal
 
 from hatch_slang import dialect, params_tuple
 from hatch_slang.dialect import Access, Unreadable
-from hatch_slang.expr import Expr, check_identifier
+from hatch_slang.expr import MAX_LINE_LEN, Expr, check_identifier
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,10 @@ def _integer_words(text: str) -> bool:
 
 
 def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
+    if len(ref.rest) > MAX_LINE_LEN:
+        raise Unreadable(f"the line is longer than {MAX_LINE_LEN} characters")
+    if ref.index > dialect.MAX_INDEX or (ref.set or 0) > dialect.MAX_INDEX:
+        raise Unreadable(f"binding index or set is more than {dialect.MAX_INDEX}")
     if why := check_identifier(ref.name):
         raise Unreadable(f"the name {why}")
     rest = ref.rest

@@ -40,7 +40,7 @@ from pathlib import Path
 from hatch_slang import dialect, dispatch_line, params_tuple
 from hatch_slang.binding_lines import BindingDoc, BindingSet, Group, Note, ParamsField, binding_sets
 from hatch_slang.dialect import Unreadable
-from hatch_slang.expr import Expr, check_identifier, parse_expr
+from hatch_slang.expr import MAX_LINE_LEN, Expr, check_identifier, parse_expr
 
 __all__ = [
     "BindingDoc",
@@ -247,7 +247,7 @@ def parse_contract(path: Path | str, source: str) -> Contract:
 
 
 _SINGLE_GROUP = re.compile(
-    r"\b(?:a\s+)?single\s+(?:work|thread)\s*-?\s*group(?:\s+of\s+(?P<n>\d+)(?:\s+threads)?)?\b"
+    r"\b(?:a\s+)?single\s+(?:work|thread)\s*-?\s*group(?:\s+of\s+(?P<n>\d{1,6})(?:\s+threads)?)?\b"
     r"(?!\s+(?:per|for\s+each|each))",
     re.IGNORECASE,
 )
@@ -273,6 +273,9 @@ def _entry_names(text: str, number: int, notes: list[Note], entries: list[str]) 
     names = [n.strip("`") for n in names]
     if not names or (len(names) > 6 and not all(n.isidentifier() for n in names)):
         return False
+    if len(text) > MAX_LINE_LEN:
+        notes.append(Note(number, f"the entries line is longer than {MAX_LINE_LEN} characters; not read"))
+        return True
     for name in names:
         if why := check_identifier(name):
             notes.append(Note(number, f"entry point {why}; it is left out"))
@@ -289,6 +292,8 @@ def _backend(text: str) -> str:
 def _evidence(ref: dialect.BindingRef) -> bool:
     """Whether a binding line outside any header reads as one rather than as prose."""
     rest = ref.rest
+    if len(rest) > MAX_LINE_LEN:
+        return ref.strong  # too long to weigh: a line that opens like a binding is read as one (a note)
     typed = any(dialect.dtype_word(w) for w in rest.split()[:4])
     try:
         shaped = params_tuple.looks_like_params(rest) or dialect.find_shape(rest) is not None
@@ -343,7 +348,9 @@ def _read_dispatch(lines: list[tuple[int, str]], i: int, notes: list[Note]) -> t
     error: Unreadable | None = None
     for k in range(1, len(parts) + 1):
         try:
-            g = dispatch_line.read_dispatch(" ".join(parts[:k]))
+            if len(joined := " ".join(parts[:k])) > MAX_LINE_LEN:
+                raise Unreadable(f"the Dispatch line is longer than {MAX_LINE_LEN} characters")
+            g = dispatch_line.read_dispatch(joined)
         except Unreadable as e:
             error = error or e
             continue

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from hatch_slang.dialect import Unreadable, dtype_word, find_access, normalize_expr, split_top
-from hatch_slang.expr import Expr, ExprError, check_identifier, parse_expr
+from hatch_slang.expr import Expr, ExprError, ZeroDivisor, check_identifier, parse_expr
 
 PADDING = re.compile(r"^_*(?:pad|padding|unused|reserved|spare|dummy|_)?_*\d*$", re.IGNORECASE)
 _BITS_CALL = re.compile(
@@ -202,6 +202,8 @@ def _where(
     for m in _WHERE.finditer(tail):
         try:
             expr = parse_expr(normalize_expr(m.group("expr")))
+        except ZeroDivisor as e:
+            raise Unreadable(f"params field `{m.group('name')}`: {e}") from None
         except ExprError:
             continue
         out = tuple(
