@@ -97,7 +97,7 @@ def _last_name(e: EntrySpec) -> str:
 
 
 def _annotation(b: BufferSpec) -> str:
-    if b.dtype is None:
+    if b.dtype is None or b.dtype == "bf16":  # bf16: ml_dtypes.bfloat16 or uint16, no NumPy type
         return "npt.NDArray[Any] | slangrt.Tensor"
     return f"npt.NDArray[np.{DTYPES[b.dtype].numpy}] | slangrt.Tensor"
 
@@ -367,6 +367,7 @@ def _docstring(spec: ShaderSpec, e: EntrySpec) -> str:
     for b in e.buffers:
         if b.role == "data":
             dtype = b.dtype or "any dtype"
+            dtype = "bf16 (ml_dtypes.bfloat16, or its bits as uint16)" if dtype == "bf16" else dtype
             shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape else ""
             shape = f"flat{shape}" if b.flat else shape
             shape = f" ``{shape}``" if shape else (" (any shape)" if not b.shape_checked else " (1-D)")

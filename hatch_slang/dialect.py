@@ -41,6 +41,7 @@ _DTYPE_WORDS: dict[str, str] = {
     **{code: code for code in DTYPES},
     **dict.fromkeys(("float", "float32", "fp32", "single", "f32le"), "f32"),
     **dict.fromkeys(("half", "float16", "fp16"), "f16"),
+    **dict.fromkeys(("bfloat16", "bfloat16_t", "bfloat"), "bf16"),
     **dict.fromkeys(("double", "float64", "fp64"), "f64"),
     **dict.fromkeys(("uint", "uint32", "uint32_t", "unsigned", "dword"), "u32"),
     **dict.fromkeys(("int", "int32", "int32_t"), "i32"),
@@ -56,6 +57,17 @@ _VECTOR = re.compile(r"^(?P<base>[a-z]+\d*?)(?:x?[234])$")
 _VEC_WORDS = {"vec": "f32", "ivec": "i32", "uvec": "u32"}
 # Quantised block formats (ggml's names): the buffer holds their bytes.
 _QUANT = re.compile(r"^(?:i?q\d(?:_[0-9a-z]+)?|iq\d_\w+|mxfp4|nf4|fp8|e4m3|e5m2)$", re.IGNORECASE)
+
+
+# What reads as a dtype word (`tf32`, `f8`, `uint128_t`, `float24`): one the table lacks is named
+# in a warning, not taken as the description's prose.
+_DTYPE_LIKE = re.compile(r"^(?:u?int|float|bfloat|fp|bf|tf|f|u|i)\d{1,3}(?:_t)?(?:x[1-9])?$")
+
+
+def unknown_dtype_word(word: str) -> str | None:
+    """``word`` (as written) when it reads as a dtype but is none this reader knows, else None."""
+    w = word.strip("`*_,;.:()")
+    return w if _DTYPE_LIKE.match(w.lower()) and dtype_word(w) is None else None
 
 
 def dtype_word(word: str) -> tuple[str, bool] | None:

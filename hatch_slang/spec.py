@@ -241,6 +241,7 @@ _REINTERPRET = {
     "i8": {"u32", "i32"},
     "f32": {"u32", "i32"},
     "f16": {"u32"},
+    "bf16": {"u16", "u32"},  # its bits, one per uint16_t or two per uint (not `half`: another format)
 }
 
 
@@ -386,11 +387,14 @@ def _from_reflection(r: ReflectedBinding) -> BufferSpec:
 
 def _holds_bytes(r: ReflectedBinding, dtype: str | None) -> bool:
     """Whether the shader reads the binding as bytes packed in wider words: a byte-address
-    buffer, or a buffer of wider integers the comment declares as u8/i8 (bytes, quantised blocks)."""
+    buffer, or a buffer of 32-bit (or wider) words the comment declares as a narrower type (bytes,
+    quantised blocks, f16 or bf16 pairs): an argument of an odd number of halves is padded."""
     if any(v.shape == "byteAddressBuffer" for v in (r, *r.aliases)):
         return True
     held = r.scalar_types
-    return dtype in ("u8", "i8") and bool(held) and dtype not in held
+    narrow = dtype is not None and dtype in DTYPES and DTYPES[dtype].size < 4  # u8, f16, bf16 ...
+    wider = all(h in DTYPES and DTYPES[h].size >= 4 for h in held)  # held in 32-bit words or wider
+    return narrow and bool(held) and dtype not in held and wider
 
 
 def _entry(

@@ -206,6 +206,10 @@ def contract_inputs(
             shape = tuple(_size(evaluate(d, values)) for d in b["shape"])
         except (ExprError, ValueError) as e:
             raise HatchSlangError(f"{where}: cannot size binding `{b['name']}`: {e}") from None
+        if b["dtype"] == "bf16":  # no NumPy dtype without ml_dtypes: normal values as their bits
+            bits = rng.standard_normal(shape).astype(np.float32).view(np.uint32) >> 16
+            args[b["name"]] = bits.astype(np.uint16)
+            continue
         dtype = np.dtype(DTYPES[b["dtype"]].numpy)
         if dtype.kind == "f":
             args[b["name"]] = rng.standard_normal(shape).astype(dtype)
