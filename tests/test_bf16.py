@@ -187,3 +187,19 @@ def test_an_unknown_dtype_word_is_a_warning_naming_the_line(tmp_path: Path) -> N
     (note,) = [w for w in out.warnings if w.startswith("shaders/k.slang:")]
     assert note.startswith("shaders/k.slang:2: warning: binding 0 (`x`): `tf32` is no dtype"), note
     assert '_d.array("x", x, "float32", ("n",)' in out.files["k.py"].decode()  # its shape kept
+
+
+@pytest.mark.parametrize("value", [1.0, -2.5, 3.14159, 1e-40, -0.0, float("inf"), 3.3895e38, 1.00390625])
+def test_a_bf16_params_field_packs_as_ml_dtypes_rounds(value: float) -> None:
+    from slangrt import wrapper_api
+
+    packed = wrapper_api.Dims("t.k").pack("params", 4, (("eps", 2, "bf16", value),))
+    want = np.array([value], np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
+    assert packed[2:].view(np.uint16)[0] == want[0] and not packed[:2].any()
+
+
+def test_a_bf16_params_field_past_its_range_is_refused_naming_it() -> None:
+    from slangrt import wrapper_api
+
+    with pytest.raises(ValueError, match=r"argument `eps` = 3.4e\+38 is outside the bf16 range"):
+        wrapper_api.Dims("t.k").pack("params", 4, (("eps", 0, "bf16", 3.4e38),))

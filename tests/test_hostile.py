@@ -320,6 +320,16 @@ hostile_exprs = st.sampled_from(
         "(n := 3)",
         "globals()",
         "ceil.__call__(n)",
+        # Past the bounds (a RecursionError, a MemoryError, a hang before): warnings too.
+        " + ".join(["n"] * 100_000),
+        "-" * 50_000 + "n",
+        "ceil(" * 30 + "n" + ")" * 30,
+        "9" * 10_000,
+        "10**10**10",
+        # Division by a constant zero: a warning at build time, not a ZeroDivisionError per call.
+        "n / 0",
+        "(n + 63) / 0",
+        "n % (2 - 2)",
     ]
 )
 
