@@ -46,10 +46,10 @@ def read_field(raw: str) -> FieldDoc:
     text = raw.strip().strip("`").strip()
     if not text:
         raise Unreadable("an empty params slot")
+    if (m := _LITERAL.match(text)) and m.group("v").strip("0"):  # `7`, `0x10` (not `0`: padding)
+        return FieldDoc(None, literal=int(m.group("v"), 0))
     if PADDING.match(text):
         return FieldDoc(None)
-    if m := _LITERAL.match(text):
-        return FieldDoc(None, literal=int(m.group("v"), 0))
     if "=" in text and not text.startswith("="):
         name, expr = (s.strip() for s in text.split("=", 1))
         _name(name)

@@ -336,6 +336,11 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
         offset = element * stride + (sc.offset if sc else 4 * k)
         size = max(size, offset + scalar_size(scalar))
         if f.literal is not None:
+            bounds = DTYPES[scalar].range if scalar in DTYPES else None
+            if bounds is not None and not bounds[0] <= f.literal <= bounds[1]:
+                # Else every call would fail packing it.
+                problem(doc.line, f"params literal {f.literal} does not fit its {scalar} slot {bounds}")
+                continue
             slots.append(ParamSlot("", scalar, offset, is_float(scalar), literal=f.literal))
             continue
         if f.name is None:

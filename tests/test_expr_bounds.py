@@ -10,12 +10,16 @@ back: ``grid=`` for the Dispatch line, reflection's binding for a binding line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
+import numpy as np
 import pytest
 
 from hatch_slang import expr
 from hatch_slang.contract import parse_contract
+from hatch_slang.errors import ShaderError
 from hatch_slang.expr import MAX_DEPTH, ExprError, evaluate, parse_expr, parse_grid, parse_tree
 
 from .test_hostile import assert_safe_module
@@ -156,3 +160,49 @@ def test_the_bounds_leave_ordinary_expressions_alone() -> None:
     with pytest.raises(ExprError, match="longer than"):
         evaluate("+".join(["n"] * 100_000), {"n": 1})
     assert evaluate("ceil(n / 3)", {"n": 7}) == 3
+
+
+LITERAL = """\
+// Fill with a constant of the params tuple.
+//
+// Bindings:
+//   u0: y  u32, [n] written
+//   t1: params  (n, {literal})
+//
+// Dispatch: ceil(n / 64) threadgroups of 64
+[[vk::binding(0)]] RWStructuredBuffer<uint> y;
+[[vk::binding(1)]] StructuredBuffer<uint2> params;
+[shader("compute")] [numthreads(64, 1, 1)]
+void fill(uint3 id : SV_DispatchThreadID) {{ if (id.x < params[0].x) y[id.x] = params[0].y; }}
+"""
+
+
+@pytest.mark.parametrize("literal", ["7", "0x10", "4294967295"])
+def test_a_params_literal_is_written_as_its_value(
+    tmp_path: Path, build_project: Callable[[Path], Callable[[str], ModuleType]], literal: str
+) -> None:
+    root = tmp_path / "lit"
+    (root / "shaders").mkdir(parents=True)
+    (root / "litpkg").mkdir()
+    (root / "litpkg" / "__init__.py").write_text("")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "litpkg"\nversion = "0.1.0"\n\n[tool.hatch.build.hooks.slang]\n'
+        'shaders = ["shaders/*.slang"]\npackage = "litpkg/kernels"\n'
+    )
+    (root / "shaders" / "fill.slang").write_text(LITERAL.format(literal=literal))
+    y = np.zeros(100, np.uint32)
+    build_project(root)("fill").fill(y)
+    assert (y == int(literal, 0)).all(), y  # not zero: a literal is no padding
+
+
+@pytest.mark.parametrize("literal", ["4294967296", "0x1FFFFFFFF", "9" * 3_000])
+def test_a_params_literal_past_its_slot_is_named_at_build_time(tmp_path: Path, literal: str) -> None:
+    text = LITERAL.format(literal=literal)
+    try:
+        out = build(tmp_path, {"fill.slang": text})
+    except ShaderError as e:  # past the slot: not a failure packing it on every call
+        assert e.path == "shaders/fill.slang" and e.line == 5 and "does not fit its u32 slot" in e.message
+        return
+    # Past the line's bound: a warning, and the binding is reflection's.
+    (note,) = [w for w in out.warnings if w.startswith("shaders/fill.slang:")]
+    assert note.startswith("shaders/fill.slang:5: warning: binding 1 (`params`): the line is longer")
