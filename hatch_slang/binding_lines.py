@@ -15,7 +15,7 @@ from typing import Literal
 
 from hatch_slang import dialect, params_tuple
 from hatch_slang.dialect import Access, Unreadable
-from hatch_slang.expr import Expr, check_argument
+from hatch_slang.expr import MAX_LINE_LEN, Expr, check_argument
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def binding_sets(path: str, groups: list[Group], notes: list[Note]) -> list[Bind
             ref = dialect.binding_ref(text)
             assert ref is not None
             try:
-                docs.append(_read_binding(ref, number))
+                docs.append(_read_binding(ref, number, notes))
             except Unreadable as e:
                 unread.append(ref.index)
                 notes.append(
@@ -133,7 +133,11 @@ def _integer_words(text: str) -> bool:
     return bool(words) and all(f is not None and f[0][0] in "ui" and not f[1] for f in found)
 
 
-def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
+def _read_binding(ref: dialect.BindingRef, number: int, notes: list[Note]) -> BindingDoc:
+    if len(ref.rest) > MAX_LINE_LEN:
+        raise Unreadable(f"the line is longer than {MAX_LINE_LEN} characters")
+    if ref.index > dialect.MAX_INDEX or (ref.set or 0) > dialect.MAX_INDEX:
+        raise Unreadable(f"binding index or set is more than {dialect.MAX_INDEX}")
     if why := check_argument(ref.name):
         raise Unreadable(f"the name {why}")
     rest = ref.rest
@@ -166,6 +170,15 @@ def _read_binding(ref: dialect.BindingRef, number: int) -> BindingDoc:
         )
     shape = dialect.find_shape(rest)
     dtype, quantised = _dtype(rest, shape)
+    unknown = next(filter(None, map(dialect.unknown_dtype_word, rest.split()[:4])), None)
+    if dtype is None and unknown is not None:
+        notes.append(
+            Note(
+                number,
+                f"binding {ref.index} (`{ref.name}`): `{unknown}` is no dtype hatch-slang knows; "
+                "the wrapper takes the dtype reflection gives",
+            )
+        )
     if shape is None and dtype is None and body.lstrip().startswith("("):
         raise Unreadable(f"cannot read `{body.strip()}` as a params tuple or a dtype and shape")
     doc = rest

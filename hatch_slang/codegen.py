@@ -248,7 +248,8 @@ def _check_module_names(spec: ShaderSpec, tree: ast.Module, own: Names) -> None:
 
 
 def _annotation(b: BufferSpec, own: dict[str, str]) -> str:
-    element = "{Any}" if b.dtype is None else "{np}." + DTYPES[b.dtype].numpy
+    # bf16: ml_dtypes.bfloat16 or uint16 arrays, and NumPy has no such type to name
+    element = "{Any}" if b.dtype is None or b.dtype == "bf16" else "{np}." + DTYPES[b.dtype].numpy
     return ("{npt}.NDArray[" + element + "] | {slangrt}.Tensor").format(**own)
 
 
@@ -544,6 +545,7 @@ def _docstring(spec: ShaderSpec, e: EntrySpec) -> str:
     for b in e.buffers:
         if b.role == "data":
             dtype = b.dtype or "any dtype"
+            dtype = "bf16 (ml_dtypes.bfloat16, or its bits as uint16)" if dtype == "bf16" else dtype
             shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape else ""
             shape = f"flat{shape}" if b.flat else shape
             shape = f" ``{shape}``" if shape else (" (any shape)" if not b.shape_checked else " (1-D)")

@@ -40,7 +40,7 @@ from pathlib import Path
 from hatch_slang import dialect, dispatch_line, params_tuple
 from hatch_slang.binding_lines import BindingDoc, BindingSet, Group, Note, ParamsField, binding_sets
 from hatch_slang.dialect import Unreadable
-from hatch_slang.expr import Expr, check_argument, parse_expr
+from hatch_slang.expr import MAX_LINE_LEN, Expr, check_argument, parse_expr
 
 __all__ = [
     "BindingDoc",
@@ -50,6 +50,7 @@ __all__ = [
     "Note",
     "ParamsField",
     "parse_contract",
+    "source_lines",
 ]
 
 _LINE_COMMENT = re.compile(r"^\s*//+!?(?P<text>.*)$")
@@ -107,11 +108,22 @@ class Contract:
         return self.dispatch
 
 
+# Slang's lexer ends a line at `\n`, `\r\n` or `\r`, and nowhere else: a form feed, NEL (U+0085)
+# or U+2028 is whitespace inside a line (`str.splitlines` would split there, and shift the lines).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+BOM = "\ufeff"
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of a shader as Slang (and an editor) numbers them; a leading UTF-8 BOM is no text."""
+    return _LINE_BREAK.split(source.removeprefix(BOM))
+
+
 def leading_comment(source: str) -> list[tuple[int, str]]:
     """The leading comment block as ``(line number, text after the comment marker)`` pairs."""
     out: list[tuple[int, str]] = []
     in_block = False
-    for number, line in enumerate(source.splitlines(), start=1):
+    for number, line in enumerate(source_lines(source), start=1):
         if in_block:
             body, closed, _ = line.partition("*/")
             out.append((number, re.sub(r"^\s*\*(?!/)\s?", " ", body).rstrip()))
@@ -235,7 +247,7 @@ def parse_contract(path: Path | str, source: str) -> Contract:
 
 
 _SINGLE_GROUP = re.compile(
-    r"\b(?:a\s+)?single\s+(?:work|thread)\s*-?\s*group(?:\s+of\s+(?P<n>\d+)(?:\s+threads)?)?\b"
+    r"\b(?:a\s+)?single\s+(?:work|thread)\s*-?\s*group(?:\s+of\s+(?P<n>\d{1,6})(?:\s+threads)?)?\b"
     r"(?!\s+(?:per|for\s+each|each))",
     re.IGNORECASE,
 )
@@ -261,6 +273,9 @@ def _entry_names(text: str, number: int, notes: list[Note], entries: list[str]) 
     names = [n.strip("`") for n in names]
     if not names or (len(names) > 6 and not all(n.isidentifier() for n in names)):
         return False
+    if len(text) > MAX_LINE_LEN:
+        notes.append(Note(number, f"the entries line is longer than {MAX_LINE_LEN} characters; not read"))
+        return True
     for name in names:
         if why := check_argument(name):  # any identifier is an entry (hatch_slang.discover names it)
             notes.append(Note(number, f"entry point {why}; it is left out"))
@@ -277,6 +292,8 @@ def _backend(text: str) -> str:
 def _evidence(ref: dialect.BindingRef) -> bool:
     """Whether a binding line outside any header reads as one rather than as prose."""
     rest = ref.rest
+    if len(rest) > MAX_LINE_LEN:
+        return ref.strong  # too long to weigh: a line that opens like a binding is read as one (a note)
     typed = any(dialect.dtype_word(w) for w in rest.split()[:4])
     try:
         shaped = params_tuple.looks_like_params(rest) or dialect.find_shape(rest) is not None
@@ -331,7 +348,9 @@ def _read_dispatch(lines: list[tuple[int, str]], i: int, notes: list[Note]) -> t
     error: Unreadable | None = None
     for k in range(1, len(parts) + 1):
         try:
-            g = dispatch_line.read_dispatch(" ".join(parts[:k]))
+            if len(joined := " ".join(parts[:k])) > MAX_LINE_LEN:
+                raise Unreadable(f"the Dispatch line is longer than {MAX_LINE_LEN} characters")
+            g = dispatch_line.read_dispatch(joined)
         except Unreadable as e:
             error = error or e
             continue

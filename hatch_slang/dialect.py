@@ -20,13 +20,18 @@ from typing import Literal
 
 from slangrt.dtypes import DTYPES
 
-from hatch_slang.expr import Expr, ExprError, parse_expr
+from hatch_slang.expr import MAX_DIMS, Expr, ExprError, ZeroDivisor, parse_expr
 
 Access = Literal["read", "write", "readwrite"]
 
 
 class Unreadable(ValueError):
     """A piece of a comment this reader cannot make sense of; the message says which."""
+
+
+class Wrong(Unreadable):
+    """A piece that is plainly the form it looks like, and wrong (``[n / 0]``): no other reading
+    of the text is tried instead."""
 
 
 # --- dtypes ------------------------------------------------------------------------------------
@@ -36,6 +41,7 @@ _DTYPE_WORDS: dict[str, str] = {
     **{code: code for code in DTYPES},
     **dict.fromkeys(("float", "float32", "fp32", "single", "f32le"), "f32"),
     **dict.fromkeys(("half", "float16", "fp16"), "f16"),
+    **dict.fromkeys(("bfloat16", "bfloat16_t", "bfloat"), "bf16"),
     **dict.fromkeys(("double", "float64", "fp64"), "f64"),
     **dict.fromkeys(("uint", "uint32", "uint32_t", "unsigned", "dword"), "u32"),
     **dict.fromkeys(("int", "int32", "int32_t"), "i32"),
@@ -51,6 +57,17 @@ _VECTOR = re.compile(r"^(?P<base>[a-z]+\d*?)(?:x?[234])$")
 _VEC_WORDS = {"vec": "f32", "ivec": "i32", "uvec": "u32"}
 # Quantised block formats (ggml's names): the buffer holds their bytes.
 _QUANT = re.compile(r"^(?:i?q\d(?:_[0-9a-z]+)?|iq\d_\w+|mxfp4|nf4|fp8|e4m3|e5m2)$", re.IGNORECASE)
+
+
+# What reads as a dtype word (`tf32`, `f8`, `uint128_t`, `float24`): one the table lacks is named
+# in a warning, not taken as the description's prose.
+_DTYPE_LIKE = re.compile(r"^(?:u?int|float|bfloat|fp|bf|tf|f|u|i)\d{1,3}(?:_t)?(?:x[1-9])?$")
+
+
+def unknown_dtype_word(word: str) -> str | None:
+    """``word`` (as written) when it reads as a dtype but is none this reader knows, else None."""
+    w = word.strip("`*_,;.:()")
+    return w if _DTYPE_LIKE.match(w.lower()) and dtype_word(w) is None else None
 
 
 def dtype_word(word: str) -> tuple[str, bool] | None:
@@ -132,6 +149,14 @@ _BINDING = re.compile(rf"^\s*(?:[-*•]\s+)?{_REF}{_SEP}{_NAME}\s*(?:[:,]|-{{1,2
 _STRONG = re.compile(r"^\s*(?:[-*•]\s+)?(?:[tubTUB]\d+|set\s*[=:]?\s*\d|@group|binding|buffer)\b")
 
 
+MAX_INDEX = 2**32 - 1  # a Vulkan binding number or set is a uint32_t
+
+
+def _index(digits: str) -> int:
+    """A binding number or set as written; past uint32 (or too long to convert) MAX_INDEX + 1."""
+    return int(digits) if len(digits) <= 10 and int(digits) <= MAX_INDEX else MAX_INDEX + 1
+
+
 @dataclass(frozen=True)
 class BindingRef:
     register: Literal["t", "u", "b"] | None
@@ -148,7 +173,7 @@ def binding_ref(text: str) -> BindingRef | None:
     if m is None:
         return None
     reg = m.group("reg")
-    index = next(int(v) for v in m.group("i1", "i2", "i3", "i4", "i5", "i6") if v is not None)
+    index = _index(next(v for v in m.group("i1", "i2", "i3", "i4", "i5", "i6") if v is not None))
     set_text = m.group("set") or m.group("set2")
     register: Literal["t", "u", "b"] | None = None
     if reg:
@@ -160,7 +185,7 @@ def binding_ref(text: str) -> BindingRef | None:
     return BindingRef(
         register,
         index,
-        int(set_text) if set_text else None,
+        _index(set_text) if set_text else None,
         name,
         m.group("rest").strip(),
         bool(_STRONG.match(text)),
@@ -247,12 +272,15 @@ def normalize_expr(text: str) -> str:
 
 
 def _dims(parts: list[str]) -> tuple[Expr, ...]:
+    if len(parts) > MAX_DIMS:
+        raise Unreadable(f"a shape of {len(parts)} dimensions (at most {MAX_DIMS} are read)")
     out = []
     for p in parts:
         try:
             out.append(parse_expr(normalize_expr(p)))
         except ExprError as e:
-            raise Unreadable(f"shape dimension `{p.strip()}`: {e}") from None
+            kind = Wrong if isinstance(e, ZeroDivisor) else Unreadable
+            raise kind(f"shape dimension `{p.strip()}`: {e}") from None
     return tuple(out)
 
 
@@ -269,6 +297,8 @@ def find_shape(text: str) -> Shape | None:
     form in the line; only when there is none is it unreadable."""
     try:
         found = _bracket_shape(text)
+    except Wrong:
+        raise
     except Unreadable:
         rest = _BRACKETS.sub(" ", text)
         other = _other_shape(rest) if rest != text else None
@@ -319,6 +349,8 @@ def _other_shape(text: str) -> Shape | None:
         parts = re.split(r"\s+[x×]\s+|×", m.group("dims"))
         try:
             return Shape(_dims(parts), False, m.span())
+        except Wrong:
+            raise
         except Unreadable:
             pass
     m = _TIMES.search(text)
@@ -328,6 +360,8 @@ def _other_shape(text: str) -> Shape | None:
             parts = ["*".join(f"({p.strip()})" for p in parts)]
         try:
             return Shape(_dims(parts), False, m.span())
+        except Wrong:
+            raise
         except Unreadable:
             pass
     if (one := _paren_dim(text)) is not None:
@@ -364,6 +398,8 @@ def _paren_dim(text: str) -> Shape | None:
         return None
     try:
         (dim,) = _dims([m.group("dim")])
+    except Wrong:
+        raise
     except (Unreadable, ValueError):
         return None
     words = {n.lower() for n in dim.names}

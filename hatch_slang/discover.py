@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from hatch_slang.config import glob_files
-from hatch_slang.contract import Contract, generic_instances, parse_contract
+from hatch_slang.contract import Contract, generic_instances, parse_contract, source_lines
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
 from hatch_slang.expr import ExprError, entry_name
 from hatch_slang.settings import HookSettings, option_name
@@ -141,6 +141,7 @@ def _parameters_at(tokens: list[tuple[str, str, int]], i: int) -> int | None:
 
 def _functions(source: str) -> list[_Function]:
     """Functions defined in ``source``, with what their attributes say, in order of appearance."""
+    source = "\n".join(source_lines(source))  # Slang's lines: `//` ends at a lone `\r` too
     tokens = _tokens(source)
     found: list[_Function] = []
     compute = numthreads = generic = False  # attributes seen since the last declaration ended
@@ -277,9 +278,11 @@ def read_source(root: Path, path: Path) -> Source:
     data = path.read_bytes()
     rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
     try:
-        source = data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ShaderError(rel, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    # Every reader after this one sees Slang's lines, `\n`-terminated, without the BOM.
+    source = "\n".join(source_lines(text))
     return Source(path, rel, module_name(path.stem), source, hashlib.sha256(data).hexdigest())
 
 

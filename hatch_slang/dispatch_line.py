@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from hatch_slang.dialect import PROSE_WORDS, Unreadable, normalize_expr, split_top
-from hatch_slang.expr import Expr, ExprError, parse_grid
+from hatch_slang.expr import MAX_EXPR_LEN, Expr, ExprError, ZeroDivisor, parse_grid, parse_tree
 
 _UNIT = re.compile(
     r"(?<![\w-])(?:thread\s*-?\s*groups?|work\s*-?\s*groups?|groups?|blocks?|ctas?)(?![\w-])", re.IGNORECASE
@@ -34,14 +34,20 @@ class GridDoc:
     group_size: int | None  # None: the line does not say; reflection's then
 
 
+MAX_GROUP = 2**16  # threads per group: far above any device's limit, and far below a hang
+
+
 def _size(text: str) -> int:
     total = 1
     for n in re.findall(r"\d+", text):
-        total *= int(n)
+        if len(n) > 6 or (total := total * int(n)) > MAX_GROUP:
+            raise Unreadable(f"a group of `{text}` threads is more than {MAX_GROUP}")
     return total
 
 
 def _grid(text: str) -> tuple[Expr, ...]:
+    if len(text) > 3 * MAX_EXPR_LEN + 40:  # (a few characters of prose around it are stripped)
+        raise ExprError("a grid expression too long to read")
     text = normalize_expr(text).strip().rstrip(",;:.").strip()
     if text.startswith("[") and text.endswith("]"):
         text = "(" + text[1:-1] + ")"
@@ -76,11 +82,11 @@ class _RoundUp(ast.NodeTransformer):
 
 def _c_division(text: str) -> str:
     try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        return text
+        tree = parse_tree(text, "a grid expression", scale=3)
+    except ExprError:
+        return text  # parse_grid says what is wrong with it
     new = _RoundUp().visit(tree)
-    return text if ast.dump(new) == ast.dump(ast.parse(text, mode="eval")) else ast.unparse(new)
+    return text if ast.dump(new) == ast.dump(parse_tree(text, scale=3)) else ast.unparse(new)
 
 
 def _grid_before(text: str) -> tuple[Expr, ...] | None:
@@ -89,6 +95,8 @@ def _grid_before(text: str) -> tuple[Expr, ...] | None:
     for s in starts:
         try:
             return _grid(text[s:])
+        except ZeroDivisor as e:  # the grid, and wrong: not a shorter grid inside it (`/ 0` -> `0`)
+            raise Unreadable(f"the grid `{text[s:].strip()}`: {e}") from None
         except ExprError:
             continue
     return None
@@ -100,6 +108,8 @@ def _grid_after(text: str) -> tuple[Expr, ...] | None:
     for e in ends:
         try:
             grid = _grid(text[:e])
+        except ZeroDivisor as z:
+            raise Unreadable(f"the grid `{text[:e].strip()}`: {z}") from None
         except ExprError:
             continue
         # Prose may follow a grid only when the grid stands out: parenthesised or arithmetic.

@@ -22,8 +22,14 @@ from fractions import Fraction
 
 from slangrt import wrapper_api
 
+# What is parsed is bounded before `ast.parse` sees it (the text's length) and after (the tree's
+# depth and node count): comment text can neither exhaust the parser's stack nor take long.
 MAX_EXPR_LEN = 200
+MAX_DEPTH = 20
+MAX_NODES = 100  # expression nodes (names, literals, operations, calls)
 MAX_LITERAL = 2**32
+MAX_LINE_LEN = 1000  # the longest comment line (a wrapped one joined) that is read as structure
+MAX_DIMS = 16  # dimensions of a documented shape
 # The functions a comment may call, with their arity: each is the wrapper API's function of
 # that name, and so is `/` (DIVISION). The other operators are Python's own.
 FUNCTIONS = {"ceil": 1, "min": 2, "max": 2}
@@ -43,6 +49,10 @@ _BINOPS: dict[type[ast.operator], tuple[str, Callable[[Number, Number], Number]]
 
 class ExprError(ValueError):
     """An expression that is not on the whitelist; the message says which part."""
+
+
+class ZeroDivisor(ExprError):
+    """An expression that divides by zero whatever its names are: wrong, not another form."""
 
 
 def argument_name(name: str) -> str:
@@ -122,23 +132,43 @@ def parse_expr(text: str) -> Expr:
     text = text.strip()
     if not text:
         raise ExprError("empty expression")
-    if len(text) > MAX_EXPR_LEN:
-        raise ExprError(f"expression longer than {MAX_EXPR_LEN} characters")
-    tree = _parse(text, "an expression")
+    body = parse_tree(text)
     names: list[str] = []
-    python = _render(tree.body, names, depth=0)
-    constant = tree.body.value if isinstance(tree.body, ast.Constant) else None
+    python = _render(body, names, depth=0)
+    constant = body.value if isinstance(body, ast.Constant) else None
     assert constant is None or isinstance(constant, int)
     return Expr(text=text, python=python, names=tuple(dict.fromkeys(names)), constant=constant)
+
+
+def parse_tree(text: str, what: str = "an expression", scale: int = 1) -> ast.expr:
+    """``ast.parse(text, mode="eval")`` within the bounds: at most ``scale`` times
+    :data:`MAX_EXPR_LEN` characters, then at most ``scale`` times :data:`MAX_NODES` nodes, nested
+    at most :data:`MAX_DEPTH` deep (a grid: three expressions, ``scale=3``); else :class:`ExprError`."""
+    limit = scale * MAX_EXPR_LEN
+    if len(text) > limit:
+        raise ExprError(f"{what} longer than {limit} characters ({len(text)})")
+    try:
+        tree = _parse(text, what)
+    except (ValueError, MemoryError, RecursionError) as e:  # NUL bytes; nesting past the parser
+        raise ExprError(f"`{text}` is not {what} ({type(e).__name__})") from None
+    most = scale * MAX_NODES
+    stack: list[tuple[ast.expr, int]] = [(tree.body, 0)]
+    nodes = 0
+    while stack:  # no recursion: the parser's tree may be deeper than Python's stack
+        node, depth = stack.pop()
+        nodes += 1
+        if depth > MAX_DEPTH:
+            raise ExprError(f"{what} nested more than {MAX_DEPTH} deep")
+        if nodes > most:
+            raise ExprError(f"{what} of more than {most} terms")
+        stack.extend((c, depth + 1) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+    return tree.body
 
 
 def parse_grid(text: str) -> tuple[Expr, ...]:
     """Parse ``(X, Y, Z)``, ``(X, Y)``, ``(X)`` or ``X`` into one to three expressions."""
     text = text.strip()
-    if len(text) > 3 * MAX_EXPR_LEN:
-        raise ExprError("grid expression too long")
-    tree = _parse(text, "a grid expression")
-    body = tree.body
+    body = parse_tree(text, "a grid expression", scale=3)
     parts = body.elts if isinstance(body, ast.Tuple) else [body]
     if not 1 <= len(parts) <= 3:
         raise ExprError(f"a grid has 1 to 3 dimensions, `{text}` has {len(parts)}")
@@ -180,6 +210,8 @@ def _render(node: ast.expr, names: list[str], depth: int, helpers: str = HELPERS
     if isinstance(node, ast.BinOp):
         left = _render(node.left, names, depth + 1, helpers)
         right = _render(node.right, names, depth + 1, helpers)
+        if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and _zero(node.right):
+            raise ZeroDivisor(f"division by zero in `{ast.unparse(node)}`")
         if isinstance(node.op, ast.Div):
             return f"{helpers}.{DIVISION}({left}, {right})"
         op = _BINOPS.get(type(node.op))
@@ -197,6 +229,18 @@ def _render(node: ast.expr, names: list[str], depth: int, helpers: str = HELPERS
     raise ExprError(f"`{type(node).__name__}` is not allowed in an expression")
 
 
+def _zero(node: ast.expr) -> bool:
+    """Whether a (whitelisted) divisor without names is zero: `n / 0`, `n % (2 - 2)`."""
+    names: list[str] = []
+    _render(node, names, depth=0)  # the names it reads (a called function's is none)
+    if names:
+        return False
+    try:
+        return _value(node, {}) == 0
+    except ExprError:
+        return True  # a division by zero inside the divisor
+
+
 def evaluate(text: str, values: Mapping[str, int]) -> int | Fraction:
     """The value of a whitelisted expression for the given names, computed by walking its tree.
 
@@ -205,9 +249,9 @@ def evaluate(text: str, values: Mapping[str, int]) -> int | Fraction:
     (``/`` is exact). A whole result is an int. A name without a value, or a division by zero,
     raises :class:`ExprError` naming it.
     """
-    tree = _parse(text.strip(), "an expression")
-    _render(tree.body, [], depth=0)  # the whitelist check, with its messages
-    value = _value(tree.body, values)
+    body = parse_tree(text.strip())
+    _render(body, [], depth=0)  # the whitelist check, with its messages
+    value = _value(body, values)
     return value.numerator if isinstance(value, Fraction) and value.denominator == 1 else value
 
 

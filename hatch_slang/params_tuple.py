@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from hatch_slang.dialect import Unreadable, dtype_word, find_access, normalize_expr, split_top
-from hatch_slang.expr import Expr, ExprError, check_argument, parse_expr
+from hatch_slang.expr import Expr, ExprError, ZeroDivisor, check_argument, parse_expr
 
 PADDING = re.compile(r"^_*(?:pad|padding|unused|reserved|spare|dummy|_)?_*\d*$", re.IGNORECASE)
 _BITS_CALL = re.compile(
@@ -46,10 +46,10 @@ def read_field(raw: str) -> FieldDoc:
     text = raw.strip().strip("`").strip()
     if not text:
         raise Unreadable("an empty params slot")
+    if (m := _LITERAL.match(text)) and m.group("v").strip("0"):  # `7`, `0x10` (not `0`: padding)
+        return FieldDoc(None, literal=int(m.group("v"), 0))
     if PADDING.match(text):
         return FieldDoc(None)
-    if m := _LITERAL.match(text):
-        return FieldDoc(None, literal=int(m.group("v"), 0))
     if "=" in text and not text.startswith("="):
         name, expr = (s.strip() for s in text.split("=", 1))
         _name(name)
@@ -202,6 +202,8 @@ def _where(
     for m in _WHERE.finditer(tail):
         try:
             expr = parse_expr(normalize_expr(m.group("expr")))
+        except ZeroDivisor as e:
+            raise Unreadable(f"params field `{m.group('name')}`: {e}") from None
         except ExprError:
             continue
         out = tuple(

@@ -20,6 +20,7 @@ from typing import Literal
 from slangrt.dtypes import DTYPES
 
 from hatch_slang.compiler import CompileResult
+from hatch_slang.contract import source_lines
 from hatch_slang.discover import Shader
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.expr import ExprError, argument_name
@@ -73,7 +74,7 @@ def declared_at(source: str, variable: str) -> int | None:
     if not variable:
         return None
     pattern = re.compile(rf"\b{re.escape(variable)}\b")
-    for number, line in enumerate(source.splitlines(), start=1):
+    for number, line in enumerate(source_lines(source), start=1):
         code = line.split("//", 1)[0]
         if pattern.search(code):
             return number

@@ -281,6 +281,7 @@ _REINTERPRET = {
     "i8": {"u32", "i32"},
     "f32": {"u32", "i32"},
     "f16": {"u32"},
+    "bf16": {"u16", "u32"},  # its bits, one per uint16_t or two per uint (not `half`: another format)
 }
 
 
@@ -375,6 +376,11 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
         offset = element * stride + (sc.offset if sc else 4 * k)
         size = max(size, offset + scalar_size(scalar))
         if f.literal is not None:
+            bounds = DTYPES[scalar].range if scalar in DTYPES else None
+            if bounds is not None and not bounds[0] <= f.literal <= bounds[1]:
+                # Else every call would fail packing it.
+                problem(doc.line, f"params literal {f.literal} does not fit its {scalar} slot {bounds}")
+                continue
             slots.append(ParamSlot("", scalar, offset, is_float(scalar), literal=f.literal))
             continue
         if f.name is None:
@@ -465,11 +471,14 @@ def _from_reflection(r: ReflectedBinding) -> BufferSpec:
 
 def _holds_bytes(r: ReflectedBinding, dtype: str | None) -> bool:
     """Whether the shader reads the binding as bytes packed in wider words: a byte-address
-    buffer, or a buffer of wider integers the comment declares as u8/i8 (bytes, quantised blocks)."""
+    buffer, or a buffer of 32-bit (or wider) words the comment declares as a narrower type (bytes,
+    quantised blocks, f16 or bf16 pairs): an argument of an odd number of halves is padded."""
     if any(v.shape == "byteAddressBuffer" for v in (r, *r.aliases)):
         return True
     held = r.scalar_types
-    return dtype in ("u8", "i8") and bool(held) and dtype not in held
+    narrow = dtype is not None and dtype in DTYPES and DTYPES[dtype].size < 4  # u8, f16, bf16 ...
+    wider = all(h in DTYPES and DTYPES[h].size >= 4 for h in held)  # held in 32-bit words or wider
+    return narrow and bool(held) and dtype not in held and wider
 
 
 def _entry(

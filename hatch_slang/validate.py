@@ -265,7 +265,8 @@ def contract_shapes(
             shape = tuple(_size(evaluate(d, values)) for d in b["shape"])
         except (ExprError, ValueError) as e:
             raise HatchSlangError(f"{where}: cannot size binding `{name}`: {e} (shape {shown})") from None
-        shapes[name] = (shape, np.dtype(DTYPES[b["dtype"]].numpy))
+        t = DTYPES[b["dtype"]]  # bf16, which NumPy lacks, as its bits (uint16)
+        shapes[name] = (shape, np.dtype(t.little_endian if t.code == "bf16" else t.numpy))
     return shapes
 
 
@@ -300,7 +301,12 @@ def contract_inputs(
     """
     args = dict(given)
     shapes = contract_shapes(entry, known_sizes(entry, dims, given), given, where=where)
+    dtypes = {b["name"]: b["dtype"] for b in entry["bindings"]}
     for name, (shape, dtype) in shapes.items():
+        if dtypes[name] == "bf16":  # no NumPy dtype without ml_dtypes: normal values as their bits
+            bits = rng.standard_normal(shape).astype(np.float32).view(np.uint32) >> 16
+            args[name] = bits.astype(np.uint16)
+            continue
         if dtype.kind == "f":
             args[name] = rng.standard_normal(shape).astype(dtype)
         else:

@@ -92,9 +92,16 @@ def test_manifest_read_refuses_other_formats(tmp_path: Path) -> None:
 
 
 def test_one_dtype_table() -> None:
+    import ml_dtypes  # registers `bfloat16` with NumPy (the runtime never imports it)
+
+    assert np.dtype("bfloat16") == np.dtype(ml_dtypes.bfloat16)
     for code, t in dtypes.DTYPES.items():
         assert t.code == code
         assert np.dtype(t.numpy).itemsize == t.size == reflection.scalar_size(code)
+        if code == "bf16":  # no NumPy type: its bits, as uint16
+            assert t.is_float and t.little_endian == "<u2" and t.accepts(np.dtype(np.uint16))
+            assert reflection.SCALARS[t.numpy] == code
+            continue
         assert np.dtype(t.little_endian) == np.dtype(t.numpy).newbyteorder("<")
         assert (np.dtype(t.numpy).kind == "f") == t.is_float
         if not t.is_float:

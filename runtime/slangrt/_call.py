@@ -125,6 +125,8 @@ def _pointer(field: str, value: object) -> int:
 def _struct(code: str) -> struct.Struct:
     """How a scalar of ``code`` is packed: little-endian, as NumPy's ``<f4``, ``<u4``, ..."""
     t = DTYPES[code]
+    if code == "bf16":
+        return struct.Struct("<H")  # its bits (see _bf16_bits)
     if t.is_float:
         return struct.Struct("<" + {2: "e", 4: "f", 8: "d"}[t.size])
     c = {1: "b", 2: "h", 4: "i", 8: "q"}[t.size]
@@ -155,6 +157,17 @@ def _memoizable(fields: tuple[tuple[str, int, str, object], ...]) -> bool:
     return True
 
 
+def _bf16_bits(value: float) -> int:
+    """The bf16 nearest ``value`` (ties to even, as ml_dtypes casts), as its 16 bits."""
+    bits: int = struct.unpack("<I", struct.pack("<f", value))[0]  # OverflowError past f32's range
+    if math.isnan(value):
+        return (bits >> 16) | 0x40  # a quiet NaN
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    if rounded & 0x7F80 == 0x7F80 and not math.isinf(value):
+        raise OverflowError
+    return rounded
+
+
 def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> npt.NDArray[np.uint8]:
     """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero).
 
@@ -176,6 +189,9 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
             if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
                 raise TypeError(f"argument `{field}` must be a float, got {type(value).__name__}")
             try:
+                if scalar == "bf16":
+                    fmt.pack_into(out, offset, _bf16_bits(float(value)))
+                    continue
                 fmt.pack_into(out, offset, float(value))  # rounds to nearest, as NumPy casts
             except OverflowError:  # past the type's largest finite value (inf itself packs)
                 raise ValueError(f"argument `{field}` = {value!r} is outside the {scalar} range") from None
@@ -324,9 +340,11 @@ class Dims:
             got_dtype, got_shape = value.dtype, value.shape
         if dtype is not None:
             want = _NP_DTYPES.get(dtype)
-            if want is None:
+            if want is None and dtype == "bfloat16":
+                self._bf16(name, got_dtype)
+            elif want is None:
                 want = _NP_DTYPES[dtype] = np.dtype(dtype)
-            if got_dtype is not want and got_dtype != want:
+            if want is not None and got_dtype is not want and got_dtype != want:
                 raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
         if not tensor and got_dtype.byteorder == ">":
             raise TypeError(self._err(f"argument `{name}` is big-endian ({got_dtype.str}); use native order"))
@@ -384,6 +402,16 @@ class Dims:
         if writable:
             self.writebacks.append((value, copy))
         return copy
+
+    def _bf16(self, name: str, got: np.dtype[Any]) -> None:
+        """A bf16 binding takes ml_dtypes' ``bfloat16`` arrays or their bits as ``uint16``."""
+        if not DTYPES["bf16"].accepts(got):
+            raise TypeError(
+                self._err(
+                    f"argument `{name}` must have dtype bfloat16 (ml_dtypes.bfloat16, or its bits "
+                    f"as uint16), got {got}"
+                )
+            )
 
     def _host_array(self, name: str, value: object, writable: bool) -> npt.NDArray[Any]:
         """A NumPy array over another host array's memory (no copy), else a TypeError."""

@@ -23,6 +23,7 @@ from ._device import device as default_device
 from ._errors import SlangRTError, UnsupportedFeatureError
 from ._heap import Allocation, View
 from ._memory import Memory
+from .dtypes import DTYPES
 
 __all__ = ["Tensor"]
 
@@ -43,7 +44,7 @@ def _normalize_shape(shape: SupportsIndex | Sequence[SupportsIndex]) -> tuple[in
 
 def _normalize_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     dt = np.dtype(dtype)
-    if dt.hasobject or dt.kind not in "biufc" or dt.itemsize == 0:
+    if dt.hasobject or (dt.kind not in "biufc" and not DTYPES["bf16"].accepts(dt)) or dt.itemsize == 0:
         raise TypeError(f"Tensor dtype must be a numeric type, got {dt}")
     # GPUs read native (little-endian) values.
     return dt.newbyteorder("=")

@@ -20,9 +20,25 @@ class DType:
 
     @property
     def little_endian(self) -> str:
-        """The NumPy dtype string of its little-endian form (``<f4``, ``u1``): how it is packed."""
-        kind = "f" if self.is_float else "u" if self.code.startswith("u") else "i"
+        """The NumPy dtype string of its little-endian form (``<f4``, ``u1``): how it is packed
+        (bf16, which NumPy lacks, as its 16 bits: ``<u2``)."""
+        kind = (
+            "u"
+            if self.code == "bf16"
+            else "f"
+            if self.is_float
+            else "u"
+            if self.code.startswith("u")
+            else "i"
+        )
         return f"{'<' if self.size > 1 else ''}{kind}{self.size}"
+
+    def accepts(self, dtype: object) -> bool:
+        """Whether an array of NumPy ``dtype`` holds this type's values: its own dtype; for bf16
+        (``bfloat16`` of ml_dtypes, which NumPy lacks, or its bits as ``uint16``) either."""
+        if self.code == "bf16":
+            return getattr(dtype, "itemsize", 0) == 2 and str(dtype) in ("bfloat16", "uint16")
+        return str(dtype) == self.numpy
 
 
 def _float(bits: int) -> DType:
@@ -41,6 +57,9 @@ DTYPES: dict[str, DType] = {
         _float(32),
         _float(16),
         _float(64),
+        # The upper half of an f32 (ml_dtypes' `bfloat16`, Slang's `BFloat16`, which reflection
+        # names `bfloat16`); NumPy has no such dtype: arrays pass as ml_dtypes.bfloat16 or uint16.
+        DType("bf16", "bfloat16", 2, True, None),
         _int(8, True),
         _int(16, True),
         _int(32, True),
