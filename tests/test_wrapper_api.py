@@ -7,6 +7,7 @@ import importlib
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -30,7 +31,10 @@ def _emitted() -> set[str]:
     """Every `_c.<name>` the generator can write: templates, codegen's and expr's renderings."""
     texts = [(REPO / "templates" / name).read_text() for name in codegen.TEMPLATE_FILES]
     texts += [Path(codegen.__file__).read_text(), Path(expr.__file__).read_text()]
-    names = {m for t in texts for m in re.findall(r"_c\.(\w+)\(", t)}
+    # The wrapper API is `_c` in a module unless a user's name takes it: `$helpers` in the
+    # templates, `{c}` / `{own.helpers}` / `{helpers}` where codegen and expr write it.
+    api = r"(?:_c|\$helpers|\{c\}|\{own\.helpers\}|\{helpers\})"
+    names = {m for t in texts for m in re.findall(api + r"\.(\w+)\(", t)}
     return names | {expr.DIVISION, *expr.FUNCTIONS}  # expr writes `_c.{name}(...)`
 
 
@@ -46,8 +50,17 @@ def test_the_api_exports_exactly_what_generated_code_uses() -> None:
 def _module(tmp_path: Path, api: int) -> str:
     """A generated module (no kernels) written for wrapper API ``api``, in package `apipkg`."""
     templates = codegen.Templates.load()
+    own = codegen.Names.of(SimpleNamespace(entries=()))  # type: ignore[arg-type]  # a module of no entries
     text = templates.module.substitute(
-        version="0", api=api, source="shaders/x.slang", docstring="x", all="", functions=""
+        version="0",
+        api=api,
+        source="shaders/x.slang",
+        docstring="x",
+        all="",
+        functions="",
+        imports=own.imports(),
+        helpers=own.helpers,
+        library=own.library,
     )
     pkg = tmp_path / "apipkg"
     pkg.mkdir(exist_ok=True)
