@@ -137,8 +137,8 @@ class Kernel(ArgumentChecks):
         # The recorded command buffers and scratch memory are shared: one dispatch at a time
         # submits them (a call with written NumPy arguments holds it until its results are back).
         self._lock = threading.RLock()
-        self._last_grid: Any = None
-        self._last_dims = (0, 0, 0)
+        # The last checked grid and its dims, as one tuple: one store, never half of one.
+        self._last_grid: tuple[Any, tuple[int, int, int]] = (None, (0, 0, 0))
         self._closed = False
         # Recent calls' arguments and what they bind, newest first, for calls that repeat them
         # unchecked.
@@ -246,11 +246,10 @@ class Kernel(ArgumentChecks):
         core = parts.core
         if core.closed or core.lost:
             core.check_usable()
-        if grid == self._last_grid:
-            dims = self._last_dims
-        else:
+        last_grid, dims = self._last_grid
+        if grid != last_grid:
             dims = self._check_grid(dev, grid)
-            self._last_grid, self._last_dims = grid, dims
+            self._last_grid = (grid, dims)
         if len(buffers) != len(self._keys):
             self._check_keys(buffers)
         allocs: list[Allocation] = []
@@ -388,8 +387,7 @@ class Kernel(ArgumentChecks):
                         temps[i] = tmp
                         memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
                     else:
-                        tmp = state.scratch_for(self._keys[i], arr.nbytes, what)
-                        # Its last user waited for it (below), so it is free to overwrite.
+                        tmp = state.scratch_for(self._keys[i], arr.nbytes, what)  # idle now
                         if arr.nbytes:
                             np.copyto(tmp.view(arr.nbytes).view(arr.dtype).reshape(arr.shape), arr)
                     allocs[i] = tmp

@@ -1,0 +1,212 @@
+"""Interrupt soak: a timer raises KeyboardInterrupt while a generated wrapper is called in a loop.
+
+    python benchmarks/soak_interrupts.py [--calls 100000] [--mode numpy|tensor|batch|all]
+                                         [--period-ms 7 --period-ms 10 ...] [--json out.json]
+
+The kernel is ``axpy`` from ``benchmarks/axpy_kernels.py`` (``y += alpha * scale[r] * x +
+offset``), built into a temporary package with hatch-slang's pipeline and called through its
+generated wrapper on the default device. ``SIGALRM`` fires every few milliseconds (the periods
+given, in turn, each for a stretch of calls) and its handler raises ``KeyboardInterrupt``
+wherever the interpreter is. A call that raises is counted as interrupted and its result is not
+looked at; every call that returns is checked against NumPy. A call here is one wrapper call on
+fresh data, in one of three forms:
+
+- ``numpy``: NumPy arrays (the written ``y`` goes through the kernel's scratch memory and is
+  copied back);
+- ``tensor``: ``Tensor.from_numpy`` of each array, the call, ``y.numpy()``;
+- ``batch``: the same Tensors, two calls inside ``with slangrt.batch():`` (``y`` gets both).
+
+Exit status 1 if any call that returned gave a wrong result (or raised something other than
+KeyboardInterrupt), or if no call was interrupted (the timer never hit: the soak proved nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType, ModuleType
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when imported, not run as a script
+
+from axpy_kernels import build_kernels  # the kernels the call and load tests use
+
+MODES = ("numpy", "tensor", "batch")
+# Each timer period holds for this many calls before the next one takes over.
+_STRETCH = 500
+
+
+def _data(rng: np.random.Generator) -> tuple[np.ndarray[Any, Any], ...]:
+    """Fresh arguments for one call (small: many calls per timer period), and the result."""
+    rows, cols = int(rng.integers(1, 4)), int(rng.integers(1, 130))
+    x = rng.integers(-4, 4, (rows, cols)).astype(np.float32)
+    y = rng.integers(-4, 4, (rows, cols)).astype(np.float32)
+    scale = rng.integers(-2, 3, rows).astype(np.float32)
+    return x, y, scale
+
+
+def _case(rng: np.random.Generator, mode: str) -> tuple[Any, ...]:
+    """One call's arguments (``y`` its own copy) and the result it must give."""
+    x, y, scale = _data(rng)
+    alpha, offset = float(rng.integers(-2, 3)), int(rng.integers(0, 3))
+    step = np.float32(alpha) * scale[:, None] * x + np.float32(offset)
+    return x, y.copy(), scale, alpha, offset, y + step * (2 if mode == "batch" else 1)
+
+
+def _describe(mode: str, n: int, got: Any, want: Any) -> str:
+    bad = np.flatnonzero(got != want)
+    first = int(bad[0]) if bad.size else 0
+    return (
+        f"{mode} call {n}: {bad.size} of {want.size} elements wrong, e.g. got "
+        f"{got.reshape(-1)[first]} where {want.reshape(-1)[first]} is right"
+    )
+
+
+def _call(kernels: ModuleType, mode: str, x: Any, y: Any, scale: Any, alpha: float, offset: int) -> Any:
+    """One call in ``mode``; returns what ``y`` holds after it (exact small integers)."""
+    import slangrt
+
+    axpy = kernels.axpy.axpy
+    if mode == "numpy":
+        axpy(x, y, scale, alpha=alpha, offset=offset)
+        return y
+    tx, ty, ts = (slangrt.Tensor.from_numpy(a) for a in (x, y, scale))
+    if mode == "tensor":
+        axpy(tx, ty, ts, alpha=alpha, offset=offset)
+    else:
+        with slangrt.batch():
+            axpy(tx, ty, ts, alpha=alpha, offset=offset)
+            axpy(tx, ty, ts, alpha=alpha, offset=offset)
+    return ty.numpy()
+
+
+# Whether the timer's signal raises: only while a call runs, once (the handler disarms it), so
+# that the soak's own bookkeeping is never interrupted and cannot miscount.
+_armed = [False]
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    if _armed[0]:
+        _armed[0] = False
+        raise KeyboardInterrupt
+
+
+class _Timer:
+    """SIGALRM every ``period_s``, raising KeyboardInterrupt; the old handler back on exit."""
+
+    def __init__(self, period_s: float) -> None:
+        self.period_s = period_s
+
+    def __enter__(self) -> _Timer:
+        self._old = signal.signal(signal.SIGALRM, _raise)
+        signal.setitimer(signal.ITIMER_REAL, self.period_s, self.period_s)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, self._old)
+
+
+def _calls(mode: str) -> Iterator[str]:
+    return itertools.cycle(MODES) if mode == "all" else itertools.repeat(mode)
+
+
+def soak(
+    kernels: ModuleType,
+    calls: int,
+    mode: str = "all",
+    periods_ms: tuple[float, ...] = (7.0, 8.0, 9.0, 10.0),
+    seed: int = 20,
+    on_wrong: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """``calls`` calls under the timer; figures per mode: calls, interrupted, returned, wrong."""
+    import slangrt
+
+    rng = np.random.default_rng(seed)
+    figures = {m: {"calls": 0, "interrupted": 0, "returned": 0, "wrong": 0} for m in MODES}
+    wrong: list[str] = []
+    modes = _calls(mode)
+    for m in MODES:  # the device opened and the kernel made before the timer starts
+        x, y, scale, alpha, offset, want = _case(rng, m)
+        if not np.array_equal(_call(kernels, m, x, y, scale, alpha, offset), want):
+            raise AssertionError(f"a {m} call gave a wrong result without any interrupt")
+    done = 0
+    for period in itertools.cycle(periods_ms):
+        if done >= calls:
+            break
+        stretch = min(_STRETCH, calls - done)
+        with _Timer(period / 1000.0):
+            for _ in range(stretch):
+                m = next(modes)
+                x, y, scale, alpha, offset, want = _case(rng, m)
+                f = figures[m]
+                f["calls"] += 1
+                try:
+                    _armed[0] = True
+                    got = _call(kernels, m, x, y, scale, alpha, offset)
+                    _armed[0] = False
+                except KeyboardInterrupt:
+                    f["interrupted"] += 1
+                    continue
+                f["returned"] += 1
+                if not np.array_equal(got, want):
+                    f["wrong"] += 1
+                    what = _describe(m, f["calls"], got, want)
+                    wrong.append(what)
+                    if on_wrong is not None:
+                        on_wrong(what)
+        done += stretch
+    # Whatever the interrupted calls left running is done, and the device still works.
+    slangrt.device().synchronize()
+    total = {k: sum(f[k] for f in figures.values()) for k in ("calls", "interrupted", "returned", "wrong")}
+    return {"total": total, "modes": figures, "wrong": wrong[:20]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=100_000)
+    parser.add_argument("--mode", choices=(*MODES, "all"), default="all")
+    parser.add_argument("--period-ms", type=float, action="append", help="timer periods (default 7-10)")
+    parser.add_argument("--seed", type=int, default=20)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    periods = tuple(args.period_ms or (7.0, 8.0, 9.0, 10.0))
+    with tempfile.TemporaryDirectory(prefix="soak-interrupts-") as tmp:
+        sys.path.insert(0, tmp)
+        kernels = build_kernels(Path(tmp))
+        t0 = time.perf_counter()
+        report = soak(kernels, args.calls, args.mode, periods, args.seed)
+        report["seconds"] = round(time.perf_counter() - t0, 1)
+    report["periods_ms"] = list(periods)
+    for name, f in [*report["modes"].items(), ("total", report["total"])]:
+        print(
+            f"{name:>7}: {f['calls']} calls, {f['interrupted']} interrupted, "
+            f"{f['returned']} returned, {f['wrong']} wrong"
+        )
+    print(f"{report['seconds']} s, timer periods {', '.join(f'{p:g}' for p in periods)} ms")
+    for w in report["wrong"]:
+        print(f"WRONG: {w}", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    total = report["total"]
+    if total["wrong"]:
+        print(f"FAILED: {total['wrong']} calls returned a wrong result", file=sys.stderr)
+        return 1
+    if not total["interrupted"]:
+        print("FAILED: no call was interrupted (the timer never hit)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
