@@ -1,20 +1,16 @@
 """Interrupt soak: a timer raises KeyboardInterrupt while a generated wrapper is called in a loop.
 
-    python benchmarks/soak_interrupts.py [--calls 100000] [--mode numpy|tensor|batch|all]
+    python benchmarks/soak_interrupts.py [--calls 100000] [--mode numpy|tensor|hot|batch|all]
                                          [--period-ms 7 --period-ms 10 ...] [--json out.json]
 
 The kernel is ``axpy`` from ``benchmarks/axpy_kernels.py`` (``y += alpha * scale[r] * x +
 offset``), built into a temporary package with hatch-slang's pipeline and called through its
 generated wrapper on the default device. ``SIGALRM`` fires every few milliseconds (the periods
 given, in turn, each for a stretch of calls) and its handler raises ``KeyboardInterrupt``
-wherever the interpreter is. A call that raises is counted as interrupted and its result is not
-looked at; every call that returns is checked against NumPy. A call here is one wrapper call on
-fresh data, in one of three forms:
-
-- ``numpy``: NumPy arrays (the written ``y`` goes through the kernel's scratch memory and is
-  copied back);
-- ``tensor``: ``Tensor.from_numpy`` of each array, the call, ``y.numpy()``;
-- ``batch``: the same Tensors, two calls inside ``with slangrt.batch():`` (``y`` gets both).
+wherever the interpreter is while a call runs. A call that raises is counted as interrupted and
+its result is not looked at; every call that returns is checked against NumPy. A call is one of
+the forms of :class:`Calls` (NumPy arrays, new Tensors, the same Tensors again, a ``batch()``),
+on fresh data; ``all`` takes them in turn.
 
 Exit status 1 if any call that returned gave a wrong result (or raised something other than
 KeyboardInterrupt), or if no call was interrupted (the timer never hit: the soak proved nothing).
@@ -40,53 +36,83 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when imported, 
 
 from axpy_kernels import build_kernels  # the kernels the call and load tests use
 
-MODES = ("numpy", "tensor", "batch")
+MODES = ("numpy", "tensor", "hot", "batch")
 # Each timer period holds for this many calls before the next one takes over.
 _STRETCH = 500
+_HOT_SHAPE = (2, 100)  # the `hot` calls' shape (the same tensors each time)
 
 
-def _data(rng: np.random.Generator) -> tuple[np.ndarray[Any, Any], ...]:
-    """Fresh arguments for one call (small: many calls per timer period), and the result."""
-    rows, cols = int(rng.integers(1, 4)), int(rng.integers(1, 130))
-    x = rng.integers(-4, 4, (rows, cols)).astype(np.float32)
-    y = rng.integers(-4, 4, (rows, cols)).astype(np.float32)
-    scale = rng.integers(-2, 3, rows).astype(np.float32)
-    return x, y, scale
+class Case:
+    """One call's arguments and the result it must give (``y`` after it)."""
+
+    def __init__(self, rng: np.random.Generator, mode: str) -> None:
+        self.mode = mode
+        rows, cols = _HOT_SHAPE if mode == "hot" else (int(rng.integers(1, 4)), int(rng.integers(1, 130)))
+        self.x = rng.integers(-4, 4, (rows, cols)).astype(np.float32)
+        self.y = rng.integers(-4, 4, (rows, cols)).astype(np.float32)
+        self.scale = rng.integers(-2, 3, rows).astype(np.float32)
+        self.alpha, self.offset = float(rng.integers(-2, 3)), int(rng.integers(0, 3))
+        step = np.float32(self.alpha) * self.scale[:, None] * self.x + np.float32(self.offset)
+        self.want = self.y + step * (2 if mode == "batch" else 1)
+
+    def wrong(self, got: Any) -> str | None:
+        """None if ``got`` is the result, else what is wrong with it."""
+        if np.array_equal(got, self.want):
+            return None
+        bad = np.flatnonzero(got != self.want)
+        first = int(bad[0]) if bad.size else 0
+        return (
+            f"{bad.size} of {self.want.size} elements wrong, e.g. got {got.reshape(-1)[first]} "
+            f"where {self.want.reshape(-1)[first]} is right"
+        )
 
 
-def _case(rng: np.random.Generator, mode: str) -> tuple[Any, ...]:
-    """One call's arguments (``y`` its own copy) and the result it must give."""
-    x, y, scale = _data(rng)
-    alpha, offset = float(rng.integers(-2, 3)), int(rng.integers(0, 3))
-    step = np.float32(alpha) * scale[:, None] * x + np.float32(offset)
-    return x, y.copy(), scale, alpha, offset, y + step * (2 if mode == "batch" else 1)
+class Calls:
+    """The calls of each mode on the kernels of ``benchmarks/axpy_kernels.py``:
 
+    - ``numpy``: NumPy arrays (the written ``y`` goes through the kernel's scratch memory and
+      is copied back);
+    - ``tensor``: new Tensors (``Tensor.from_numpy``), the call, ``y.numpy()``;
+    - ``hot``: the same three Tensors every time (``copy_from``, the call, ``numpy()``): the
+      wrapper's last calls and the kernel's plans repeat it unchecked;
+    - ``batch``: new Tensors, two calls inside ``with slangrt.batch():`` (``y`` gets both).
+    """
 
-def _describe(mode: str, n: int, got: Any, want: Any) -> str:
-    bad = np.flatnonzero(got != want)
-    first = int(bad[0]) if bad.size else 0
-    return (
-        f"{mode} call {n}: {bad.size} of {want.size} elements wrong, e.g. got "
-        f"{got.reshape(-1)[first]} where {want.reshape(-1)[first]} is right"
-    )
+    def __init__(self, kernels: ModuleType) -> None:
+        import slangrt
 
+        self.axpy = kernels.axpy.axpy
+        self.spin = kernels.spin.spin
+        z = np.zeros(_HOT_SHAPE, np.float32)
+        self.hot = tuple(slangrt.Tensor.from_numpy(a) for a in (z, z, z[:, 0].copy()))
+        self.acc = slangrt.Tensor.from_numpy(np.zeros(256, np.uint32))
 
-def _call(kernels: ModuleType, mode: str, x: Any, y: Any, scale: Any, alpha: float, offset: int) -> Any:
-    """One call in ``mode``; returns what ``y`` holds after it (exact small integers)."""
-    import slangrt
+    def __call__(self, case: Case) -> Any:
+        """Make ``case``'s call; return what ``y`` holds after it."""
+        import slangrt
 
-    axpy = kernels.axpy.axpy
-    if mode == "numpy":
-        axpy(x, y, scale, alpha=alpha, offset=offset)
-        return y
-    tx, ty, ts = (slangrt.Tensor.from_numpy(a) for a in (x, y, scale))
-    if mode == "tensor":
-        axpy(tx, ty, ts, alpha=alpha, offset=offset)
-    else:
-        with slangrt.batch():
-            axpy(tx, ty, ts, alpha=alpha, offset=offset)
-            axpy(tx, ty, ts, alpha=alpha, offset=offset)
-    return ty.numpy()
+        c, axpy = case, self.axpy
+        if c.mode == "numpy":
+            y = c.y.copy()
+            axpy(c.x, y, c.scale, alpha=c.alpha, offset=c.offset)
+            return y
+        if c.mode == "hot":
+            tx, ty, ts = self.hot
+            for t, a in zip(self.hot, (c.x, c.y, c.scale)):
+                t.copy_from(a)
+        else:
+            tx, ty, ts = (slangrt.Tensor.from_numpy(a) for a in (c.x, c.y, c.scale))
+        if c.mode == "batch":
+            with slangrt.batch():
+                axpy(tx, ty, ts, alpha=c.alpha, offset=c.offset)
+                axpy(tx, ty, ts, alpha=c.alpha, offset=c.offset)
+        else:
+            axpy(tx, ty, ts, alpha=c.alpha, offset=c.offset)
+        return ty.numpy()
+
+    def busy(self, rounds: int) -> None:
+        """Keep the device busy for a while (``rounds`` rounds of busy work, not waited for)."""
+        self.spin(self.acc, rounds=rounds)
 
 
 # Whether the timer's signal raises: only while a call runs, once (the handler disarms it), so
@@ -136,9 +162,10 @@ def soak(
     figures = {m: {"calls": 0, "interrupted": 0, "returned": 0, "wrong": 0} for m in MODES}
     wrong: list[str] = []
     modes = _calls(mode)
+    call = Calls(kernels)
     for m in MODES:  # the device opened and the kernel made before the timer starts
-        x, y, scale, alpha, offset, want = _case(rng, m)
-        if not np.array_equal(_call(kernels, m, x, y, scale, alpha, offset), want):
+        warm = Case(rng, m)
+        if warm.wrong(call(warm)):
             raise AssertionError(f"a {m} call gave a wrong result without any interrupt")
     done = 0
     for period in itertools.cycle(periods_ms):
@@ -147,21 +174,21 @@ def soak(
         stretch = min(_STRETCH, calls - done)
         with _Timer(period / 1000.0):
             for _ in range(stretch):
-                m = next(modes)
-                x, y, scale, alpha, offset, want = _case(rng, m)
-                f = figures[m]
+                case = Case(rng, next(modes))
+                f = figures[case.mode]
                 f["calls"] += 1
                 try:
                     _armed[0] = True
-                    got = _call(kernels, m, x, y, scale, alpha, offset)
+                    got = call(case)
                     _armed[0] = False
                 except KeyboardInterrupt:
                     f["interrupted"] += 1
                     continue
                 f["returned"] += 1
-                if not np.array_equal(got, want):
+                what = case.wrong(got)
+                if what is not None:
                     f["wrong"] += 1
-                    what = _describe(m, f["calls"], got, want)
+                    what = f"{case.mode} call {f['calls']}: {what}"
                     wrong.append(what)
                     if on_wrong is not None:
                         on_wrong(what)

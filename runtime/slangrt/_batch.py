@@ -21,6 +21,7 @@ device's share of this: the batches it recorded, kept for replay.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -54,7 +55,8 @@ _QUERY_CAPACITY = 1024
 
 class _State(threading.local):
     def __init__(self) -> None:
-        self.depth = 0
+        self.blocks: list[weakref.ref[Any]] = []  # the open batch() blocks, by their markers
+        self.counted = False  # whether this thread's batch() blocks count in open_blocks
         self.recorders: dict[int, Recorder] | None = None
         self.profiles: list[Profile] = []
         self.graph: Any = None  # the step that the open batch records (``_graph.record``)
@@ -460,6 +462,13 @@ def flush_current(core: Core) -> None:
             rec.flush()
 
 
+class _Open:
+    """Marks one open ``batch()`` block of a thread: alive while the block is open (its
+    generator holds it), so a block that a KeyboardInterrupt cut short shows as dead."""
+
+    __slots__ = ("__weakref__",)
+
+
 @contextmanager
 def batch() -> Iterator[None]:
     """Record this thread's dispatches and submit them together when the block ends.
@@ -468,27 +477,67 @@ def batch() -> Iterator[None]:
     result is needed earlier: ``Tensor.numpy()``, a NumPy argument, ``Device.synchronize()``).
     Nested ``batch()`` blocks join the outermost one.
     """
-    st = _local
-    st.depth += 1
-    if st.depth == 1:
-        st.recorders = {}
-        _opened(1)
+    mine = _Open()
+    enter(mine)
     try:
         yield
     finally:
-        st.depth -= 1
-        if st.depth == 0:
-            recorders, st.recorders = st.recorders or {}, None
-            _opened(-1)
-            error: BaseException | None = None
-            for rec in recorders.values():
-                try:
-                    if rec.core.alive and not rec.core.closed:
-                        rec.flush()
-                except BaseException as exc:
-                    error = error or exc
-            if error is not None:
-                raise error
+        if leave(mine):
+            _close_blocks(_local)
+
+
+def open_depth() -> int:
+    """How many ``batch()``/``record()`` blocks this thread has open."""
+    return sum(1 for r in _local.blocks if r() is not None)
+
+
+def enter(mine: _Open) -> bool:
+    """Open a block (``batch()``, ``_graph.record()``) marked by ``mine``, which the caller's
+    frame holds while it is open; True if it is the thread's outermost.
+
+    Safe wherever a KeyboardInterrupt comes: the thread's open blocks are known by their
+    markers, so one that ended half way (its marker dead) is found here and its state repaired
+    (what it recorded submitted, or dropped for a step; its count in open_blocks given back)."""
+    st = _local
+    live = [r for r in st.blocks if r() is not None]
+    if not live and (st.recorders is not None or st.counted or st.graph is not None):
+        if st.graph is not None:
+            graph, recorders, st.graph = st.graph, st.recorders or {}, None
+            graph._discard(recorders)
+            st.recorders = None
+        _close_blocks(st)
+    st.blocks = [*live, weakref.ref(mine)]
+    if not live:
+        st.recorders = {}
+    if not st.counted:
+        _opened(1)
+        st.counted = True  # (an interrupt just before: the count stays one too high: time only)
+    return not live
+
+
+def leave(mine: _Open) -> bool:
+    """Close the block ``mine`` marks; True if no other block of the thread is open (the caller
+    then submits what was recorded: :func:`_close_blocks`)."""
+    st = _local
+    st.blocks = [r for r in st.blocks if (b := r()) is not None and b is not mine]
+    return not st.blocks
+
+
+def _close_blocks(st: _State) -> None:
+    """The outermost block of this thread ended: submit what it recorded; no longer counted."""
+    error: BaseException | None = None
+    for rec in list((st.recorders or {}).values()):
+        try:
+            if rec.core.alive and not rec.core.closed:
+                rec.flush()
+        except BaseException as exc:
+            error = error or exc
+    st.recorders = None
+    if st.counted:
+        st.counted = False
+        _opened(-1)
+    if error is not None:
+        raise error
 
 
 @contextmanager
@@ -499,13 +548,16 @@ def profile() -> Iterator[Profile]:
     dispatch (kernel, grid, gpu_ns, bytes). Leaving the block waits for the profiled work.
     """
     p = Profile()
-    _local.profiles.append(p)
-    _opened(1)
+    counted = False
     try:
+        _local.profiles.append(p)
+        _opened(1); counted = True  # fmt: skip  # noqa: E702  (interrupted between: one too high)
         yield p
     finally:
-        _local.profiles.remove(p)
-        _opened(-1)
+        if any(q is p for q in _local.profiles):
+            _local.profiles.remove(p)
+        if counted:
+            _opened(-1)
         recorders = _local.recorders
         if recorders is not None:
             for rec in recorders.values():

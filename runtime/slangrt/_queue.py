@@ -103,6 +103,10 @@ class Queue:
         self.flushed = 0  # the last serial handed to the driver
         self.completed = 0  # the last serial known to have finished
         self.flushes = 0  # vkQueueSubmit calls made
+        # The serial of the vkQueueSubmit under way in _submit_one (0: none), and its result
+        # (None until it returns): what _repair() reads where a KeyboardInterrupt cut it short.
+        self._calling = 0
+        self._result: int | None = None
         # Kept submissions (coalescing): handles, the arrays that own them, what they are.
         self._kept: list[Any] = []
         self._kept_owners: list[Any] = []
@@ -151,8 +155,7 @@ class Queue:
             with self._lock:
                 if not self._kept:
                     return self._submit_one(command_buffers, what, owner, uses)
-                serial = self._keep(command_buffers, what)
-                _used(owner, uses, serial)
+                serial = self._keep(command_buffers, what, owner, uses)
             self._flush_locked()
         return serial
 
@@ -185,8 +188,7 @@ class Queue:
                     return 0
                 if not self._kept:
                     return self._submit_one(variant.command_buffers, what, variant, uses)
-                serial = self._keep(variant.command_buffers, what)
-                _used(variant, uses, serial)
+                serial = self._keep(variant.command_buffers, what, variant, uses)
             self._flush_locked()
         return serial
 
@@ -201,28 +203,48 @@ class Queue:
     def _submit_one(self, cbs: Any, what: str, owner: Any = None, uses: Sequence[Any] = ()) -> int:
         # With self._lock held, nothing kept and no flush under way (or self._submit_lock held
         # too): one command buffer straight to the driver (``owner``, ``uses``: see submit).
+        # Safe wherever a KeyboardInterrupt comes: what the work uses is marked with its serial
+        # first (where the driver never gets it, the next submission takes that serial: a mark
+        # is late, never early), and the driver call's line notes its serial as the call starts
+        # (no point between where Python raises), so that _repair() knows what the driver got.
+        if self._calling:
+            self._repair()
         serial = self.submitted + 1
+        _used(owner, uses, serial)
         self._signal_value[0] = serial
         if cbs is not self._last_submitted:  # (a VkCommandBuffer[1]: commandBufferCount is 1)
             self._submit_info.pCommandBuffers = cbs
             self._last_submitted = cbs
+        self._result = None
         try:
-            result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._null)
+            self._calling = serial; self._result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._null)  # fmt: skip  # noqa: E702, E501
         except BaseException:
-            # A KeyboardInterrupt raised as the call returned (a signal that came during it):
-            # the work is the driver's, its serial given out all the same. (A later submission
-            # that signalled the same value would let the waits for it return early.)
-            self.submitted = self.flushed = serial
-            _used(owner, uses, serial)
+            self._repair()  # (raised as the call returned: the driver has it) at once, else later
             raise
-        if not result:  # (before any other call, where a signal's exception could be raised too)
+        result = self._result
+        if not result:
             self.submitted = self.flushed = serial
-            _used(owner, uses, serial)
+        self._calling = 0
         self._quiet_since = _clock()
         self.flushes += 1
         if result:
             self._fail(result, f"submitting {what}")
         return serial
+
+    def _repaired(self) -> None:
+        """:meth:`_repair` under the lock, if a submission was cut short (not under the lock)."""
+        if self._calling:
+            with self._lock:
+                if self._calling:
+                    self._repair()
+
+    def _repair(self) -> None:
+        """After a submission that a KeyboardInterrupt cut short (with self._lock held): the
+        serial the driver got (``_calling``, unless the call failed) counts as given out."""
+        serial, result = self._calling, self._result
+        if serial > self.submitted and not result:  # (None: raised as the call returned)
+            self.submitted = self.flushed = serial
+        self._calling = 0
 
     def _keep_in_burst(self, variant: Any, key: Any, uses: Sequence[Any], what: str, now: float) -> int:
         # submit_kernel() while a burst goes on: the call is kept (its serial returned; 0: the
@@ -231,8 +253,7 @@ class Queue:
         with self._lock:
             if variant.key is not key:
                 return 0
-            serial = self._keep(variant.command_buffers, what)
-            _used(variant, uses, serial)
+            serial = self._keep(variant.command_buffers, what, variant, uses)
             kept = self._kept
             if len(kept) == 1:
                 # The first of a burst: a later call, a wait or the helper submits it.
@@ -244,9 +265,13 @@ class Queue:
         self.flush()
         return serial
 
-    def _keep(self, command_buffers: Any, what: str) -> int:
-        # With self._lock held: the next serial, for a command buffer kept to be submitted.
+    def _keep(self, command_buffers: Any, what: str, owner: Any, uses: Sequence[Any]) -> int:
+        # With self._lock held: the next serial, for a command buffer kept to be submitted
+        # (``owner``, ``uses``: see submit; marked first, as in _submit_one).
+        if self._calling:
+            self._repair()
         serial = self.submitted + 1
+        _used(owner, uses, serial)
         self.submitted = serial
         self._kept.append(command_buffers[0])
         self._kept_owners.append(command_buffers)
@@ -386,9 +411,15 @@ class Queue:
         if serial <= self.completed:
             return
         if serial > self.flushed:
+            self._repaired()
             if serial > self.submitted:
-                raise AssertionError(f"waiting for serial {serial}, only {self.submitted} submitted")
-            self.flush()
+                # A mark made for a submission that a KeyboardInterrupt stopped before the
+                # driver got it (see _submit_one): the work before it is all there is.
+                serial = self.submitted
+                if serial <= self.completed:
+                    return
+            if serial > self.flushed:
+                self.flush()
             if self._errors:  # the helper's submission of it failed meanwhile
                 self._raise_failed(serial)
         self._wait_flushed(serial, what, timeout_ns)
@@ -465,6 +496,7 @@ class Queue:
 
     def wait_idle(self, what: str, timeout_ns: int | None = None) -> None:
         """Wait for everything submitted so far."""
+        self._repaired()
         self.wait(self.submitted, what, timeout_ns)
 
     def drain(self, timeout_ns: int) -> None:
