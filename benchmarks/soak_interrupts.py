@@ -39,7 +39,10 @@ from axpy_kernels import build_kernels  # the kernels the call and load tests us
 MODES = ("numpy", "tensor", "hot", "batch")
 # Each timer period holds for this many calls before the next one takes over.
 _STRETCH = 500
-_HOT_SHAPE = (2, 100)  # the `hot` calls' shape (the same tensors each time)
+_HOT_SHAPE = (2, 100)
+# Busy work queued ahead of each call by default (about a tenth of a millisecond on lavapipe):
+# an interrupted call's kernel is then often still to run when the next call begins.
+BUSY_ROUNDS = 100  # the `hot` calls' shape (the same tensors each time)
 
 
 class Case:
@@ -144,7 +147,10 @@ class _Timer:
 
 
 def _calls(mode: str) -> Iterator[str]:
-    return itertools.cycle(MODES) if mode == "all" else itertools.repeat(mode)
+    # `all`: runs of 50 calls of each form (a call after one of another form would find the
+    # interrupted call's work done: the forms with tensors read their results).
+    runs = (m for m in MODES for _ in range(50))
+    return itertools.cycle(runs) if mode == "all" else itertools.repeat(mode)
 
 
 def soak(
@@ -154,6 +160,7 @@ def soak(
     periods_ms: tuple[float, ...] = (7.0, 8.0, 9.0, 10.0),
     seed: int = 20,
     on_wrong: Callable[[str], None] | None = None,
+    busy_rounds: int = BUSY_ROUNDS,
 ) -> dict[str, Any]:
     """``calls`` calls under the timer; figures per mode: calls, interrupted, returned, wrong."""
     import slangrt
@@ -177,6 +184,8 @@ def soak(
                 case = Case(rng, next(modes))
                 f = figures[case.mode]
                 f["calls"] += 1
+                if busy_rounds:
+                    call.busy(busy_rounds)  # queued ahead: an interrupted call's kernel runs late
                 try:
                     _armed[0] = True
                     got = call(case)
@@ -205,6 +214,9 @@ def main() -> int:
     parser.add_argument("--mode", choices=(*MODES, "all"), default="all")
     parser.add_argument("--period-ms", type=float, action="append", help="timer periods (default 7-10)")
     parser.add_argument("--seed", type=int, default=20)
+    parser.add_argument(
+        "--busy-rounds", type=int, default=BUSY_ROUNDS, help="busy work queued ahead of each call (0: none)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     periods = tuple(args.period_ms or (7.0, 8.0, 9.0, 10.0))
@@ -212,7 +224,7 @@ def main() -> int:
         sys.path.insert(0, tmp)
         kernels = build_kernels(Path(tmp))
         t0 = time.perf_counter()
-        report = soak(kernels, args.calls, args.mode, periods, args.seed)
+        report = soak(kernels, args.calls, args.mode, periods, args.seed, busy_rounds=args.busy_rounds)
         report["seconds"] = round(time.perf_counter() - t0, 1)
     report["periods_ms"] = list(periods)
     for name, f in [*report["modes"].items(), ("total", report["total"])]:

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import pytest
 import slangrt
-from slangrt import _batch
 
 from benchmarks.soak_interrupts import MODES, Calls, Case, soak
 
@@ -110,6 +109,15 @@ def _check(call: Calls, case: Case, what: str, failures: list[str]) -> None:
         failures.append(f"{what}: {wrong}")
 
 
+def _batch_submits(calls: Calls) -> bool:
+    """Whether a ``batch()`` block submits its work as it ends (not left inside another one)."""
+    queue = slangrt.device().parts.queue
+    before = queue.submitted
+    with slangrt.batch():
+        calls.busy(1)
+    return queue.submitted > before
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_an_interrupt_anywhere_in_a_call_leaves_the_next_calls_right(
     kernels: ModuleType, calls: Calls, mode: str
@@ -137,15 +145,18 @@ def test_an_interrupt_anywhere_in_a_call_leaves_the_next_calls_right(
             failures.append(f"{where}: the interrupted call returned, {wrong}")
         _check(calls, Case(rng, mode), f"{where}: the next call", failures)
         _check(calls, Case(rng, "numpy" if mode == "hot" else mode), f"{where}: the call after", failures)
-        if _batch.open_depth() or _batch._local.recorders is not None:
-            failures.append(f"{where}: the thread is left inside a batch() block")
+        if not _batch_submits(calls):
+            failures.append(f"{where}: a batch() block no longer submits as it ends")
     assert not failures, f"{len(failures)} of {len(sites)} sites:\n" + "\n".join(failures[:40])
     assert fired >= len(sites) * 0.6, (fired, len(sites))  # (most sites come again in a later call)
 
 
-def test_a_timer_soak_of_interrupts_finds_no_wrong_result(kernels: ModuleType) -> None:
+@pytest.mark.parametrize("mode", ["numpy", "all"])
+def test_a_timer_soak_of_interrupts_finds_no_wrong_result(kernels: ModuleType, mode: str) -> None:
+    # (On the runtime before the fix, a NumPy call after an interrupted one came out wrong
+    # about once in 300: the NumPy soak found 20 or so in 4000 calls.)
     wrong: list[str] = []
-    report = soak(kernels, 4000, "all", on_wrong=wrong.append)
+    report = soak(kernels, 4000, mode, on_wrong=wrong.append)
     total = report["total"]
     assert total["interrupted"] > 0 and total["returned"] > 0, total
     assert not wrong, f"{total}: " + "; ".join(wrong[:10])
