@@ -245,7 +245,12 @@ class Kernel(ArgumentChecks):
         parts = dev.parts
         core = parts.core
         if core.closed or core.lost:
-            core.check_usable()
+            if core.forked and self._device_arg is None:
+                dev = self._after_fork()
+                parts = dev.parts
+                core = parts.core
+            else:
+                core.check_usable()
         last_grid, dims = self._last_grid
         if grid != last_grid:
             dims = self._check_grid(dev, grid)
@@ -475,6 +480,20 @@ class Kernel(ArgumentChecks):
                 a.release()
             raise
         return owned
+
+    def _after_fork(self) -> Device:
+        """This process was forked from the one whose default device the kernel ran on, which
+        cannot cross a fork: start again on this process's default device (what the kernel
+        made on the parent's is left alone; the parent frees it)."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = None
+        self._state = None
+        self._plans = []
+        self._last_grid = (None, (0, 0, 0))
+        self._lock = threading.RLock()  # (a thread of the parent may have held it)
+        self._device = default_device()
+        return self._device
 
     def close(self) -> None:
         """Free the kernel's own Vulkan objects (once its submitted work is done). Idempotent."""
