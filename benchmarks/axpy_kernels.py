@@ -3,8 +3,9 @@
 ``axpy`` (``y += alpha * scale[r] * x + offset`` over ``[rows][cols]``: read-only and written f32
 arrays, an f32 and a u32 param, a 2-D grid), ``fill`` (two written u32 arrays and a grid whose
 z size is a param) and ``spin`` (busy work for a given number of rounds: it keeps the device busy
-while a test interrupts the call queued behind it), built with hatch-slang's pipeline into a package ``callspkg`` under a
-directory of the caller's. The tests import this module; nothing here imports the tests.
+while a test interrupts the call queued behind it), built with hatch-slang's pipeline into a
+package ``callspkg`` under a directory of the caller's. The tests import this module; nothing here
+imports the tests.
 """
 
 from __future__ import annotations
