@@ -60,7 +60,8 @@ def _forked() -> None:
         core.alive = False
 
 
-os.register_at_fork(after_in_child=_forked)
+if hasattr(os, "register_at_fork"):  # (POSIX; Windows has no fork)
+    os.register_at_fork(after_in_child=_forked)
 
 
 class Core:

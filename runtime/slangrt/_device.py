@@ -130,7 +130,8 @@ def _forked() -> None:
     _default_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forked)
+if hasattr(os, "register_at_fork"):  # (POSIX; Windows has no fork)
+    os.register_at_fork(after_in_child=_forked)
 
 
 def device() -> Device:

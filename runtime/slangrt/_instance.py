@@ -240,7 +240,8 @@ def _forked() -> None:
     _instance_lock = threading.Lock()  # (another thread of the parent may have held it)
 
 
-os.register_at_fork(after_in_child=_forked)
+if hasattr(os, "register_at_fork"):  # (POSIX; Windows has no fork)
+    os.register_at_fork(after_in_child=_forked)
 
 
 def get_instance() -> Instance:

@@ -97,7 +97,7 @@ class Queue:
         self.flushed = 0  # the last serial handed to the driver
         self.completed = 0  # the last serial known to have finished
         self.flushes = 0  # vkQueueSubmit calls made
-        # The serial of _submit_one's vkQueueSubmit under way (0: none), its result (see _repair).
+        # _submit_one's vkQueueSubmit under way: its serial (0: none), its result (see _repair).
         self._calling = 0
         self._result: int | None = None
         # Kept submissions (coalescing): handles, the arrays that own them, what they are.
@@ -181,9 +181,8 @@ class Queue:
         return serial
 
     def retire(self, variant: Any) -> int:
-        """Take a kernel's command buffer out of use: :meth:`submit_kernel` submits ``variant``
-        no more (its ``key`` None). Returns the serial of its last submission: wait for that
-        before recording it again or freeing it."""
+        """Take a kernel's command buffer out of use (``key`` None: :meth:`submit_kernel` submits it
+        no more); returns its last serial, to wait for before recording it again or freeing it."""
         with self._lock:
             variant.key = None
             return int(variant.serial)
@@ -210,6 +209,8 @@ class Queue:
         result = self._result
         if not result:
             self.submitted = self.flushed = serial
+        else:  # not submitted: marked with the last serial given out (still not early)
+            _used(owner, uses, self.submitted)
         self._calling = 0
         self._quiet_since = _clock()
         self.flushes += 1
@@ -218,8 +219,7 @@ class Queue:
         return serial
 
     def _repair(self) -> None:
-        # A submission cut short by a KeyboardInterrupt (self._lock held): the serial the driver
-        # got (``_calling``; ``_result`` None: raised as the call returned) is given out.
+        # After a cut-short _submit_one (self._lock held): the serial the driver got is given out.
         if self._calling > self.submitted and not self._result:
             self.submitted = self.flushed = self._calling
         self._calling = 0
@@ -473,8 +473,8 @@ class Queue:
         self.wait(max(self.submitted, self._calling), what, timeout_ns)
 
     def drain(self, timeout_ns: int) -> None:
-        """Wait for everything submitted, at most ``timeout_ns``, the device closing (failed
-        submissions that no wait raised are logged: their calls did not run, nothing runs)."""
+        """Wait for everything submitted, at most ``timeout_ns``, the device closing (logging
+        failed submissions that no wait raised)."""
         with self._submit_lock:
             self._flush_locked(stash=True)
         with self._lock:
