@@ -1,9 +1,11 @@
-"""The two kernels that tests/test_calls.py, tests/test_load.py and soak.py call, and one checked call.
+"""The kernels that tests/test_calls.py, tests/test_load.py and soak.py call, and one checked call.
 
 ``axpy`` (``y += alpha * scale[r] * x + offset`` over ``[rows][cols]``: read-only and written f32
-arrays, an f32 and a u32 param, a 2-D grid) and ``fill`` (two written u32 arrays and a grid whose
-z size is a param), built with hatch-slang's pipeline into a package ``callspkg`` under a
-directory of the caller's. The tests import this module; nothing here imports the tests.
+arrays, an f32 and a u32 param, a 2-D grid), ``fill`` (two written u32 arrays and a grid whose
+z size is a param) and ``spin`` (busy work for a given number of rounds: it keeps the device busy
+while a test interrupts the call queued behind it), built with hatch-slang's pipeline into a
+package ``callspkg`` under a directory of the caller's. The tests import this module; nothing here
+imports the tests.
 """
 
 from __future__ import annotations
@@ -65,6 +67,31 @@ void fill(uint3 id : SV_DispatchThreadID) {
 }
 """
 
+SPIN = """\
+// Busy work: `rounds` rounds of an LCG on each element of `acc` (keeps the device busy a while).
+//
+// Bindings:
+//   u0: acc     u32, `[n]` updated in place
+//   t1: params  (n, rounds)
+//
+// Dispatch: (ceil(n / 64), 1, 1) threadgroups of 64.
+
+[[vk::binding(0)]] RWStructuredBuffer<uint> acc;
+[[vk::binding(1)]] StructuredBuffer<uint> params;
+
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void spin(uint3 id : SV_DispatchThreadID) {
+    if (id.x < params[0]) {
+        uint v = acc[id.x];
+        for (uint r = 0; r < params[1]; r++) {
+            v = v * 1664525u + 1013904223u;
+        }
+        acc[id.x] = v;
+    }
+}
+"""
+
 PYPROJECT = """\
 [project]
 name = "callspkg"
@@ -77,13 +104,14 @@ package = "callspkg/kernels"
 
 
 def build_kernels(root: Path) -> ModuleType:
-    """Build the two test kernels into ``root`` and import their package."""
+    """Build the test kernels into ``root`` and import their package."""
     from hatch_slang import pipeline
     from hatch_slang.config import load_project_config
 
     (root / "shaders").mkdir(parents=True)
     (root / "shaders" / "axpy.slang").write_text(AXPY)
     (root / "shaders" / "fill.slang").write_text(FILL)
+    (root / "shaders" / "spin.slang").write_text(SPIN)
     (root / "pyproject.toml").write_text(PYPROJECT)
     config = load_project_config(root)
     pipeline.write_output(pipeline.build(config), config.package_dir)

@@ -166,6 +166,8 @@ class ArgumentChecks:
     def _bad_tensor(self, i: int, arg: Tensor, dev: Device) -> None:
         if arg._alloc is None:
             raise ValueError(f"{self._what(i)}: the tensor has been closed")
+        if arg._core.forked:
+            arg._core.check_usable()  # raises: a tensor of the process this one was forked from
         raise ValueError(f"{self._what(i)}: the tensor is on {arg.device!r}, the kernel runs on {dev!r}")
 
     def _check_misaligned(self, dev: Device, i: int, arg: Tensor) -> None:

@@ -8,19 +8,18 @@ and submitted together when the block ends. Reading a tensor that the batch uses
 (``Tensor.numpy()``), passing a NumPy argument, or ``Device.synchronize()`` submits what was
 recorded so far first, so results never depend on whether a call was batched.
 
-Inside ``with slangrt.profile() as p:`` each dispatch is bracketed by GPU timestamps; when the
-block ends, ``p.records`` lists every dispatch with its kernel, grid, GPU time and the bytes its
-bindings span.
+Inside ``with slangrt.profile() as p:`` each dispatch is bracketed by GPU timestamps
+(``p.records``: kernel, grid, GPU time, bytes its bindings span, once the block ends).
 
-For ``Kernel.dispatch``: :func:`recorder` is this thread's :class:`Recorder` for a device while
-it is inside either block (None otherwise: the kernel submits its own command buffer), and
-:meth:`Recorder.dispatch` keeps a dispatch and submits when it is due. :class:`Batches` is a
-device's share of this: the batches it recorded, kept for replay.
+For ``Kernel.dispatch``: :func:`recorder` is this thread's :class:`Recorder` for a device inside
+either block (else None), whose :meth:`Recorder.dispatch` keeps a dispatch and submits when it
+is due. :class:`Batches` is a device's share: the batches it recorded, kept for replay.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -54,7 +53,8 @@ _QUERY_CAPACITY = 1024
 
 class _State(threading.local):
     def __init__(self) -> None:
-        self.depth = 0
+        self.blocks: list[weakref.ref[Any]] = []  # the markers (_Open) of its open blocks
+        self.counted = False  # whether the thread counts in open_blocks
         self.recorders: dict[int, Recorder] | None = None
         self.profiles: list[Profile] = []
         self.graph: Any = None  # the step that the open batch records (``_graph.record``)
@@ -192,12 +192,8 @@ class Program:
 
 
 class Batches:
-    """A device's part in batching: what recorders need of it, and its recorded batches.
-
-    Recorded batches are kept keyed by what they dispatch on which buffers: a batch that repeats
-    an earlier one (same kernels, grids and buffers, in the same order) is submitted again
-    without being recorded again.
-    """
+    """A device's part in batching: what recorders need of it, and its recorded batches, kept
+    by what they dispatch on which buffers (a repeated batch is submitted again, not recorded)."""
 
     CAPACITY = 16
 
@@ -263,11 +259,9 @@ def op_key(state: Any, allocs: list[Allocation], dims: tuple[int, int, int]) -> 
 class Recorder:
     """Dispatches of one thread on one device, kept until they are submitted together.
 
-    Kernels use :meth:`dispatch` (or :meth:`add` and :meth:`flush`). Recording into Vulkan
-    happens at :meth:`flush`, all at once, and a batch identical to a recent one reuses its
-    command buffer (see :class:`Batches`). ``batched``: whether it belongs to an open
-    ``batch()`` (else it serves ``profile()`` alone and each dispatch is submitted at once).
-    """
+    Kernels use :meth:`dispatch` (or :meth:`add` and :meth:`flush`); recording into Vulkan
+    happens at :meth:`flush` (see :class:`Batches`). ``batched``: whether it belongs to an open
+    ``batch()`` (else it serves ``profile()`` alone and each dispatch is submitted at once)."""
 
     def __init__(self, batches: Batches, *, batched: bool) -> None:
         self.batches = batches
@@ -460,6 +454,10 @@ def flush_current(core: Core) -> None:
             rec.flush()
 
 
+class _Open:  # marks an open block of a thread (held by its generator: dead once it ended)
+    __slots__ = ("__weakref__",)
+
+
 @contextmanager
 def batch() -> Iterator[None]:
     """Record this thread's dispatches and submit them together when the block ends.
@@ -468,27 +466,61 @@ def batch() -> Iterator[None]:
     result is needed earlier: ``Tensor.numpy()``, a NumPy argument, ``Device.synchronize()``).
     Nested ``batch()`` blocks join the outermost one.
     """
-    st = _local
-    st.depth += 1
-    if st.depth == 1:
-        st.recorders = {}
-        _opened(1)
+    mine = _Open()
+    enter(mine)
     try:
         yield
     finally:
-        st.depth -= 1
-        if st.depth == 0:
-            recorders, st.recorders = st.recorders or {}, None
-            _opened(-1)
-            error: BaseException | None = None
-            for rec in recorders.values():
-                try:
-                    if rec.core.alive and not rec.core.closed:
-                        rec.flush()
-                except BaseException as exc:
-                    error = error or exc
-            if error is not None:
-                raise error
+        if leave(mine):
+            _close_blocks(_local)
+
+
+def open_depth() -> int:
+    """How many ``batch()``/``record()`` blocks this thread has open."""
+    return sum(1 for r in _local.blocks if r() is not None)
+
+
+def enter(mine: _Open) -> None:
+    """Open a block (``batch()``, ``_graph.record()``) marked by ``mine`` (held by the caller's
+    frame while open). Interrupt-safe: a block that ended half way (its marker dead) is found
+    here and repaired (what it recorded submitted, or a step's dropped; its count given back)."""
+    st = _local
+    live = [r for r in st.blocks if r() is not None]
+    if not live and (st.recorders is not None or st.counted or st.graph is not None):
+        if st.graph is not None:
+            graph, recorders, st.graph = st.graph, st.recorders or {}, None
+            graph._discard(recorders)
+            st.recorders = None
+        _close_blocks(st)
+    st.blocks = [*live, weakref.ref(mine)]
+    if not live:
+        st.recorders = {}
+    if not st.counted:
+        _opened(1)
+        st.counted = True  # (an interrupt just before: the count stays one too high: time only)
+
+
+def leave(mine: _Open) -> bool:
+    """Close the block ``mine`` marks; True if it was the thread's last (see _close_blocks)."""
+    _local.blocks = [r for r in _local.blocks if (b := r()) is not None and b is not mine]
+    return not _local.blocks
+
+
+def _close_blocks(st: _State) -> None:
+    """The thread's outermost block ended: submit what it recorded; no longer counted."""
+    error: BaseException | None = None
+    for rec in list((st.recorders or {}).values()):
+        try:
+            if rec.core.alive and not rec.core.closed:
+                rec.flush()
+        except BaseException as exc:
+            error = error or exc
+    st.recorders = None
+    if st.counted:
+        st.counted = False
+        _opened(-1)
+    if error is not None:
+        raise error
 
 
 @contextmanager
@@ -499,13 +531,16 @@ def profile() -> Iterator[Profile]:
     dispatch (kernel, grid, gpu_ns, bytes). Leaving the block waits for the profiled work.
     """
     p = Profile()
-    _local.profiles.append(p)
-    _opened(1)
+    counted = False
     try:
+        _local.profiles.append(p)
+        _opened(1); counted = True  # fmt: skip  # noqa: E702  (interrupted between: one too high)
         yield p
     finally:
-        _local.profiles.remove(p)
-        _opened(-1)
+        if p in _local.profiles:  # (by identity)
+            _local.profiles.remove(p)
+        if counted:
+            _opened(-1)
         recorders = _local.recorders
         if recorders is not None:
             for rec in recorders.values():

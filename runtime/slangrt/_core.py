@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -45,6 +47,23 @@ def _no_validation() -> None:
     pass
 
 
+# Every open core of this process, so that a forked child can mark them (see _forked).
+_cores: weakref.WeakSet[Core] = weakref.WeakSet()
+
+
+def _forked() -> None:
+    """In a child made by fork(): the parent's devices are not this process's (their driver
+    threads and queues stayed in the parent). Each is marked closed and gone, so that nothing
+    waits on it (a wait would never end) and no finalizer touches its objects; using it raises."""
+    for core in list(_cores):
+        core.forked = core.closed = True
+        core.alive = False
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX; Windows has no fork)
+    os.register_at_fork(after_in_child=_forked)
+
+
 class Core:
     """An open ``VkDevice``: handle, state, capabilities, shared resources, barriers, teardown."""
 
@@ -58,6 +77,10 @@ class Core:
         self.alive = True
         self.closed = False
         self.lost = False
+        # The process that opened it; ``forked`` in a child process made by fork() (below).
+        self.pid = os.getpid()
+        self.forked = False
+        _cores.add(self)
         # What it can do (set while the device opens).
         self.buffer_usage = 0
         # Buffers are made with VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT (bufferDeviceAddress on).
@@ -86,6 +109,14 @@ class Core:
         self._barriers: dict[str, Any] = {}
 
     def check_usable(self) -> None:
+        if self.forked:
+            raise SlangRTError(
+                f"The Vulkan device {self.name} was opened by process {self.pid}, which this process "
+                "was forked from: a Vulkan device (and the tensors and kernels made on it) cannot "
+                "cross a fork(). Make them in the process that uses them (slangrt.device() and the "
+                "generated wrappers open a new default device in a forked child), or start worker "
+                "processes with multiprocessing's 'spawn' or 'forkserver' method."
+            )
         if self.lost:
             raise DeviceLostError(f"The Vulkan device {self.name} was lost; open a new one.")
         if self.closed or not self.alive:

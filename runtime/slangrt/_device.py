@@ -8,6 +8,7 @@ and kernels see. Finalizers hold the core, never the ``Device``.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 
 from . import _batch, _features
@@ -120,6 +121,17 @@ class Device:
 
 _default: Device | None = None
 _default_lock = threading.Lock()
+
+
+def _forked() -> None:
+    # In a child made by fork(): the parent's default device is closed there (``_core``), so
+    # device() opens the child's own; its lock made new (a parent's thread may have held it).
+    global _default_lock
+    _default_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX; Windows has no fork)
+    os.register_at_fork(after_in_child=_forked)
 
 
 def device() -> Device:

@@ -255,23 +255,26 @@ def record() -> Iterator[Graph]:
     kept: ``step.replay()`` runs it again. Not inside ``batch()`` or another ``record()``.
     """
     st = _batch._local
-    if st.depth or st.graph is not None:
+    if _batch.open_depth():  # (a graph left by an interrupted record() is repaired below)
         raise SlangRTError("record() cannot begin inside batch() or another record()")
     graph = Graph()
-    st.depth, st.recorders, st.graph = 1, {}, graph
-    _batch._opened(1)
+    mine = _batch._Open()
     ok = False
     try:
+        _batch.enter(mine)  # (repairs what an interrupted block left)
+        st.graph = graph
         yield graph
         ok = True
     finally:
-        recorders = st.recorders or {}
-        st.depth, st.recorders, st.graph = 0, None, None
-        _batch._opened(-1)
+        # A block cut short before this point is repaired by the thread's next block.
+        _batch.leave(mine)
+        recorders, st.graph = st.recorders or {}, None
+        st.recorders = None
         if ok:
             graph._finish(recorders)
         else:
             graph._discard(recorders)
+        _batch._close_blocks(st)  # (nothing left to submit: no longer counted)
 
 
 _PLAIN = (int, float, complex, bool, str, bytes, type(None))

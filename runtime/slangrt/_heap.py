@@ -271,11 +271,16 @@ class Heap:
             return Allocation(self, block, 0, size, nbytes)
         slot = slot_size(nbytes)
         with self._lock:
+            # In an order that a KeyboardInterrupt between any two steps leaves safe: a slot
+            # counted used before it is taken (an interrupt leaks it, never frees a live one),
+            # and a full block found in the list (left there by one) is dropped from it here.
             partial = self._partial.get(slot)
+            while partial and not partial[-1].free_slots:
+                partial.pop()
             if partial:
                 block = partial[-1]
-                offset = block.free_slots.pop()
                 block.used += 1
+                offset = block.free_slots.pop()
                 if not block.free_slots:
                     partial.pop()
                 return Allocation(self, block, offset, slot, nbytes)
@@ -323,9 +328,10 @@ class Heap:
         destroy = False
         with self._lock:
             partial = self._partial.setdefault(block.slot, [])
-            if not block.free_slots:
+            full = not block.free_slots
+            block.free_slots.append(alloc.offset)  # (before the block is listed: see allocate)
+            if full:
                 partial.append(block)
-            block.free_slots.append(alloc.offset)
             block.used -= 1
             # Keep one empty block per class for the next small tensor; return the rest.
             if block.used == 0 and len(partial) > 1:

@@ -9,6 +9,7 @@ device a selector (or SLANGRT_DEVICE, or the best type) names.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import weakref
 from dataclasses import dataclass
@@ -227,6 +228,20 @@ def _destroy_instance(handle: Any, messenger: Any) -> None:
 
 _instance: Instance | None = None
 _instance_lock = threading.Lock()
+
+
+def _forked() -> None:
+    """In a child made by fork(): the parent's Vulkan instance is left alone (not destroyed at
+    exit); the child makes its own when it first needs one."""
+    global _instance, _instance_lock
+    if _instance is not None:
+        _instance._finalizer.detach()
+    _instance = None
+    _instance_lock = threading.Lock()  # (another thread of the parent may have held it)
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX; Windows has no fork)
+    os.register_at_fork(after_in_child=_forked)
 
 
 def get_instance() -> Instance:

@@ -50,8 +50,7 @@ class _Plan:
     ) -> None:
         self.grid = grid
         self.n = len(slots)
-        # (binding, allocation) per tensor; (binding, packed params, the params cache's memory
-        # that they bind while it keeps them) per packed params.
+        # (binding, allocation) per tensor; (binding, packed params, the params cache's memory)
         self.tensors = tuple((key, alloc) for key, held, alloc in slots if held is None)
         self.packed = tuple(slot for slot in slots if slot[1] is not None)
         self.allocs = allocs
@@ -134,14 +133,13 @@ class Kernel(ArgumentChecks):
         self._device: Device | None = None
         self._state: KernelState | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
-        # The recorded command buffers and scratch memory are shared: one dispatch at a time
-        # submits them (a call with written NumPy arguments holds it until its results are back).
+        # One dispatch at a time submits the shared command buffers and scratch memory (a call
+        # with written NumPy arguments holds it until its results are back).
         self._lock = threading.RLock()
-        self._last_grid: Any = None
-        self._last_dims = (0, 0, 0)
+        # The last checked grid and its dims: one tuple, one store (never half of one).
+        self._last_grid: tuple[Any, tuple[int, int, int]] = (None, (0, 0, 0))
         self._closed = False
-        # Recent calls' arguments and what they bind, newest first, for calls that repeat them
-        # unchecked.
+        # Recent calls' arguments and what they bind, newest first (repeated unchecked).
         self._plans: list[_Plan] = []
 
     # -- public ------------------------------------------------------------------------------
@@ -177,11 +175,10 @@ class Kernel(ArgumentChecks):
         Arguments are checked before anything is submitted.
         """
         if self._plans and push is None and not refs and not self._closed:
-            # The hot path, inline: the plan of a recent call with these very arguments (the same
-            # tensors, packed params and grid: its checks passed, nothing they depend on changed)
-            # is submitted without the kernel's lock (Queue.submit_kernel, unless its command
-            # buffer was retired), or kept by this thread's open batch. Anything else (a device
-            # gone bad, a step being recorded) takes the full path: it raises or records.
+            # The hot path, inline: the plan of a recent call with these very arguments (tensors,
+            # packed params, grid: its checks passed, nothing they depend on changed) is submitted
+            # without the kernel's lock (unless its command buffer was retired), or kept by this
+            # thread's open batch. Anything else takes the full path: it raises or records.
             found = None
             n = len(buffers)
             for plan in self._plans:
@@ -245,12 +242,14 @@ class Kernel(ArgumentChecks):
         parts = dev.parts
         core = parts.core
         if core.closed or core.lost:
-            core.check_usable()
-        if grid == self._last_grid:
-            dims = self._last_dims
-        else:
+            if not core.forked or self._device_arg is not None:
+                core.check_usable()  # raises
+            dev = self._after_fork()
+            parts, core = dev.parts, dev.parts.core
+        last_grid, dims = self._last_grid
+        if grid != last_grid:
             dims = self._check_grid(dev, grid)
-            self._last_grid, self._last_dims = grid, dims
+            self._last_grid = (grid, dims)
         if len(buffers) != len(self._keys):
             self._check_keys(buffers)
         allocs: list[Allocation] = []
@@ -388,8 +387,7 @@ class Kernel(ArgumentChecks):
                         temps[i] = tmp
                         memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
                     else:
-                        tmp = state.scratch_for(self._keys[i], arr.nbytes, what)
-                        # Its last user waited for it (below), so it is free to overwrite.
+                        tmp = state.scratch_for(self._keys[i], arr.nbytes, what)  # idle now
                         if arr.nbytes:
                             np.copyto(tmp.view(arr.nbytes).view(arr.dtype).reshape(arr.shape), arr)
                     allocs[i] = tmp
@@ -425,13 +423,10 @@ class Kernel(ArgumentChecks):
         allocs: list[Allocation],
         own: bool = False,
     ) -> list[Allocation]:
-        """Copy read-only NumPy arguments into memory of their own for this call.
-
-        Small ones (kernel parameters, mostly) come from the device's params cache, so that
-        repeated calls bind the same memory and reuse their recorded command buffers, unless
-        ``own`` (a recorded step keeps its own). Returns the per-call allocations, to be
-        released once submitted.
-        """
+        """Copy read-only NumPy arguments into memory of their own for this call. Small ones
+        come from the device's params cache (repeated calls bind the same memory and reuse their
+        command buffers), unless ``own`` (a recorded step keeps its own). Returns the per-call
+        allocations, to be released once submitted."""
         memory = parts.memory
         owned: list[Allocation] = []
         try:
@@ -477,6 +472,16 @@ class Kernel(ArgumentChecks):
                 a.release()
             raise
         return owned
+
+    def _after_fork(self) -> Device:
+        # A forked child: the parent's default device cannot cross a fork; start on the child's.
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = self._state = None
+        self._plans, self._last_grid = [], (None, (0, 0, 0))
+        self._lock = threading.RLock()  # (a thread of the parent may have held it)
+        self._device = default_device()
+        return self._device
 
     def close(self) -> None:
         """Free the kernel's own Vulkan objects (once its submitted work is done). Idempotent."""

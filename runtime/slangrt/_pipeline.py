@@ -337,15 +337,20 @@ class KernelState:
 
     def scratch_for(self, binding: Any, nbytes: int, what: str) -> Allocation:
         """Host-visible memory of at least ``nbytes`` for the NumPy argument of ``binding``
-        (the kernel's own, reused by later calls: the caller waits for the work using it)."""
+        (the kernel's own, reused by later calls), free to overwrite: the work that used it
+        last has finished. (A call waits for its own work, but one interrupted in that wait, by
+        a KeyboardInterrupt, left it running: its kernel would read and write the next call's
+        data. ``last_use`` is set as the driver gets the work, so nothing is missed.)"""
         alloc = self.scratch.get(binding)
         if alloc is None or alloc.capacity < nbytes:
             if alloc is not None:
                 del self.scratch[binding]
-                alloc.release()
+                alloc.release()  # (after its last use)
             # Grow by half again so that slowly growing inputs do not reallocate every call.
             alloc = self.memory.host.allocate(nbytes + nbytes // 2, what)
             self.scratch[binding] = alloc
+        elif alloc.last_use > self.queue.completed:
+            self.queue.wait(alloc.last_use, f"the previous call of {self.what} (interrupted)")
         return alloc
 
     def drop_scratch(self, binding: Any) -> None:

@@ -6,17 +6,12 @@ semaphore. "Has the work that used this buffer finished?" is then one comparison
 in the meantime, staging memory, one-off command buffers) are handed back by callbacks that
 run once the semaphore passes their serial (:meth:`Queue.defer`).
 
-Calls made close together share one ``vkQueueSubmit`` (*coalescing*): on an H200 VM the device
-takes about 12 µs over each separate submission (the call itself returns in about 3), several
-times a call's Python, so calls submitted one by one go at that pace. :meth:`Queue.submit_kernel`
-hands a kernel's call to the driver at once after a quiet spell of ``delay_s`` or once the caller
-has seen all earlier work finish; within a burst it keeps the command buffer (its serial given
-out), and the call that finds the oldest kept one ``delay_s`` old submits all of them, in order,
-in one ``vkQueueSubmit`` (a submit info and semaphore value each). Kept work reaches the driver
-before any wait for it (:meth:`Queue.wait`: reads, ``synchronize()``, closing) and before any
-submission that is not kept (:meth:`Queue.submit`); a helper thread submits what a burst leaves
-behind (once it gets the GIL: at worst the interpreter's 5 ms switch interval while another
-thread runs Python). ``delay_s`` 0: no keeping.
+Calls made close together share one ``vkQueueSubmit`` (*coalescing*; the README says why):
+within a burst :meth:`Queue.submit_kernel` keeps the command buffer (its serial given out), and
+the call that finds the oldest kept one ``delay_s`` old submits all of them, in order, in one
+``vkQueueSubmit``. Kept work reaches the driver before any wait for it (:meth:`Queue.wait`) and
+before any submission that is not kept (:meth:`Queue.submit`); a helper thread submits what a
+burst leaves behind. ``delay_s`` 0: no keeping.
 
 A kernel's command buffer is submitted under the queue's lock only while it is still recorded
 for the call (:meth:`Queue.submit_kernel`); the kernel takes it out of use under that lock
@@ -56,8 +51,7 @@ _clock = time.perf_counter
 _POLLS = range(16)
 
 
-def _used(owner: Any, uses: Sequence[Any], serial: int) -> None:
-    # Under Queue._lock: a submission got ``serial`` (see Queue.submit).
+def _used(owner: Any, uses: Sequence[Any], serial: int) -> None:  # (see Queue.submit)
     if owner is not None:
         owner.serial = serial
     for a in uses:
@@ -103,6 +97,9 @@ class Queue:
         self.flushed = 0  # the last serial handed to the driver
         self.completed = 0  # the last serial known to have finished
         self.flushes = 0  # vkQueueSubmit calls made
+        # _submit_one's vkQueueSubmit under way: its serial (0: none), its result (see _repair).
+        self._calling = 0
+        self._result: int | None = None
         # Kept submissions (coalescing): handles, the arrays that own them, what they are.
         self._kept: list[Any] = []
         self._kept_owners: list[Any] = []
@@ -117,15 +114,13 @@ class Queue:
         self._helper: threading.Thread | None = None
         self._closing = False
         # Failed submissions not raised yet: (their first serial, the error, the threads whose
-        # calls they held and that have not been told, by their _me() tokens, weakly: a thread
-        # that ends drops out, and a new one is never taken for it; None: any thread).
+        # calls they held and that have not been told, by _me() tokens, weakly; None: any).
         self._errors: list[tuple[int, BaseException, weakref.WeakSet[_Caller] | None]] = []
         self._local = threading.local()
         self._deferred: list[tuple[int, int, Callable[[], None]]] = []
         self._deferred_lock = threading.Lock()
         self._seq = itertools.count()
-        # The thread in _flush_locked, else 0 (see wait(): a finalizer the garbage collector runs
-        # there; and submit()).
+        # The thread in _flush_locked, else 0 (see wait(): a finalizer run there; and submit()).
         self._flusher = 0
         if delay_s > 0.0:  # (made here, not under the lock by a call: see _flusher)
             self._start_helper()
@@ -135,15 +130,14 @@ class Queue:
     def submit(self, command_buffers: Any, what: str, owner: Any = None, uses: Sequence[Any] = ()) -> int:
         """Submit ``command_buffers`` (a ``VkCommandBuffer[1]``, kept alive by the queue until it
         reaches the driver) now, after whatever was kept; return its serial. It becomes
-        ``owner.serial`` and the ``last_use`` of each allocation in ``uses`` as the driver gets the
-        work, under the lock, even where a KeyboardInterrupt is raised as vkQueueSubmit returns."""
+        ``owner.serial`` and the ``last_use`` of each allocation in ``uses``, under the lock,
+        before the driver gets the work (a KeyboardInterrupt anywhere: see _submit_one)."""
         core = self._core
         if core.lost or core.closed:
             core.check_usable()
         # Straight to the driver under self._lock alone while nothing is kept and no flush is
         # under way (_flusher: a flush submits without self._lock); else in order after them,
-        # under self._submit_lock too. (``with``, not acquire() and try: a KeyboardInterrupt
-        # raised as acquire() returns would leave the lock held.)
+        # under self._submit_lock too. (``with``: an interrupt can't leave a lock held.)
         with self._lock:
             if not self._kept and not self._flusher:
                 return self._submit_one(command_buffers, what, owner, uses)
@@ -151,8 +145,7 @@ class Queue:
             with self._lock:
                 if not self._kept:
                     return self._submit_one(command_buffers, what, owner, uses)
-                serial = self._keep(command_buffers, what)
-                _used(owner, uses, serial)
+                serial = self._keep(command_buffers, what, owner, uses)
             self._flush_locked()
         return serial
 
@@ -160,10 +153,8 @@ class Queue:
         """Submit a kernel's call: the command buffer of ``variant`` (a ``_pipeline.Variant``)
         if it is still recorded for ``key``; return its serial, or 0 if it is not (retired:
         the caller records the call again). ``variant.serial`` and the ``last_use`` of each
-        allocation in ``uses`` are set to the serial under the queue's lock, the same hold that
-        checks ``key``: :meth:`retire` orders against it, so a kernel's repeated call needs no
-        lock of its own. The caller does not wait for the call: in a burst it may be kept (see
-        the module)."""
+        allocation in ``uses`` are set under the queue's lock, the hold that checks ``key``
+        (:meth:`retire` orders against it). In a burst the call may be kept (see the module)."""
         core = self._core
         if core.lost or core.closed:
             core.check_usable()
@@ -185,15 +176,13 @@ class Queue:
                     return 0
                 if not self._kept:
                     return self._submit_one(variant.command_buffers, what, variant, uses)
-                serial = self._keep(variant.command_buffers, what)
-                _used(variant, uses, serial)
+                serial = self._keep(variant.command_buffers, what, variant, uses)
             self._flush_locked()
         return serial
 
     def retire(self, variant: Any) -> int:
-        """Take a kernel's command buffer out of use: :meth:`submit_kernel` submits ``variant``
-        no more (its ``key`` None). Returns the serial of its last submission: wait for that
-        before recording it again or freeing it."""
+        """Take a kernel's command buffer out of use (``key`` None: :meth:`submit_kernel` submits it
+        no more); returns its last serial, to wait for before recording it again or freeing it."""
         with self._lock:
             variant.key = None
             return int(variant.serial)
@@ -201,28 +190,39 @@ class Queue:
     def _submit_one(self, cbs: Any, what: str, owner: Any = None, uses: Sequence[Any] = ()) -> int:
         # With self._lock held, nothing kept and no flush under way (or self._submit_lock held
         # too): one command buffer straight to the driver (``owner``, ``uses``: see submit).
+        # Interrupt-safe: what it uses is marked first (late, never early: a serial the driver
+        # never got goes to the next one); the call's line notes it, with no point to raise at.
+        if self._calling:
+            self._repair()
         serial = self.submitted + 1
+        _used(owner, uses, serial)
         self._signal_value[0] = serial
         if cbs is not self._last_submitted:  # (a VkCommandBuffer[1]: commandBufferCount is 1)
             self._submit_info.pCommandBuffers = cbs
             self._last_submitted = cbs
+        self._result, submit, info = None, self._lib.vkQueueSubmit, self._submit_info
         try:
-            result = self._lib.vkQueueSubmit(self._queue, 1, self._submit_info, self._null)
+            self._calling = serial; self._result = submit(self._queue, 1, info, self._null)  # noqa: E702  # fmt: skip
         except BaseException:
-            # A KeyboardInterrupt raised as the call returned (a signal that came during it):
-            # the work is the driver's, its serial given out all the same. (A later submission
-            # that signalled the same value would let the waits for it return early.)
-            self.submitted = self.flushed = serial
-            _used(owner, uses, serial)
+            self._repair()  # (raised as the call returned: the driver has it) now, else later
             raise
-        if not result:  # (before any other call, where a signal's exception could be raised too)
+        result = self._result
+        if not result:
             self.submitted = self.flushed = serial
-            _used(owner, uses, serial)
+        else:  # not submitted: marked with the last serial given out (still not early)
+            _used(owner, uses, self.submitted)
+        self._calling = 0
         self._quiet_since = _clock()
         self.flushes += 1
         if result:
             self._fail(result, f"submitting {what}")
         return serial
+
+    def _repair(self) -> None:
+        # After a cut-short _submit_one (self._lock held): the serial the driver got is given out.
+        if self._calling > self.submitted and not self._result:
+            self.submitted = self.flushed = self._calling
+        self._calling = 0
 
     def _keep_in_burst(self, variant: Any, key: Any, uses: Sequence[Any], what: str, now: float) -> int:
         # submit_kernel() while a burst goes on: the call is kept (its serial returned; 0: the
@@ -231,8 +231,7 @@ class Queue:
         with self._lock:
             if variant.key is not key:
                 return 0
-            serial = self._keep(variant.command_buffers, what)
-            _used(variant, uses, serial)
+            serial = self._keep(variant.command_buffers, what, variant, uses)
             kept = self._kept
             if len(kept) == 1:
                 # The first of a burst: a later call, a wait or the helper submits it.
@@ -244,9 +243,11 @@ class Queue:
         self.flush()
         return serial
 
-    def _keep(self, command_buffers: Any, what: str) -> int:
-        # With self._lock held: the next serial, for a command buffer kept to be submitted.
+    def _keep(self, command_buffers: Any, what: str, owner: Any, uses: Sequence[Any]) -> int:
+        # With self._lock held: the next serial, for a command buffer kept (marked first).
+        self._repair()
         serial = self.submitted + 1
+        _used(owner, uses, serial)
         self.submitted = serial
         self._kept.append(command_buffers[0])
         self._kept_owners.append(command_buffers)
@@ -386,8 +387,12 @@ class Queue:
         if serial <= self.completed:
             return
         if serial > self.flushed:
-            if serial > self.submitted:
-                raise AssertionError(f"waiting for serial {serial}, only {self.submitted} submitted")
+            if self._calling:
+                with self._lock:
+                    self._repair()
+            serial = min(serial, self.submitted)  # (a mark for a submission the driver never got)
+            if serial <= self.completed:
+                return
             self.flush()
             if self._errors:  # the helper's submission of it failed meanwhile
                 self._raise_failed(serial)
@@ -464,12 +469,12 @@ class Queue:
             raise found
 
     def wait_idle(self, what: str, timeout_ns: int | None = None) -> None:
-        """Wait for everything submitted so far."""
-        self.wait(self.submitted, what, timeout_ns)
+        """Wait for everything submitted so far (a submission cut short too: see wait)."""
+        self.wait(max(self.submitted, self._calling), what, timeout_ns)
 
     def drain(self, timeout_ns: int) -> None:
-        """Wait for everything submitted, at most ``timeout_ns``, the device closing (failed
-        submissions that no wait raised are logged: their calls did not run, nothing runs)."""
+        """Wait for everything submitted, at most ``timeout_ns``, the device closing (logging
+        failed submissions that no wait raised)."""
         with self._submit_lock:
             self._flush_locked(stash=True)
         with self._lock:

@@ -136,7 +136,7 @@ def test_what_a_replay_could_not_redo_is_refused_while_recording(dev: slangrt.De
             s.add.dispatch(buffers, grid)
         np.testing.assert_array_equal(s.a.numpy(), before)
         np.testing.assert_array_equal(host_a, 0)
-    assert _batch._local.depth == 0 and _batch._local.graph is None
+    assert _batch.open_depth() == 0 and _batch._local.graph is None
     with slangrt.batch():  # the thread's batching works as before
         s()
     np.testing.assert_array_equal(s.a.numpy(), before + 2)
