@@ -79,7 +79,8 @@ def test_dispatch_for_form_and_prose_that_only_looks_like_it() -> None:
             "a second Dispatch line for `a` \\(the first is used\\)",
         ),
         ("// Dispatch (): n groups of 4\n", 1, "cannot read which entries"),
-        ("// Dispatch (class): n groups of 4\n", 1, "cannot read which entries"),
+        # (a keyword is a name since any identifier is: `class` reads as the entry `class`)
+        ("// Dispatch (a.b): n groups of 4\n", 1, "cannot read which entries"),
         ("// Bindings:\n//   u0: x  f32, flat[n][m]\n", 2, "takes one size"),
         ("// Bindings:\n//   t0: p  p[0] = (a, c), p[0] = (b, d)\n", 2, "element \\[0\\] is listed twice"),
         ("// Bindings:\n//   t0: p  (a, b\n", 2, "cannot read"),
