@@ -2,6 +2,7 @@
 
     python benchmarks/soak_interrupts.py [--calls 100000] [--mode numpy|tensor|hot|batch|all]
                                          [--period-ms 7 --period-ms 10 ...] [--json out.json]
+                                         [--kernels DIR]
 
 The kernel is ``axpy`` from ``benchmarks/axpy_kernels.py`` (``y += alpha * scale[r] * x +
 offset``), built into a temporary package with hatch-slang's pipeline and called through its
@@ -19,6 +20,7 @@ KeyboardInterrupt), or if no call was interrupted (the timer never hit: the soak
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import json
 import signal
@@ -218,11 +220,21 @@ def main() -> int:
         "--busy-rounds", type=int, default=BUSY_ROUNDS, help="busy work queued ahead of each call (0: none)"
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--kernels",
+        type=Path,
+        help="a directory with the kernels already built by axpy_kernels.build_kernels (where "
+        "hatch-slang is not installed, a GPU machine say); else they are built into a temporary one",
+    )
     args = parser.parse_args()
     periods = tuple(args.period_ms or (7.0, 8.0, 9.0, 10.0))
     with tempfile.TemporaryDirectory(prefix="soak-interrupts-") as tmp:
-        sys.path.insert(0, tmp)
-        kernels = build_kernels(Path(tmp))
+        if args.kernels is not None:
+            sys.path.insert(0, str(args.kernels.resolve()))
+            kernels = importlib.import_module("callspkg.kernels")
+        else:
+            sys.path.insert(0, tmp)
+            kernels = build_kernels(Path(tmp))
         t0 = time.perf_counter()
         report = soak(kernels, args.calls, args.mode, periods, args.seed, busy_rounds=args.busy_rounds)
         report["seconds"] = round(time.perf_counter() - t0, 1)

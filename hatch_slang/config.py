@@ -360,6 +360,7 @@ def _resolve_overrides(root: Path, overrides: tuple[OverrideSettings, ...]) -> t
 
 def parse_config(root: Path, raw: Mapping[str, Any]) -> BuildConfig:
     """The hook's table (as hatchling hands it over) read, checked and resolved against ``root``."""
+    root = root.absolute()  # compiler workers change directory: a relative root would move
     settings = read(HookSettings, raw, accept=tuple(HATCH_OPTIONS))
     for pattern in settings.shaders:  # (matched when the shaders are found)
         check_glob(option_name(HookSettings, "shaders"), pattern)

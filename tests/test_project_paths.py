@@ -183,3 +183,14 @@ def test_a_literal_dollar_in_a_template_is_kept(project: Path) -> None:
     code, output = _build(project)
     assert code == 0, output
     assert "# costs $5" in (project / "mypkg" / "kernels" / "offset.py").read_text()
+
+
+def test_a_relative_project_root_builds(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Compiler workers change directory to the project: a root left relative moved with them.
+    from hatch_slang import pipeline
+
+    monkeypatch.chdir(project.parent)
+    config = load_project_config(Path(project.name))
+    assert config.root.is_absolute()
+    out = pipeline.build(config, cache=None)
+    assert out.files
