@@ -252,7 +252,12 @@ class Heap:
         self.kind = kind
         self.type_index = type_index
         self.mapped = mapped
-        self._lock = threading.Lock()
+        # Reentrant: a garbage collection can start at any allocation of an object, this
+        # thread's critical sections below included, and the finalizers it runs free tensors
+        # (``_free``, ``release``) in this thread, taking the lock again (with a plain lock that
+        # deadlocked). The sections make such objects only where the bookkeeping is whole (before
+        # they change it, or once it is done), so a nested free sees it whole.
+        self._lock = threading.RLock()
         # size class -> blocks of that class with at least one free slot
         self._partial: dict[int, list[Block]] = {}
         self._blocks: set[Block] = set()

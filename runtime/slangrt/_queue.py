@@ -118,7 +118,7 @@ class Queue:
         self._errors: list[tuple[int, BaseException, weakref.WeakSet[_Caller] | None]] = []
         self._local = threading.local()
         self._deferred: list[tuple[int, int, Callable[[], None]]] = []
-        self._deferred_lock = threading.Lock()
+        self._deferred_lock = threading.RLock()  # finalizers defer: reentrant, see _heap.Heap
         self._seq = itertools.count()
         # The thread in _flush_locked, else 0 (see wait(): a finalizer run there; and submit()).
         self._flusher = 0

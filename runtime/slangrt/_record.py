@@ -37,7 +37,9 @@ class DescriptorSets:
     def __init__(self, core: Core, queue: Queue) -> None:
         self._core = core
         self._queue = queue
-        self._lock = threading.Lock()
+        # Reentrant: a finalizer run by a collection inside a section (a recorded graph's)
+        # gives sets back in this thread (see _heap.Heap).
+        self._lock = threading.RLock()
         self._pools: list[Any] = []
 
     def _new_pool(self) -> Any:
