@@ -315,3 +315,47 @@ def test_a_malformed_manifest_is_a_clean_error_naming_the_package(install: Any, 
     with pytest.raises(slangrt.SlangRTError, match=why) as info:
         _call(module, "cbuffer_bias")
     assert f"{kernels / 'manifest.json'} is malformed" in str(info.value)
+
+
+def _in_time(fn: Callable[[], None], seconds: float = 20) -> BaseException | None:
+    """Run ``fn`` in a thread: what it raised (None: it returned); fails if it is still running
+    after ``seconds`` (a read that blocks for ever)."""
+    import threading
+
+    got: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as e:
+            got.append(e)
+        else:
+            got.append(None)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert got, f"still running after {seconds} s"
+    return got[0]
+
+
+@pytest.mark.parametrize("planted", ["fifo", "dev-zero", "huge", "deep-json"])
+@pytest.mark.parametrize("target", ["spv", "manifest"])
+def test_a_planted_file_is_refused_never_read_for_ever(install: Any, planted: str, target: str) -> None:
+    import os
+
+    kernels, load = install(None)
+    path = kernels / ("manifest.json" if target == "manifest" else "cbuffer_bias.computeMain.spv")
+    path.unlink()
+    if planted == "fifo":
+        os.mkfifo(path)
+    elif planted == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif planted == "huge":
+        with path.open("wb") as f:
+            f.truncate(3 << 30)  # sparse: no disk used
+    else:
+        path.write_text("[" * 200_000 + "]" * 200_000)
+    error = _in_time(lambda: _call(load("cbuffer_bias"), "cbuffer_bias") and None)
+    assert isinstance(error, slangrt.SlangRTError), repr(error)
+    assert str(path.name) in str(error)

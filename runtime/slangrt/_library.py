@@ -9,9 +9,11 @@ from pathlib import Path
 from . import _spirv
 from . import manifest as _manifest
 from ._errors import SlangRTError
+from ._files import read_regular
 from ._kernel import BindingSpec, Kernel
 
 _HEX = frozenset("0123456789abcdef")
+MAX_SPIRV_BYTES = 64 << 20  # the largest SPIR-V module read (real kernels: kilobytes)
 
 
 class KernelLibrary:
@@ -47,7 +49,7 @@ class KernelLibrary:
             raise self._refuse(shader, entry, f"has a spirv_sha256 that is not a sha256: {want[:80]!r}")
         path = self.directory / name
         try:
-            spirv = path.read_bytes()
+            spirv = read_regular(path, MAX_SPIRV_BYTES)
         except OSError as e:
             raise self._refuse(shader, entry, f"names {name}, which cannot be read ({e})") from None
         if hashlib.sha256(spirv).hexdigest() != want:

@@ -20,8 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from . import _settings, _vk
+from ._files import read_regular
 
 __all__ = ["PipelineCache", "cache_dir"]
+
+# The largest cache file read: past it (or not a regular file: a FIFO, a link to a device) the
+# cache starts empty, with a warning.
+MAX_CACHE_BYTES = 1 << 30
 
 _log = logging.getLogger("slangrt")
 
@@ -50,7 +55,7 @@ class PipelineCache:
         data = b""
         if self.path is not None:
             try:
-                data = self.path.read_bytes()
+                data = read_regular(self.path, MAX_CACHE_BYTES)
             except FileNotFoundError:
                 pass
             except OSError as exc:

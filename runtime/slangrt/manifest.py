@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal, TypedDict
 
 from ._errors import SlangRTError
+from ._files import read_regular
 
 FILENAME = "manifest.json"
 FORMAT = 2
@@ -75,12 +76,16 @@ def dumps(manifest: Manifest) -> str:
     return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
 
 
+# The largest manifest read (a package of thousands of kernels has a few MiB).
+MAX_MANIFEST_BYTES = 64 << 20
+
+
 def read(path: Path) -> Manifest:
     """The manifest at ``path``; :class:`SlangRTError` when it cannot be read or its format is
     not one this slangrt reads."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        data = json.loads(read_regular(path, MAX_MANIFEST_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as e:  # (RecursionError: nesting past the parser)
         raise SlangRTError(f"cannot read kernel manifest {path}: {e}") from None
     fmt = data.get("format") if isinstance(data, dict) else None
     if fmt not in FORMATS or isinstance(fmt, bool):
