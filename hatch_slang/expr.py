@@ -11,10 +11,9 @@ same tree calling the same helpers, so an expression means one thing wherever it
 from __future__ import annotations
 
 import ast
-import io
 import keyword
 import operator
-import tokenize
+import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -167,7 +166,7 @@ def parse_tree(text: str, what: str = "an expression", scale: int = 1) -> ast.ex
 
 def parse_grid(text: str) -> tuple[Expr, ...]:
     """Parse ``(X, Y, Z)``, ``(X, Y)``, ``(X)`` or ``X`` into one to three expressions."""
-    text = text.strip()
+    text = _spelled(text.strip())  # (the parts' text is cut from what was parsed)
     body = parse_tree(text, "a grid expression", scale=3)
     parts = body.elts if isinstance(body, ast.Tuple) else [body]
     if not 1 <= len(parts) <= 3:
@@ -175,21 +174,29 @@ def parse_grid(text: str) -> tuple[Expr, ...]:
     return tuple(parse_expr(ast.get_source_segment(text, p) or "") for p in parts)
 
 
+_KEYWORD = re.compile(r"(?<![\w.])(" + "|".join(keyword.kwlist) + r")(?!\w)")
+
+
+def _spelled(text: str) -> str:
+    """``text`` as the wrappers spell it: each Python keyword read as the argument
+    :func:`argument_name` makes of it (``ceil(lambda / 64)`` reads the argument ``lambda_``), where
+    ``text`` does not parse as it is. (Expressions hold names, numbers and operators only.)"""
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError:
+        return _KEYWORD.sub(r"\1_", text)
+    return text
+
+
 def _parse(text: str, what: str) -> ast.Expression:
-    """``text`` parsed; where that fails, parsed again with each keyword read as the argument
-    :func:`argument_name` makes of it (``ceil(lambda / 64)`` reads the argument ``lambda_``)."""
+    """``text`` parsed as :func:`_spelled` spells it."""
     try:
         return ast.parse(text, mode="eval")
     except SyntaxError as e:
         error = e
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-        renamed = [
-            (t.type, t.string + "_" if t.type == tokenize.NAME and keyword.iskeyword(t.string) else t.string)
-            for t in tokens
-        ]
-        return ast.parse(tokenize.untokenize(renamed), mode="eval")
-    except (SyntaxError, tokenize.TokenError, IndentationError):
+        return ast.parse(_spelled(text), mode="eval")
+    except SyntaxError:
         raise ExprError(f"`{text}` is not {what} ({error.msg})") from None
 
 

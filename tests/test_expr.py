@@ -97,3 +97,12 @@ def test_names_no_entry_function_can_have(name: str) -> None:
 )
 def test_entry_functions_are_named_as_written(name: str, python: str) -> None:
     assert entry_name(name) == python
+
+
+def test_a_keyword_in_a_dispatch_line_reads_as_its_renamed_argument() -> None:
+    from hatch_slang.dispatch_line import read_dispatch
+
+    doc = read_dispatch("(ceil(lambda / 8), ceil(match / 8), class) groups of 64")
+    assert [g.names for g in doc.grid] == [("lambda_",), ("match",), ("class_",)]
+    assert doc.grid[0].python == "_c.ceil(_c.div(lambda_, 8))"
+    assert doc.group_size == 64
