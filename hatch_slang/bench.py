@@ -101,7 +101,7 @@ class BenchRow:
             f"{self.gpu_us:.2f}",
             f"{self.bytes / 1e6:.2f}",
             f"{self.gb_per_s:.1f}",
-            "-" if rate is None else f"{rate:.2f}",
+            "-" if rate is None else f"{rate:.3g}",  # (a tiny kernel's rate is far below 0.01)
             f"{self.submit_us:.1f}",
             f"{self.wall_us:.1f}",
         ]
@@ -118,7 +118,7 @@ class BenchRow:
             "bytes": self.bytes,
             "gb_per_s": round(self.gb_per_s, 2),
             "flops": self.flops,
-            "gflop_per_s": None if rate is None else round(rate, 3),
+            "gflop_per_s": None if rate is None else float(f"{rate:.4g}"),
             "submit_us": round(self.submit_us, 3),
             "wall_us": round(self.wall_us, 3),
         }

@@ -246,7 +246,9 @@ def test_gflops_where_the_reference_counts_the_operations(project: Path) -> None
     cells = {line.split()[1]: line.split() for line in out.splitlines() if ".slang" in line}
     columns = next(line for line in out.splitlines() if line.startswith("shader")).split()
     assert columns[:7] == ["shader", "entry", "shape", "GPU", "us", "MB", "GB/s"]
-    assert float(cells["triad"][6]) > 0 and cells["axpy"][6] == "-"
+    # A rate wherever a GPU time was measured (shown to 3 significant digits: never a rounded 0).
+    assert cells["axpy"][6] == "-"
+    assert float(cells["triad"][6]) > 0 if float(cells["triad"][3]) > 0 else cells["triad"][6] == "-"
     code, out, err = _bench(project, "triad", "--size", "n=1000", "--json")
     assert code == 0 and _rows(out)["triad"]["flops"] == 2000.0, err
 
