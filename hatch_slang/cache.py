@@ -47,7 +47,6 @@ import hashlib
 import json
 import os
 import re
-import stat
 import sys
 import tempfile
 import time
@@ -56,6 +55,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from slangrt import files
 
 from hatch_slang import __version__
 from hatch_slang.compiler import CompiledEntry, CompileOptions, CompileResult
@@ -122,34 +123,15 @@ def _sha256(data: bytes) -> str:
 # What a file may be to be read at all: an entry, or a file an entry says the compiler read.
 MAX_ENTRY_BYTES = 256 << 20
 MAX_SOURCE_BYTES = 64 << 20
-_O_READ = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
 def read_regular(path: Path, limit: int, *, follow: bool = True) -> bytes | None:
     """A regular file's content, or None: missing, unreadable, over ``limit`` bytes, or no
     regular file (a FIFO or a device: opened without blocking, and never read)."""
-    flags = _O_READ | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, flags)
+        return files.read_regular(path, limit, follow=follow)
     except (OSError, ValueError):  # ValueError: a NUL in the path
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks) if size <= limit else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)

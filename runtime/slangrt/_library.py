@@ -9,8 +9,8 @@ from pathlib import Path
 from . import _spirv
 from . import manifest as _manifest
 from ._errors import SlangRTError
-from ._files import read_regular
 from ._kernel import BindingSpec, Kernel
+from .files import read_regular
 
 _HEX = frozenset("0123456789abcdef")
 MAX_SPIRV_BYTES = 64 << 20  # the largest SPIR-V module read (real kernels: kilobytes)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _settings, _vk
-from ._files import read_regular
+from .files import read_regular
 
 __all__ = ["PipelineCache", "cache_dir"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal, TypedDict
 
 from ._errors import SlangRTError
-from ._files import read_regular
+from .files import read_regular
 
 FILENAME = "manifest.json"
 FORMAT = 2
