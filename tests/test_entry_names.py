@@ -361,7 +361,6 @@ def loads(nodes: list[ast.AST]) -> set[str]:
 @settings(
     max_examples=60,
     deadline=None,
-    derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
