@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 # building this repository needs no hatch-slang-runtime from an index.
 sys.path.insert(1, str(Path(__file__).parent / "runtime"))
 
-from hatch_slang.config import without_custom_options
-from hatch_slang.plugin import SlangBuildHook
+from hatch_slang.config.project import without_custom_options
+from hatch_slang.hatch.plugin import SlangBuildHook
 
 
 class CustomBuildHook(SlangBuildHook):

@@ -105,8 +105,8 @@ package = "callspkg/kernels"
 
 def build_kernels(root: Path) -> ModuleType:
     """Build the test kernels into ``root`` and import their package."""
-    from hatch_slang import pipeline
-    from hatch_slang.config import load_project_config
+    from hatch_slang.builder import pipeline
+    from hatch_slang.config.project import load_project_config
 
     (root / "shaders").mkdir(parents=True)
     (root / "shaders" / "axpy.slang").write_text(AXPY)

@@ -191,7 +191,7 @@ float silu(float v) { return v / (1.0f + exp(-v)); }
 ONE = """\
 import sys
 from pathlib import Path
-from hatch_slang.compiler import CompileJob, CompileOptions, compile_job
+from hatch_slang.compile.compiler import CompileJob, CompileOptions, compile_job
 path, entries = sys.argv[1], tuple(sys.argv[2:])
 result = compile_job(CompileJob(path, entries, CompileOptions(), "."))
 assert result.error is None, result.error
@@ -244,7 +244,7 @@ def generated_corpus(root: Path, n: int) -> dict[str, tuple[str, ...]]:
 def repo_corpus(root: Path) -> dict[str, tuple[str, ...]]:
     shutil.copytree(REPO / "shaders", root / "shaders", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     sys.path.insert(0, str(REPO))
-    from hatch_slang.discover import discover
+    from hatch_slang.compile.discover import discover
 
     return {s.rel: s.entries for s in discover(root, ["shaders/*.slang"])}
 
@@ -270,7 +270,7 @@ def best(f: Callable[[], float], repeat: int) -> tuple[float, float]:
 
 
 def clean(root: Path) -> None:
-    from hatch_slang.cache import default_cache_dir
+    from hatch_slang.compile.cache import default_cache_dir
 
     shutil.rmtree(default_cache_dir(root), ignore_errors=True)  # under main()'s $HATCH_SLANG_CACHE_DIR
     shutil.rmtree(root / "build", ignore_errors=True)
@@ -306,8 +306,8 @@ def touch(root: Path, rel: str, k: int) -> None:
 
 
 def in_process_noop(root: Path) -> float:
-    from hatch_slang import pipeline
-    from hatch_slang.config import load_project_config
+    from hatch_slang.builder import pipeline
+    from hatch_slang.config.project import load_project_config
 
     start = time.perf_counter()
     config = load_project_config(root)

@@ -27,7 +27,7 @@ that sees completion. This measures exactly those, in nanoseconds:
     from the last poll (the one that saw the work finished) returning to ``synchronize()``
     (``submit_wait_timeline()``) returning.
 
-How: the device is opened with ``slangrt._vk._module`` (the one place slangrt reaches the
+How: the device is opened with ``slangrt._vulkan._vk._module`` (the one place slangrt reaches the
 ``vulkan`` package, where the fault tests put their proxy too) set to a probe whose
 ``lib.vkQueueSubmit`` and ``lib.vkGetSemaphoreCounterValue`` are Python wrappers that read
 ``time.perf_counter_ns()`` around the real functions (everything else is the real module);
@@ -90,7 +90,8 @@ ARGS = _args() if __name__ == "__main__" else None
 sys.path[:0] = [str(_runtime_dir(ARGS.runtime) if ARGS and ARGS.runtime else ROOT / "runtime")]
 
 import slangrt  # noqa: E402
-from slangrt import _settings, _vk  # noqa: E402
+from slangrt import _settings  # noqa: E402
+from slangrt._vulkan import _vk  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("runtime_bench", ROOT / "benchmarks" / "runtime.py")
 assert _spec is not None and _spec.loader is not None

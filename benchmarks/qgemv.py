@@ -155,7 +155,7 @@ def _rewrite(text: str, overrides: dict[str, int], edits: list[tuple[str, str]])
 
 
 def build(old: str, before: str) -> int:
-    from hatch_slang.compiler import CompileJob, CompileOptions, compile_job
+    from hatch_slang.compile.compiler import CompileJob, CompileOptions, compile_job
 
     OUT.mkdir(parents=True, exist_ok=True)
     index: dict[str, Any] = {}

@@ -3,7 +3,7 @@
     python benchmarks/views.py [--quick] [--out results.md]
 
 Needs ``slangrt`` importable (``pip install -e runtime`` or ``PYTHONPATH=runtime``) and a Vulkan
-device. Every call goes the way a generated wrapper's does (``slangrt._call.Dims``: ``array``
+device. Every call goes the way a generated wrapper's does (``slangrt._calls._call.Dims``: ``array``
 per argument, ``pack`` for the params, ``run``), on ``a += b`` (the committed SPIR-V of
 ``tests/runtime/data/add.slang``).
 
@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "runtime"))
 
 import slangrt  # noqa: E402
 from slangrt import BindingSpec as B  # noqa: E402
-from slangrt._call import Dims  # noqa: E402
+from slangrt._calls._call import Dims  # noqa: E402
 
 ADD = [B(0, "a", "storage", True), B(1, "b", "storage", False), B(2, "params", "storage", False)]
 

@@ -80,8 +80,8 @@ def build_project(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], Callable[
     """Build a project's kernels in-process into its source tree; return a module importer."""
 
     def build(root: Path) -> Callable[[str], ModuleType]:
-        from hatch_slang import pipeline
-        from hatch_slang.config import load_project_config
+        from hatch_slang.builder import pipeline
+        from hatch_slang.config.project import load_project_config
 
         config = load_project_config(root)
         pipeline.write_output(pipeline.build(config), config.package_dir)

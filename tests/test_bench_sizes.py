@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang import pipeline
-from hatch_slang.cli import main
-from hatch_slang.config import load_project_config
+from hatch_slang.builder import pipeline
+from hatch_slang.cli.commands import main
+from hatch_slang.config.project import load_project_config
 
 from .helpers import PACKAGES, requires_device
 
@@ -105,7 +105,7 @@ void triad(uint3 id : SV_DispatchThreadID)
 """
 
 TRIAD_REFERENCE = """\
-from hatch_slang.validate import Case
+from hatch_slang.cli.validate import Case
 
 
 def triad(args):
@@ -202,7 +202,7 @@ def test_a_size_nobody_gives_names_the_binding_and_the_size(project: Path) -> No
 
 
 def test_params_are_the_sizes_given_else_zero(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hatch_slang.bench import sized_calls
+    from hatch_slang.cli.bench import sized_calls
 
     monkeypatch.syspath_prepend(str(project))
     config = load_project_config(project)
@@ -272,7 +272,7 @@ def test_a_flop_count_that_fails_is_an_error_naming_the_reference(project: Path,
 
 
 def test_index_buffers_get_zeros(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hatch_slang.bench import sized_calls
+    from hatch_slang.cli.bench import sized_calls
 
     monkeypatch.syspath_prepend(str(project))
     config = load_project_config(project)
@@ -292,7 +292,7 @@ def test_index_buffers_get_zeros(project: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_the_libraries_gemv_norm_and_softmax_references_count_their_operations() -> None:
-    from hatch_slang.validate import load_reference, reference_flops
+    from hatch_slang.cli.validate import load_reference, reference_flops
 
     shaders = PACKAGES.parent.parent / "shaders"
     gemv = {"rows": 64, "cols": 256, "n_tokens": 3, "accumulate": 0}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.config import load_project_config, parse_config
+from hatch_slang.builder import pipeline
+from hatch_slang.config.project import load_project_config, parse_config
 from hatch_slang.errors import BuildErrors, CompileError, HatchSlangError, ShaderError
 
 pytestmark = pytest.mark.compile
@@ -81,7 +81,7 @@ def test_generated_code_is_ruff_formatted(package: Callable[[str], Path], tmp_pa
 def test_long_dispatch_expressions_are_laid_out_as_ruff_formats_them(tmp_path: Path, n: int) -> None:
     # A grid axis too long for one line (the persistent-workgroup GEMVs' Dispatch lines):
     # nested calls are split as ruff splits them, at every depth that is still too long.
-    from hatch_slang import codegen
+    from hatch_slang.codegen import wrappers as codegen
 
     inner = "_c.ceil(_c.div((_c.ceil(_c.div(rows, 32)) * n_tokens), 396))"
     for _ in range(n // 4):

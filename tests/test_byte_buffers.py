@@ -78,8 +78,8 @@ package = "bytespkg/kernels"
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    from hatch_slang import pipeline
-    from hatch_slang.config import load_project_config
+    from hatch_slang.builder import pipeline
+    from hatch_slang.config.project import load_project_config
 
     root = tmp_path_factory.mktemp("bytes")
     (root / "shaders").mkdir()

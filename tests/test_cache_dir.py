@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hatch_slang import cache
-from hatch_slang.cache import default_cache_dir, project_key, user_cache_dir
+from hatch_slang.compile import cache
+from hatch_slang.compile.cache import default_cache_dir, project_key, user_cache_dir
 
 
 def project(where: Path, name: str | None) -> Path:

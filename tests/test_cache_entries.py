@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.cache import BuildCache
-from hatch_slang.config import load_project_config
-from hatch_slang.discover import discover
+from hatch_slang.builder import pipeline
+from hatch_slang.compile.cache import BuildCache
+from hatch_slang.compile.discover import discover
+from hatch_slang.config.project import load_project_config
 
 from .helpers import copy_package
 
@@ -294,7 +294,7 @@ def test_a_new_file_that_shadows_an_include_is_a_miss(
 
 
 def test_every_library_of_the_compiler_is_in_the_key() -> None:
-    from hatch_slang.compiler import compiler_fingerprint, slang_library_path
+    from hatch_slang.compile.compiler import compiler_fingerprint, slang_library_path
 
     here = slang_library_path().parent
     libs = [p for p in here.iterdir() if "slang-" in p.name and (".so" in p.suffixes or p.suffix == ".dll")]
@@ -302,3 +302,23 @@ def test_every_library_of_the_compiler_is_in_the_key() -> None:
     fingerprint = compiler_fingerprint()
     for lib in libs:
         assert f"{lib.name}:{lib.stat().st_size}" in fingerprint
+
+
+def test_the_cache_key_covers_every_module_of_every_subpackage(tmp_path: Path) -> None:
+    from hatch_slang.compile.cache import code_digest
+
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "kernels").mkdir()
+    for name in ("a.py", "sub/b.py", "sub/deeper/c.py", "kernels/k.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    before = code_digest(tmp_path)
+    (tmp_path / "kernels" / "k.py").write_text("x = 2\n")  # built kernels are not the build's code
+    assert code_digest(tmp_path) == before
+    for name in ("a.py", "sub/deeper/c.py"):
+        (tmp_path / name).write_text("x = 3\n")
+        after = code_digest(tmp_path)
+        assert after != before, name
+        before = after
+    (tmp_path / "sub" / "deeper" / "c.py").rename(tmp_path / "sub" / "c.py")  # a move counts too
+    assert code_digest(tmp_path) != before
+    assert code_digest() == code_digest(Path(__file__).resolve().parents[1] / "hatch_slang")

@@ -590,7 +590,7 @@ def test_calls_run_clean_under_the_validation_layer(kernels: ModuleType) -> None
     assert proc.stderr == "", proc.stderr  # no validation error, no warning
 
 
-# -- pointer parameters, push constants and unsupported kernels (slangrt._call, validate) ----------
+# -- pointer parameters, push constants and unsupported kernels (slangrt._calls._call, validate) ----------
 
 RUNTIME_DATA = Path(__file__).resolve().parent / "runtime" / "data"
 
@@ -612,7 +612,7 @@ def _needs_device_address() -> None:
 
 def test_pack_ptr_packs_the_tensor_address() -> None:
     import slangrt
-    from slangrt import _call
+    from slangrt._calls import _call
 
     _needs_device_address()
     t = slangrt.Tensor.from_numpy(np.ones(8, np.float32))
@@ -623,7 +623,7 @@ def test_pack_ptr_packs_the_tensor_address() -> None:
 
 
 def test_pack_ptr_takes_only_a_tensor() -> None:
-    from slangrt import _call
+    from slangrt._calls import _call
 
     with pytest.raises(TypeError) as info:
         _call.pack("params", 8, (("src", 0, "ptr", np.ones(4, np.float32)),))
@@ -641,7 +641,7 @@ def test_pack_ptr_takes_only_a_tensor() -> None:
 
 def test_dims_run_passes_push_constants_and_pointer_refs() -> None:
     import slangrt
-    from slangrt import _call
+    from slangrt._calls import _call
 
     _needs_device_address()
     k = _pointer_kernel()
@@ -665,7 +665,7 @@ def test_dims_run_passes_push_constants_and_pointer_refs() -> None:
 
 def test_dims_run_with_a_pointer_in_packed_params() -> None:
     import slangrt
-    from slangrt import _call
+    from slangrt._calls import _call
 
     _needs_device_address()
     bindings = [
@@ -686,7 +686,7 @@ def test_dims_run_with_a_pointer_in_packed_params() -> None:
 
 def test_dims_run_refuses_a_pointer_to_another_device() -> None:
     import slangrt
-    from slangrt import _call
+    from slangrt._calls import _call
 
     _needs_device_address()
     k = _pointer_kernel()
@@ -702,7 +702,7 @@ def test_dims_run_refuses_a_pointer_to_another_device() -> None:
 
 
 def test_dims_run_without_push_for_a_push_kernel_names_the_sizes() -> None:
-    from slangrt import _call
+    from slangrt._calls import _call
 
     k = _pointer_kernel()
     with pytest.raises(
@@ -714,7 +714,7 @@ def test_dims_run_without_push_for_a_push_kernel_names_the_sizes() -> None:
 def test_validate_reports_an_unsupported_kernel_as_skipped() -> None:
     import slangrt
 
-    from hatch_slang.validate import Case, Row, Skipped, run_case
+    from hatch_slang.cli.validate import Case, Row, Skipped, run_case
 
     def coop(**_: Any) -> None:
         raise slangrt.UnsupportedKernelError(
@@ -740,7 +740,7 @@ def test_devices_json_lists_features() -> None:
 
     from click.testing import CliRunner
 
-    from hatch_slang.cli import main
+    from hatch_slang.cli.commands import main
 
     result = CliRunner().invoke(main, ["devices", "--json"])
     assert result.exit_code == 0, result.output

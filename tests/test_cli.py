@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from hatch_slang.cli import main
+from hatch_slang.cli.commands import main
 
 from .helpers import requires_device
 

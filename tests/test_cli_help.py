@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang import pipeline
-from hatch_slang.cli import main
-from hatch_slang.config import load_project_config
+from hatch_slang.builder import pipeline
+from hatch_slang.cli.commands import main
+from hatch_slang.config.project import load_project_config
 
 from .helpers import PACKAGES, requires_device
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.compiler import CompileOptions, CompileResult, slang_args
-from hatch_slang.config import BuildConfig, check_compiler_args, load_project_config, parse_config
-from hatch_slang.discover import discover
+from hatch_slang.builder import pipeline
+from hatch_slang.compile.compiler import CompileOptions, CompileResult, slang_args
+from hatch_slang.compile.discover import discover
+from hatch_slang.config.project import BuildConfig, check_compiler_args, load_project_config, parse_config
 from hatch_slang.errors import CompileError, ConfigError
 
 STD = "shaders/plain/layout_std.slang"

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from hatch_slang.contract import parse_contract
+from hatch_slang.comments.contract import parse_contract
 
 from .helpers import SEED
 

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.config import load_project_config
+from hatch_slang.builder import pipeline
+from hatch_slang.config.project import load_project_config
 
 from .helpers import PACKAGES, requires_device
 

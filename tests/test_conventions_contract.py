@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang import pipeline
-from hatch_slang.cli import main
-from hatch_slang.config import load_project_config, parse_config
-from hatch_slang.contract import parse_contract
+from hatch_slang.builder import pipeline
+from hatch_slang.cli.commands import main
+from hatch_slang.comments.contract import parse_contract
+from hatch_slang.config.project import load_project_config, parse_config
 from hatch_slang.errors import HatchSlangError, ShaderError
-from hatch_slang.reflection import ReflectedBinding, Scalar, _merge
+from hatch_slang.spec.reflection import ReflectedBinding, Scalar, _merge
 
 from .helpers import PACKAGES, requires_device
 

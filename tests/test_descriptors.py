@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from slangrt.spirv import read_module
 
-from hatch_slang import pipeline
-from hatch_slang.config import load_project_config
+from hatch_slang.builder import pipeline
+from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import HatchSlangError
-from hatch_slang.spirv import read_module
 
 from .helpers import requires_device
 

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hatch_slang import codegen
-from hatch_slang.compiler import CompileJob, CompileOptions, CompileResult, CompilerPool
-from hatch_slang.contract import parse_contract
-from hatch_slang.discover import Shader
-from hatch_slang.spec import build_spec
+from hatch_slang.codegen import wrappers as codegen
+from hatch_slang.comments.contract import parse_contract
+from hatch_slang.compile.compiler import CompileJob, CompileOptions, CompileResult, CompilerPool
+from hatch_slang.compile.discover import Shader
+from hatch_slang.spec.merge import build_spec
 
 from .test_hostile import assert_safe_module
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hatch_slang.contract import parse_contract
+from hatch_slang.comments.contract import parse_contract
 
 
 def _binding(line: str) -> tuple[str, str | None, tuple[str, ...] | None, str | None]:

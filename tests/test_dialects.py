@@ -26,10 +26,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang import pipeline
-from hatch_slang.cli import main
-from hatch_slang.config import load_project_config
-from hatch_slang.contract import leading_comment
+from hatch_slang.builder import pipeline
+from hatch_slang.cli.commands import main
+from hatch_slang.comments.contract import leading_comment
+from hatch_slang.config.project import load_project_config
 
 from .helpers import requires_device
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.compiler import CompileJob, CompileOptions, CompilerPool
-from hatch_slang.config import parse_config
-from hatch_slang.discover import default_entries, discover
+from hatch_slang.builder import pipeline
+from hatch_slang.compile.compiler import CompileJob, CompileOptions, CompilerPool
+from hatch_slang.compile.discover import default_entries, discover
+from hatch_slang.config.project import parse_config
 from hatch_slang.errors import ShaderError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -30,15 +30,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from hatch_slang import bench, codegen, pipeline, validate
-from hatch_slang.compiler import CompileJob, CompileOptions, CompileResult, CompilerPool
-from hatch_slang.config import load_project_config
-from hatch_slang.contract import parse_contract
-from hatch_slang.discover import Shader
+from hatch_slang.builder import pipeline
+from hatch_slang.cli import bench, validate
+from hatch_slang.cli.show import show_data
+from hatch_slang.codegen import wrappers as codegen
+from hatch_slang.comments.contract import parse_contract
+from hatch_slang.comments.expr import argument_name, check_entry, entry_name
+from hatch_slang.compile.compiler import CompileJob, CompileOptions, CompileResult, CompilerPool
+from hatch_slang.compile.discover import Shader
+from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import HatchSlangError, ShaderError
-from hatch_slang.expr import argument_name, check_entry, entry_name
-from hatch_slang.show import show_data
-from hatch_slang.spec import build_spec
+from hatch_slang.spec.merge import build_spec
 
 from .helpers import requires_device
 from .test_argument_names import OWN, identifiers
@@ -96,7 +98,7 @@ def definition_line(text: str, name: str) -> int:
 
 
 REFERENCE = """\
-from hatch_slang.validate import Case
+from hatch_slang.cli.validate import Case
 
 
 def cases(rng):

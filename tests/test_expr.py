@@ -5,7 +5,7 @@ from fractions import Fraction
 import pytest
 from slangrt import wrapper_api
 
-from hatch_slang.expr import ExprError, check_entry, entry_name, parse_expr, parse_grid
+from hatch_slang.comments.expr import ExprError, check_entry, entry_name, parse_expr, parse_grid
 
 
 def evaluate(python: str, **names: int) -> int | Fraction:
@@ -100,7 +100,7 @@ def test_entry_functions_are_named_as_written(name: str, python: str) -> None:
 
 
 def test_a_keyword_in_a_dispatch_line_reads_as_its_renamed_argument() -> None:
-    from hatch_slang.dispatch_line import read_dispatch
+    from hatch_slang.comments.dispatch import read_dispatch
 
     doc = read_dispatch("(ceil(lambda / 8), ceil(match / 8), class) groups of 64")
     assert [g.names for g in doc.grid] == [("lambda_",), ("match",), ("class_",)]

@@ -17,10 +17,10 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from hatch_slang import expr
-from hatch_slang.contract import parse_contract
+from hatch_slang.comments import expr
+from hatch_slang.comments.contract import parse_contract
+from hatch_slang.comments.expr import MAX_DEPTH, ExprError, evaluate, parse_expr, parse_grid, parse_tree
 from hatch_slang.errors import ShaderError
-from hatch_slang.expr import MAX_DEPTH, ExprError, evaluate, parse_expr, parse_grid, parse_tree
 
 from .test_hostile import assert_safe_module
 from .test_unreadable_lines import CODE, GOOD_SIGNATURE, build, comment, signature

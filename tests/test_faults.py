@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.config import load_project_config
-from hatch_slang.output import PAUSE_ENV
+from hatch_slang.builder import pipeline
+from hatch_slang.builder.output import PAUSE_ENV
+from hatch_slang.config.project import load_project_config
 
 pytestmark = pytest.mark.compile
 

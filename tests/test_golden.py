@@ -1,6 +1,6 @@
 """Golden files: the code generator's output for a few fixture shaders, committed and diffed.
 
-``tests/golden/`` holds what ``hatch_slang.pipeline.build`` generates for a project made of the
+``tests/golden/`` holds what ``hatch_slang.builder.pipeline.build`` generates for a project made of the
 shaders in ``SHADERS`` (the reference seed; a file with two entries; one documented in another
 comment dialect; two with no comments, one with push constants and one with a uniform block):
 each wrapper module, the package ``__init__`` and ``manifest.json``, as ``<name>.golden``. The
@@ -80,8 +80,8 @@ def normalize(name: str, data: bytes) -> str:
 
 def generate(root: Path) -> dict[str, str]:
     """Build the project at ``root`` in memory; its golden files, by name."""
-    from hatch_slang import pipeline
-    from hatch_slang.config import load_project_config
+    from hatch_slang.builder import pipeline
+    from hatch_slang.config.project import load_project_config
 
     output = pipeline.build(load_project_config(root))
     return {

@@ -21,13 +21,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hatch_slang import codegen, dialect
-from hatch_slang.compiler import CompileJob, CompileOptions, CompileResult, CompilerPool
-from hatch_slang.contract import leading_comment, parse_contract
-from hatch_slang.discover import Shader, discover, module_name
+from hatch_slang.codegen import wrappers as codegen
+from hatch_slang.comments import dialect
+from hatch_slang.comments.contract import leading_comment, parse_contract
+from hatch_slang.comments.expr import check_argument
+from hatch_slang.compile.compiler import CompileJob, CompileOptions, CompileResult, CompilerPool
+from hatch_slang.compile.discover import Shader, discover, module_name
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
-from hatch_slang.expr import check_argument
-from hatch_slang.spec import build_spec
+from hatch_slang.spec.merge import build_spec
 
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -413,8 +414,8 @@ def test_entry_names_that_are_not_identifiers(tmp_path: Path) -> None:
 
 @pytest.mark.compile
 def test_a_file_name_that_is_no_module_name_still_builds(tmp_path: Path) -> None:
-    from hatch_slang import pipeline
-    from hatch_slang.config import parse_config
+    from hatch_slang.builder import pipeline
+    from hatch_slang.config.project import parse_config
 
     (tmp_path / "shaders").mkdir()
     (tmp_path / "shaders" / "my-kernel.v2.slang").write_text("// slang-entries: k\n" + SHADER.format(**BASE))

@@ -17,9 +17,9 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.config import load_project_config
-from hatch_slang.discover import module_name
+from hatch_slang.builder import pipeline
+from hatch_slang.compile.discover import module_name
+from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import HatchSlangError, ShaderError
 
 from .helpers import requires_device

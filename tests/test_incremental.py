@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.cache import BuildCache, default_cache_dir
-from hatch_slang.config import BuildConfig, load_project_config, parse_config
+from hatch_slang.builder import pipeline
+from hatch_slang.compile.cache import BuildCache, default_cache_dir
+from hatch_slang.config.project import BuildConfig, load_project_config, parse_config
 from hatch_slang.errors import CompileError
 
 pytestmark = pytest.mark.compile
@@ -182,7 +182,7 @@ def test_building_some_shaders_keeps_the_others(package: Callable[[str], Path]) 
 
 
 def test_parallel_compile_uses_several_workers(package: Callable[[str], Path]) -> None:
-    from hatch_slang.compiler import CompileJob, CompilerPool
+    from hatch_slang.compile.compiler import CompileJob, CompilerPool
 
     root = package("multipkg")
     config = load_project_config(root)

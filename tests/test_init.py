@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang.cli import main
-from hatch_slang.init import InitError, check_name, init_project
+from hatch_slang.cli.commands import main
+from hatch_slang.cli.scaffold import InitError, check_name, init_project
 
 from .helpers import requires_device
 from .wheelhouse import offline_env, shared_wheelhouse
@@ -178,8 +178,8 @@ def test_generated_kernel_builds_checks_and_matches_its_reference(
     tmp_path: Path, build_project: Callable[[Path], Callable[[str], ModuleType]]
 ) -> None:
     """In process (no venv): the kernel compiles strictly, its reference cases and its test pass."""
-    from hatch_slang.config import load_project_config
-    from hatch_slang.validate import validate
+    from hatch_slang.cli.validate import validate
+    from hatch_slang.config.project import load_project_config
 
     root = init_project(tmp_path / "mykernels").root
     saxpy = build_project(root)("saxpy")

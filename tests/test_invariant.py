@@ -2,7 +2,7 @@
 
 Every example project under tests/packages (but `broken`) and this repository's own shaders/
 are built; for every entry of every manifest, its `.spv` is read independently with
-hatch_slang.spirv, and each descriptor the entry uses must be a binding of the manifest entry
+slangrt.spirv._module, and each descriptor the entry uses must be a binding of the manifest entry
 (same set and binding, a storage buffer as a storage binding and a uniform block as a uniform
 one), and a push-constant range it uses must have a push size in the manifest.
 """
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from slangrt.spirv import read_module
 
-from hatch_slang import pipeline
-from hatch_slang.config import load_project_config
-from hatch_slang.spirv import read_module
+from hatch_slang.builder import pipeline
+from hatch_slang.config.project import load_project_config
 
 from .helpers import PACKAGES, REPO, copy_package
 

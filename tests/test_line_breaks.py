@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hatch_slang.contract import leading_comment, parse_contract, source_lines
-from hatch_slang.discover import default_entries
-from hatch_slang.resources import declared_at
+from hatch_slang.comments.contract import leading_comment, parse_contract, source_lines
+from hatch_slang.compile.discover import default_entries
+from hatch_slang.spec.resources import declared_at
 
 from .test_unreadable_lines import CODE, GOOD_SIGNATURE, build, comment, signature
 

@@ -56,8 +56,8 @@ Entry = dict[str, Any]
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project with the two kernels, built once (its kernels in trustpkg/kernels)."""
-    from hatch_slang import pipeline
-    from hatch_slang.config import load_project_config
+    from hatch_slang.builder import pipeline
+    from hatch_slang.config.project import load_project_config
 
     root = tmp_path_factory.mktemp("trust") / "project"
     (root / "shaders").mkdir(parents=True)

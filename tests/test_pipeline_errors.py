@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.compiler import (
+from hatch_slang.builder import pipeline
+from hatch_slang.compile.compiler import (
     CompiledEntry,
     CompileJob,
     CompileOptions,
@@ -31,10 +31,10 @@ from hatch_slang.compiler import (
     CompilerPool,
     repair_json,
 )
-from hatch_slang.config import BuildConfig, parse_config
-from hatch_slang.discover import Shader, discover
+from hatch_slang.compile.discover import Shader, discover
+from hatch_slang.config.project import BuildConfig, parse_config
 from hatch_slang.errors import BuildErrors, CompileError, HatchSlangError, ShaderError
-from hatch_slang.spec import ShaderSpec, build_spec
+from hatch_slang.spec.merge import ShaderSpec, build_spec
 
 pytestmark = pytest.mark.compile
 

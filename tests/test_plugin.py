@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from hatchling.builders.wheel import WheelBuilder
 
-from hatch_slang import hooks, pipeline
-from hatch_slang.config import load_project_config
-from hatch_slang.plugin import SlangBuildHook
+from hatch_slang.builder import pipeline
+from hatch_slang.config.project import load_project_config
+from hatch_slang.hatch import hooks
+from hatch_slang.hatch.plugin import SlangBuildHook
 
 from .wheelhouse import offline_env, shared_wheelhouse
 

@@ -17,8 +17,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from hatch_slang.cache import default_cache_dir
-from hatch_slang.cli import BAR_MIN, _Bar
+from hatch_slang.cli.commands import BAR_MIN, _Bar
+from hatch_slang.compile.cache import default_cache_dir
 
 HATCH_SLANG = Path(sys.executable).parent / "hatch-slang"
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang.cli import main
-from hatch_slang.config import load_project_config
+from hatch_slang.cli.commands import main
+from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import ConfigError
 
 from .helpers import REPO
@@ -187,7 +187,7 @@ def test_a_literal_dollar_in_a_template_is_kept(project: Path) -> None:
 
 def test_a_relative_project_root_builds(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Compiler workers change directory to the project: a root left relative moved with them.
-    from hatch_slang import pipeline
+    from hatch_slang.builder import pipeline
 
     monkeypatch.chdir(project.parent)
     config = load_project_config(Path(project.name))

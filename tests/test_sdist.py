@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hatch_slang.cache import default_cache_dir
+from hatch_slang.compile.cache import default_cache_dir
 
 from .helpers import REPO
 

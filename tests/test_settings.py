@@ -1,6 +1,6 @@
 """The settings models: the one reader, and the documentation generated from them.
 
-docs/schema.json and README's option tables are generated from hatch_slang.settings; this test
+docs/schema.json and README's option tables are generated from hatch_slang.config.settings; this test
 fails when they disagree. After changing an option, regenerate them with
 ``HATCH_SLANG_UPDATE_DOCS=1 .venv/bin/pytest tests/test_settings.py``.
 """
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from hatch_slang import settings
-from hatch_slang.config import parse_config
+from hatch_slang.config import settings
+from hatch_slang.config.project import parse_config
+from hatch_slang.config.settings import HookSettings, OverrideSettings, read
 from hatch_slang.errors import ConfigError
-from hatch_slang.settings import HookSettings, OverrideSettings, read
 
 from .helpers import REPO
 
@@ -36,7 +36,7 @@ def _schema_text() -> str:
 
 def _readme_with_tables(text: str) -> str:
     for marker, model in TABLES.items():
-        start, end = f"<!-- {marker}: generated from hatch_slang.settings -->\n", f"<!-- /{marker} -->"
+        start, end = f"<!-- {marker}: generated from hatch_slang.config.settings -->\n", f"<!-- /{marker} -->"
         assert start in text and end in text, f"README lacks the markers of the {marker} table"
         head, rest = text.split(start, 1)
         _, tail = rest.split(end, 1)
@@ -49,7 +49,8 @@ def test_the_committed_schema_is_the_models() -> None:
         SCHEMA.parent.mkdir(exist_ok=True)
         SCHEMA.write_text(_schema_text())
     assert SCHEMA.read_text() == _schema_text(), (
-        "docs/schema.json disagrees with hatch_slang.settings; regenerate it: " + __doc__.split("; ")[-1]
+        "docs/schema.json disagrees with hatch_slang.config.settings; regenerate it: "
+        + __doc__.split("; ")[-1]
     )
 
 
@@ -58,7 +59,9 @@ def test_the_readme_tables_are_the_models() -> None:
     if UPDATE:
         README.write_text(_readme_with_tables(text))
         text = README.read_text()
-    assert text == _readme_with_tables(text), "README's option tables disagree with hatch_slang.settings"
+    assert text == _readme_with_tables(text), (
+        "README's option tables disagree with hatch_slang.config.settings"
+    )
 
 
 def test_the_schema_describes_every_option() -> None:
@@ -200,7 +203,7 @@ def _strings(path: Path) -> list[str]:
 
 
 def test_every_option_name_is_spelled_once() -> None:
-    """An option's name is its field's in hatch_slang.settings; no other module writes one out (as
+    """An option's name is its field's in hatch_slang.config.settings; no other module writes one out (as
     a key, or quoted in a message) but through settings.option_name."""
     options = {n for model in (HookSettings, OverrideSettings) for n in settings.names(model)}
     for path in [*(REPO / "hatch_slang").glob("*.py"), REPO / "hatch_build.py"]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang.cli import main
+from hatch_slang.cli.commands import main
 
 pytestmark = pytest.mark.compile
 

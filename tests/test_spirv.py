@@ -1,4 +1,4 @@
-"""hatch_slang.spirv against real Slang output (and a few hand-assembled modules)."""
+"""slangrt.spirv._module against real Slang output (and a few hand-assembled modules)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from slangrt.spirv import EntryInfo, Module, Resource, loaded_offsets, read_module
 
-from hatch_slang.compiler import CompiledEntry, CompileJob, CompileOptions, CompilerPool
+from hatch_slang.compile.compiler import CompiledEntry, CompileJob, CompileOptions, CompilerPool
 from hatch_slang.errors import HatchSlangError
-from hatch_slang.spirv import EntryInfo, Module, Resource, loaded_offsets, read_module
 
 PARAMS = """
 struct Q { uint a; float b; uint2 c; };

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hatch_slang import pipeline
-from hatch_slang.config import parse_config
+from hatch_slang.builder import pipeline
+from hatch_slang.config.project import parse_config
 from hatch_slang.errors import BuildErrors, CompileError, ShaderError
 
 from .test_hostile import assert_safe_module

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang.cli import main
+from hatch_slang.cli.commands import main
 
 from .helpers import PACKAGES, requires_device
 

@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 
 import hatch_slang
 from hatch_slang import runtime_requirement
-from hatch_slang.plugin import RUNTIME_REQUIREMENT
+from hatch_slang.hatch.plugin import RUNTIME_REQUIREMENT
 
 from .helpers import REPO
 

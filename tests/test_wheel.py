@@ -62,7 +62,7 @@ def test_hatch_slang_wheel_ships_its_kernel_library_and_templates(wheelhouse: Pa
         "hatch_slang/kernels/manifest.json",
         "hatch_slang/kernels/py.typed",
         "hatch_slang/templates/module.py.tmpl",
-        "hatch_slang/hooks.py",
+        "hatch_slang/hatch/hooks.py",
     ]:
         assert expected in names
 

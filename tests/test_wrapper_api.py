@@ -15,7 +15,10 @@ import slangrt
 from packaging.requirements import Requirement
 from slangrt import dtypes, manifest, wrapper_api
 
-from hatch_slang import codegen, expr, reflection, runtime_requirement
+from hatch_slang import runtime_requirement
+from hatch_slang.codegen import wrappers as codegen
+from hatch_slang.comments import expr
+from hatch_slang.spec import reflection
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -125,7 +128,7 @@ def test_one_dtype_table() -> None:
 
 
 def test_a_spirv_file_that_does_not_match_the_manifest_is_refused(tmp_path: Path) -> None:
-    from slangrt._library import KernelLibrary
+    from slangrt._calls._library import KernelLibrary
 
     entry = {"spirv": "m.k.spv", "spirv_sha256": "0" * 64, "threads": [1, 1, 1], "grid": None, "bindings": []}
     doc = {

@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
-from ._batch import Profile, ProfileRecord, batch, profile
-from ._device import Device, DeviceInfo, device, devices
+from ._calls._graph import Graph, Recorded, record, recorded
+from ._calls._kernel import BindingSpec, Kernel
+from ._devices._device import Device, DeviceInfo, device, devices
+from ._devices._tensor import Tensor
 from ._errors import (
     DeviceLostError,
     DispatchTimeoutError,
@@ -18,9 +20,7 @@ from ._errors import (
     VulkanError,
     VulkanUnavailableError,
 )
-from ._graph import Graph, Recorded, record, recorded
-from ._kernel import BindingSpec, Kernel
-from ._tensor import Tensor
+from ._recording._batch import Profile, ProfileRecord, batch, profile
 
 __version__ = "0.1.0"
 

@@ -58,6 +58,10 @@ class SlangRTError(Exception):
     """Root of the errors raised by the slangrt runtime."""
 
 
+class SpirvError(SlangRTError):
+    """A SPIR-V module that is not whole or not well formed, or lacks what was asked of it."""
+
+
 class VulkanUnavailableError(SlangRTError):
     """No usable Vulkan: the loader library, a driver or a physical device is missing."""
 

@@ -1,6 +1,6 @@
 """``manifest.json``: what a package built by hatch-slang ships beside its wrapper modules.
 
-hatch-slang writes it (``hatch_slang.codegen``) and slangrt reads it (:class:`KernelLibrary`,
+hatch-slang writes it (``hatch_slang.codegen.wrappers``) and slangrt reads it (:class:`KernelLibrary`,
 through :func:`read`); this module is the one definition of its format for both. Tools read it
 too: ``hatch-slang validate`` sizes the arrays it makes from each binding's dtype and shape.
 

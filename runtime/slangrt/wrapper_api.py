@@ -8,7 +8,7 @@ hatch-slang-runtime releases that provide the version it generates for as the wh
 :func:`require` with the version it was written for, so a runtime that provides another one is
 refused at import with an ``ImportError`` naming both, never with an error mid-call.
 
-The names (implemented in ``slangrt._call``):
+The names (implemented in ``slangrt._calls._call``):
 
 - :func:`require` ``(version, module)``: refuse another API version (kept by every version).
 - :func:`library` ``(__file__)``: the package's kernel library (``manifest.json`` beside the
@@ -21,14 +21,14 @@ The names (implemented in ``slangrt._call``):
   a call that may be repeated. Added within API 1 (the 0.1 series, before its first release).
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
-  expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.expr``
+  expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
   evaluates expressions with these same functions.
 """
 
 from __future__ import annotations
 
-from ._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
-from ._lastcall import LastCall
+from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
+from ._calls._lastcall import LastCall
 
 API_VERSION = 1
 

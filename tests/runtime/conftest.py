@@ -28,7 +28,7 @@ def vk(monkeypatch: pytest.MonkeyPatch) -> Iterator[VkProxy]:
     """test_faults.py's Vulkan proxy, through which a device opened afterwards reaches the driver
     (faults injected with ``vk.fail``); the shared default device keeps the real module."""
     import slangrt
-    from slangrt import _vk
+    from slangrt._vulkan import _vk
     from test_faults import VkProxy
 
     slangrt.device()
@@ -44,7 +44,7 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Add, Watch]]:
     own (coalescing on: a delay of 20 µs) reaches the driver, with test_hot_path.py's ``a += b``
     on it, its plan made; the test fails at the end if the watch saw anything wrong."""
     import slangrt
-    from slangrt import _vk
+    from slangrt._vulkan import _vk
     from test_hot_path import Add
     from test_retire import Watch
     from test_submit import open_device

@@ -1,7 +1,7 @@
 """Vulkan failures injected at every step where slangrt creates something, submits or waits.
 
-The seam is the one place slangrt reaches the ``vulkan`` package: ``slangrt._vk._module``,
-which :func:`slangrt._vk.vk` returns. The tests put a proxy there (before opening the device
+The seam is the one place slangrt reaches the ``vulkan`` package: ``slangrt._vulkan._vk._module``,
+which :func:`slangrt._vulkan._vk.vk` returns. The tests put a proxy there (before opening the device
 under test, so that its queue captures the proxy too) that passes every call through, except
 that chosen functions fail with a chosen ``VkResult`` without running, and that counts, per
 ``VkDevice``, the objects created and destroyed. A fault must then:
@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import ADD_BINDINGS, has_vulkan_device, spirv
-from slangrt import _instance, _settings
+from slangrt import _settings
+from slangrt._vulkan import _instance
 
 pytestmark = [
     pytest.mark.gpu,

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import ADD_BINDINGS, DATA, has_vulkan_device, run_python, spirv
-from slangrt import BindingSpec, Kernel, Tensor, _features
+from slangrt import BindingSpec, Kernel, Tensor
+from slangrt._vulkan import _features
 
 pytestmark = [
     pytest.mark.gpu,

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import has_vulkan_device
-from slangrt import _vk
+from slangrt._vulkan import _vk
 from test_hot_path import Add
 from test_retire import Watch
 from test_submit import LONG_US, N, open_device

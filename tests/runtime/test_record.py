@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import ADD_BINDINGS, SCALE_BINDINGS, has_vulkan_device, spirv
-from slangrt import _batch, _call, _settings
+from slangrt import _settings
+from slangrt._calls import _call
+from slangrt._recording import _batch
 
 pytestmark = [
     pytest.mark.gpu,

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import has_vulkan_device, run_python, run_threads
-from slangrt import _pipeline
+from slangrt._recording import _pipeline
 from test_hot_path import Add
 from test_submit import GRID, N
 

@@ -1,4 +1,4 @@
-"""Calls close together share one vkQueueSubmit (SLANGRT_SUBMIT_DELAY_US, see slangrt._queue).
+"""Calls close together share one vkQueueSubmit (SLANGRT_SUBMIT_DELAY_US, see slangrt._vulkan._queue).
 
 Each test opens a device of its own with a chosen delay, so that which call submits is decided
 by the test, not by how fast this machine runs: a delay of 0 submits every call at once, a long
@@ -89,7 +89,7 @@ def test_every_wait_submits_what_it_waits_for(long_delay: Add) -> None:
 
 
 def test_a_burst_is_cut_at_the_most_command_buffers_one_submission_takes(long_delay: Add) -> None:
-    from slangrt._queue import _KEEP_MAX
+    from slangrt._vulkan._queue import _KEEP_MAX
 
     add, q = long_delay, long_delay.queue
     add.quiet()

@@ -242,7 +242,7 @@ def test_a_failure_for_a_thread_that_has_ended_is_logged_and_never_raised_in_ano
 
 
 def test_calls_kept_after_a_failed_chunk_do_not_run_after_it(vk: VkProxy) -> None:
-    from slangrt._queue import _KEEP_MAX
+    from slangrt._vulkan._queue import _KEEP_MAX
 
     s = Setup()
     try:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import ADD_BINDINGS, SCALE_BINDINGS, has_vulkan_device, run_python, spirv
-from slangrt._call import Dims
+from slangrt._calls._call import Dims
 
 pytestmark = [
     pytest.mark.gpu,

@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hatch_slang.compiler import CompileJob, CompileOptions, CompilerPool
-from hatch_slang.reflection import normalize_spirv
+from hatch_slang.compile.compiler import CompileJob, CompileOptions, CompilerPool
+from hatch_slang.spec.reflection import normalize_spirv
 
 HERE = Path(__file__).resolve().parent
 SEED = HERE.parent.parent / "packages" / "seedpkg" / "shaders" / "moe_combine.slang"

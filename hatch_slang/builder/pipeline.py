@@ -1,0 +1,320 @@
+"""The one build pipeline both front ends (the hatch hook and the CLI) run.
+
+discover -> parse comments -> compile (the cache, else worker processes) -> check against
+reflection -> generate. The result is held in memory (:class:`BuildOutput`); :mod:`hatch_slang.builder.output`
+then writes it, all or nothing (:func:`write_output`), or compares it with what a destination holds
+(:func:`drift`, what ``hatch-slang check`` reports). Those two (and ``Drift``, ``generated_files``)
+are re-exported here: the front ends build and write through this module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from slangrt import manifest
+from slangrt.spirv import SpirvError
+
+from hatch_slang.builder import output
+from hatch_slang.builder.output import Drift as Drift
+from hatch_slang.builder.output import drift as drift
+from hatch_slang.builder.output import generated_files as generated_files
+from hatch_slang.builder.output import write_output as write_output
+from hatch_slang.codegen import wrappers as codegen
+from hatch_slang.compile.cache import BuildCache, default_cache_dir
+from hatch_slang.compile.compiler import CompileJob, CompileResult, CompilerPool, compiler_fingerprint
+from hatch_slang.compile.discover import Shader, Source, parse, read_sources, select, sources
+from hatch_slang.config.project import BuildConfig
+from hatch_slang.errors import BuildErrors, CompileError, HatchSlangError, ShaderError
+from hatch_slang.spec.merge import build_spec
+from hatch_slang.spec.model import ShaderSpec
+
+
+class Progress(Protocol):
+    """What a front end shows while shaders compile (a progress bar, hatchling's log)."""
+
+    def start(self, total: int, cached: int) -> None:
+        """``total`` shaders need compiling; ``cached`` more came from the cache."""
+
+    def advance(self, shader: Shader) -> None:
+        """One shader finished compiling (successfully or not)."""
+
+
+@dataclass(frozen=True)
+class ShaderOutput:
+    """What one shader contributes to the package (made afresh by every build)."""
+
+    module: str
+    files: dict[str, bytes]  # the wrapper module and one .spv per entry
+    manifest: manifest.Shader  # its record in manifest.json
+    warnings: tuple[str, ...]
+    compiler: str
+
+
+@dataclass(frozen=True)
+class BuildOutput:
+    files: dict[str, bytes]  # path relative to the package directory -> content
+    modules: tuple[str, ...]  # one per shader built (not those kept from the destination)
+    kernels: int  # entry points among them
+    warnings: tuple[str, ...]
+    compiler: str
+    compiled: tuple[str, ...] = ()  # shaders (root-relative) compiled this time; the rest were cached
+    kept: tuple[str, ...] = ()  # modules of a partial build taken over from the destination
+
+
+def open_cache(config: BuildConfig) -> BuildCache:
+    """The project's build cache (see :mod:`hatch_slang.compile.cache` for where it lives)."""
+    return BuildCache(
+        default_cache_dir(config.root),
+        config.root,
+        compiler_fingerprint(),
+        config.compile,
+        options_for=config.options_for if config.overrides else None,
+    )
+
+
+def compile_shaders(
+    config: BuildConfig,
+    shaders: list[Shader],
+    *,
+    cache: BuildCache | None = None,
+    progress: Progress | None = None,
+    cached: int = 0,
+) -> tuple[list[CompileResult], list[Shader]]:
+    """Compile results in ``shaders`` order, from the cache where valid, else from worker processes;
+    and the shaders that were compiled. ``cached`` counts shaders the caller found cached already
+    (for the progress report). A cached result is still to be checked as a fresh one is
+    (:func:`checked_specs` does both)."""
+    results: dict[str, CompileResult] = {}
+    todo: list[Shader] = []
+    for shader in shaders:
+        hit = cache.lookup(shader) if cache is not None else None
+        if hit is not None:
+            results[shader.rel] = hit
+        else:
+            todo.append(shader)
+    if progress is not None:
+        progress.start(len(todo), cached + len(shaders) - len(todo))
+    if todo:
+        by_rel = {s.rel: s for s in todo}
+        jobs = [CompileJob(s.rel, s.entries, config.options_for(s.path), str(config.root)) for s in todo]
+
+        def on_done(result: CompileResult) -> None:
+            if progress is not None:
+                progress.advance(by_rel[result.path])
+
+        with CompilerPool() as pool:
+            compiled = pool.compile(jobs, on_done)
+        for shader, result in zip(todo, compiled):
+            results[shader.rel] = result
+            if cache is not None:
+                cache.store(shader, result)
+    return [results[s.rel] for s in shaders], todo
+
+
+def checked_specs(
+    config: BuildConfig,
+    shaders: list[Shader],
+    errors: dict[str, list[HatchSlangError]],
+    *,
+    strict: bool,
+    cache: BuildCache | None = None,
+    progress: Progress | None = None,
+) -> tuple[list[tuple[ShaderSpec, CompileResult]], list[Shader]]:
+    """The specs of ``shaders`` (in order) that compiled and agree with their comments, problems
+    into ``errors``; and the shaders that were compiled.
+
+    A cached result goes through exactly the checks a fresh one does (:func:`_spec`); one that
+    fails them is a miss, discarded and compiled afresh, so that a damaged or planted cache entry
+    never fails a build nor gets into its output: only the fresh result's problems are reported.
+    """
+    hits: dict[str, tuple[ShaderSpec, CompileResult]] = {}
+    for shader in shaders if cache is not None else ():
+        assert cache is not None
+        hit = cache.lookup(shader)
+        try:
+            if hit is not None:
+                hits[shader.rel] = (_spec(shader, hit, strict=strict), hit)
+        except HatchSlangError:
+            cache.discard(shader)
+    todo = [s for s in shaders if s.rel not in hits]
+    results, compiled = compile_shaders(config, todo, cache=cache, progress=progress, cached=len(hits))
+    fresh = {spec.shader.rel: (spec, r) for spec, r in _specs(todo, results, errors, strict=strict)}
+    done = hits | fresh
+    return [done[s.rel] for s in shaders if s.rel in done], compiled
+
+
+def _collect(errors: list[HatchSlangError], e: HatchSlangError) -> None:
+    errors.extend(e.errors if isinstance(e, BuildErrors) else [e])
+
+
+def _raise(errors: list[HatchSlangError]) -> None:
+    if errors:
+        raise errors[0] if len(errors) == 1 else BuildErrors(errors)
+
+
+def _parse(srcs: list[Source], errors: dict[str, list[HatchSlangError]]) -> list[Shader]:
+    """The shaders whose comments parsed; the others' problems go into ``errors`` (by file)."""
+    shaders: list[Shader] = []
+    for src in srcs:
+        try:
+            shaders.append(parse(src))
+        except HatchSlangError as e:
+            _collect(errors.setdefault(src.rel, []), e)
+    return shaders
+
+
+def _spec(shader: Shader, result: CompileResult, *, strict: bool) -> ShaderSpec:
+    """One shader's spec. Whatever goes wrong reading the compiler's output becomes a ShaderError
+    naming the file, so that one odd reflection never hides the other files' problems behind a
+    traceback."""
+    try:
+        return build_spec(shader, result, strict=strict)
+    except (ShaderError, CompileError, BuildErrors):
+        raise
+    except (HatchSlangError, SpirvError) as e:  # names no file: a SPIR-V module it could not read
+        raise ShaderError(shader.rel, None, f"could not read the compiler's output: {e}") from e
+    except Exception as e:  # KeyError, ValueError, json.JSONDecodeError, struct.error...
+        raise ShaderError(
+            shader.rel, None, f"could not read the compiler's reflection: {type(e).__name__}: {e}"
+        ) from e
+
+
+def _specs(
+    shaders: list[Shader],
+    results: list[CompileResult],
+    errors: dict[str, list[HatchSlangError]],
+    *,
+    strict: bool,
+) -> list[tuple[ShaderSpec, CompileResult]]:
+    """Specs of the shaders that compiled and agree with their comments; problems into ``errors``."""
+    specs: list[tuple[ShaderSpec, CompileResult]] = []
+    for shader, result in zip(shaders, results):
+        try:
+            specs.append((_spec(shader, result, strict=strict), result))
+        except HatchSlangError as e:
+            _collect(errors.setdefault(shader.rel, []), e)
+    return specs
+
+
+def _generate(
+    spec: ShaderSpec, templates: codegen.Templates, result: CompileResult, root: Path
+) -> ShaderOutput:
+    module = spec.shader.module
+    files = {f"{module}.py": codegen.render_module(spec, templates).encode()}
+    for entry in spec.entries:
+        files[codegen.spv_name(module, entry.name)] = entry.spirv
+    warnings = (*spec.warnings, *_outside_includes(spec.shader, result, root))
+    return ShaderOutput(module, files, codegen.manifest_entry(spec), warnings, result.compiler)
+
+
+def _outside_includes(shader: Shader, result: CompileResult, root: Path) -> list[str]:
+    """A warning for each file the compiler read for ``shader`` from outside the project root
+    (an ``#include`` or ``import`` through ``include-dirs``, a ``..`` path or a symbolic link):
+    an sdist will not contain it. Named at the line that includes it, where that can be told."""
+    real = root.resolve()
+    said = []
+    for dep in result.dependencies:
+        path = (root / dep).resolve()
+        if path == shader.path.resolve() or path.is_relative_to(real):
+            continue
+        line = next(
+            (
+                k
+                for k, text in enumerate(shader.source.splitlines(), start=1)
+                if re.match(r"\s*(#\s*include|(__exported\s+)?import)\b", text) and path.stem in text
+            ),
+            None,
+        )
+        at = f"{shader.rel}:{line}" if line else shader.rel
+        said.append(
+            f"{at}: warning: reads {path}, outside the project root: an sdist will not contain it, "
+            "so a build from the sdist fails"
+        )
+    return said
+
+
+def build(
+    config: BuildConfig,
+    *,
+    only: list[str] | None = None,
+    keep_from: Path | None = None,
+    cache: BuildCache | None = None,
+    progress: Progress | None = None,
+) -> BuildOutput:
+    """Build the package in memory.
+
+    ``only`` names a subset of the configured shaders (see :func:`discover.select`); the
+    others' modules, SPIR-V and manifest entries are then taken over from ``keep_from`` (the
+    destination, when it holds a previous build) so that the package stays whole.
+    """
+    srcs, read_errors = read_sources(config.root, list(config.shaders))
+    # Every problem of every file is reported, together, in the order of the files: a file that
+    # cannot be read, parsed, compiled or checked does not stop the others from being tried.
+    errors: dict[str, list[HatchSlangError]] = {}
+    for e in read_errors:
+        _collect(errors.setdefault(e.path if isinstance(e, ShaderError) else "", []), e)
+    chosen = select(srcs, only) if only else srcs
+    templates = codegen.Templates.load(config.templates)
+    shaders = _parse(chosen, errors)
+    specs, compiled = checked_specs(
+        config, shaders, errors, strict=config.strict, cache=cache, progress=progress
+    )
+    outputs = {spec.shader.rel: _generate(spec, templates, result, config.root) for spec, result in specs}
+    _raise([e for rel in sorted(errors, key=lambda r: PurePosixPath(r).parts) for e in errors[rel]])
+    built = [outputs[s.rel] for s in chosen]
+
+    files: dict[str, bytes] = {}
+    records: dict[str, manifest.Shader] = {}
+    for out in built:
+        files.update(out.files)
+        records[out.module] = out.manifest
+    kept: list[str] = []
+    if only and keep_from is not None:
+        others = {s.module for s in srcs} - {s.module for s in chosen}
+        for module, old_entry, names in output.manifest_modules(keep_from):
+            if module in others and all((keep_from / n).is_file() for n in names):
+                records[module] = old_entry
+                files.update((n, (keep_from / n).read_bytes()) for n in names)
+                kept.append(module)
+    compiler = built[0].compiler if built else ""
+    files[codegen.MANIFEST] = codegen.render_manifest(records, compiler).encode()
+    files["py.typed"] = b""
+    init = config.package_dir / "__init__.py"
+    if not init.is_file() or codegen.is_generated_init(init):
+        files["__init__.py"] = codegen.render_init(sorted(records)).encode()
+    return BuildOutput(
+        files=files,
+        modules=tuple(o.module for o in built),
+        kernels=sum(name.endswith(".spv") for o in built for name in o.files),
+        warnings=(*config.warnings, *(w for o in built for w in o.warnings)),
+        compiler=compiler,
+        compiled=tuple(s.rel for s in compiled),
+        kept=tuple(sorted(kept)),
+    )
+
+
+def inspect(config: BuildConfig, name: str, *, cache: BuildCache | None = None) -> ShaderSpec:
+    """One shader's merged contract and reflection, disagreements as warnings (``hatch-slang show``)."""
+    [src] = select(sources(config.root, list(config.shaders)), [name])[:1]
+    shader = parse(src)
+    errors: dict[str, list[HatchSlangError]] = {}
+    specs, _ = checked_specs(config, [shader], errors, strict=False, cache=cache)
+    _raise(errors.get(shader.rel, []))
+    return specs[0][0]
+
+
+def tree_outputs(config: BuildConfig) -> list[str]:
+    """Root-relative paths of build outputs inside the project tree: generated files, the cache.
+
+    These never belong in an sdist (it carries sources), nor in a wheel beside the files the
+    wheel build generates itself.
+    """
+    root = config.root.resolve()
+    out = [f"{config.package}/{n}" for n in sorted(output.generated_files(config.package_dir))]
+    cache_dir = default_cache_dir(config.root).resolve()
+    if cache_dir.is_relative_to(root) and cache_dir != root:
+        out.append(cache_dir.relative_to(root).as_posix() + "/")
+    return out

@@ -1,0 +1,7 @@
+"""The ``hatch-slang`` command line: click commands over the one build (``commands``), with a
+project scaffold (``scaffold``), kernel reports (``show``), runs against NumPy references
+(``validate``) and timings (``bench``)."""
+
+from hatch_slang.cli.commands import main
+
+__all__ = ["main"]

@@ -1,0 +1,223 @@
+"""What the commands print: `hatch-slang show`'s description of a kernel, `devices`' of a device,
+and the column tables.
+
+:func:`show_data` describes a :class:`~hatch_slang.spec.model.ShaderSpec` as plain data (the ``--json``
+output): every binding with its register, access, dtype and shape, params fields and where each
+comes from (a comment line or reflection), and per entry its group size, grid and the arguments
+of its wrapper. :func:`print_show` prints that as tables; :func:`device_data` and
+:func:`print_device` describe a Vulkan device; :func:`table` is the table printer.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from hatch_slang.spec.model import BufferSpec, EntrySpec, ShaderSpec
+
+if TYPE_CHECKING:
+    from slangrt import DeviceInfo
+
+
+def _register(b: BufferSpec) -> str:
+    return ("b" if b.kind == "uniform" else "u" if b.writable else "t") + str(b.index)
+
+
+def _origin(line: int | None) -> str:
+    """Where a piece of a wrapper comes from: the comment (with its line) or reflection."""
+    return f"comment line {line}" if line is not None else "reflection"
+
+
+def _arguments(e: EntrySpec) -> list[dict[str, str]]:
+    """Every argument of an entry's wrapper, what it is and where it comes from."""
+    out = []
+    for b in e.buffers:
+        if b.role == "data":
+            shape = "".join(f"[{d.text}]" for d in b.shape or ())
+            shape = (f"flat{shape}" if b.flat else shape or "1-D") if b.shape_checked else "any shape"
+            kind = f"array {b.dtype or 'any dtype'} {shape}"
+            out.append({"name": b.name, "kind": kind, "from": _origin(b.line)})
+    dims: dict[str, BufferSpec] = {}
+    for b in e.buffers:
+        for d in b.shape or ():
+            dims.setdefault(d.text, b)
+    fields = {p.name: b for b in e.buffers for p in b.params if p.name}
+    for name in [*e.params_required, *e.params_optional, *e.params_unread]:
+        b = fields[name]
+        kind = "params field" + (
+            f", inferred from `{dims[name].name}` when omitted" if name in e.params_optional else ""
+        )
+        kind += ", not read by this entry" if name in e.params_unread else ""
+        out.append({"name": name, "kind": kind, "from": _origin(b.line)})
+    for name in e.inferable:
+        if name not in fields:
+            b = dims[name]
+            out.append({"name": name, "kind": f"dimension of `{b.name}`", "from": _origin(b.line)})
+    for name in e.grid_only:
+        out.append({"name": name, "kind": "Dispatch size", "from": _origin(e.grid_line)})
+    if e.grid is None:
+        out.append({"name": "grid", "kind": "grid=(x, y, z)", "from": "caller (no Dispatch line)"})
+    return out
+
+
+def show_data(spec: ShaderSpec) -> dict[str, Any]:
+    """What `hatch-slang show` says of a shader, as plain data (its ``--json`` output)."""
+    buffers: dict[int, BufferSpec] = {}
+    for e in spec.entries:
+        for b in e.buffers:
+            buffers.setdefault(b.index, b)
+    bindings = []
+    for b in sorted(buffers.values(), key=lambda b: b.index):
+        shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape is not None else None
+        if shape is not None and getattr(b, "flat", False):
+            shape = f"flat{shape}"
+        bindings.append(
+            {
+                "register": _register(b),
+                "binding": b.index,
+                "name": b.name,
+                "role": b.role,
+                "access": "read-write" if b.writable else "read-only",
+                "dtype": b.dtype,
+                "shape": shape,
+                "shape_checked": b.shape_checked,
+                "params": [
+                    {"name": p.name, "type": p.scalar, "offset": p.offset, "float": p.as_float}
+                    for p in b.params
+                ],
+                "doc": b.doc,
+                "line": b.line,
+                "from": _origin(b.line),
+                "shape_from": _origin(b.line) if b.shape_checked else "not documented: not checked",
+            }
+        )
+    entries = [
+        {
+            "name": e.name,
+            "function": e.python,
+            "threads": list(e.threads),
+            "threads_per_group": e.threads[0] * e.threads[1] * e.threads[2],
+            "dispatch": re.sub(r"(?i)^\s*dispatch\s*:\s*", "", e.grid_text) if e.grid_text else None,
+            "grid": [g.text for g in e.grid] if e.grid is not None else None,
+            "uses": [_register(b) + " " + b.name for b in e.buffers],
+            "params_required": list(e.params_required),
+            "params_inferred": list(e.params_optional),
+            "grid_from": _origin(e.grid_line) if e.grid is not None else "caller (grid=)",
+            "arguments": _arguments(e),
+        }
+        for e in spec.entries
+    ]
+    return {
+        "shader": spec.shader.rel,
+        "module": spec.shader.module,
+        "summary": spec.shader.contract.prose.split("\n\n")[0].replace("\n", " "),
+        "bindings": bindings,
+        "entries": entries,
+        "warnings": list(spec.warnings),
+    }
+
+
+def table(headers: list[str], rows: list[list[str]], out: Callable[[str], None] = click.echo) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    out("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    out("  ".join("-" * w for w in widths))
+    for r in rows:
+        out("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip())
+
+
+def print_show(data: dict[str, Any]) -> None:
+    """Print :func:`show_data`'s description as `hatch-slang show` does: tables on stdout, the
+    warnings in yellow on stderr."""
+    click.secho(f"{data['shader']}  (module {data['module']})", bold=True)
+    if data["summary"]:
+        click.echo(textwrap.fill(data["summary"], 100, initial_indent="  ", subsequent_indent="  "))
+    click.echo()
+    rows = []
+    for b in data["bindings"]:
+        if b["role"] == "params":
+            what = "params (" + ", ".join(p["name"] for p in b["params"]) + ")"
+        else:
+            what = f"{b['dtype'] or 'any'} {b['shape'] if b['shape'] is not None else '(1-D)'}"
+            if not b["shape_checked"]:
+                what = f"{b['dtype'] or 'any'} (not documented)"
+        rows.append([b["register"], b["name"], b["access"], what, b["doc"], b["from"]])
+    click.secho("bindings", bold=True)
+    table(["reg", "name", "access", "dtype / shape", "doc", "from"], rows, lambda s: click.echo("  " + s))
+    for b in data["bindings"]:
+        if b["params"]:
+            click.echo()
+            click.secho(f"params in {b['register']} {b['name']}", bold=True)
+            prow = [[p["name"], p["type"], str(p["offset"])] for p in b["params"]]
+            table(["field", "type", "byte offset"], prow, lambda s: click.echo("  " + s))
+    for entry in data["entries"]:
+        click.echo()
+        t = entry["threads"]
+        function = entry.get("function", entry["name"])
+        renamed = f" (function {function})" if function != entry["name"] else ""
+        click.secho(f"entry {entry['name']}{renamed}", bold=True)
+        click.echo(f"  threads per group: {t[0]} x {t[1]} x {t[2]} = {entry['threads_per_group']}")
+        click.echo(f"  dispatch: {entry['dispatch'] or 'not documented: the caller passes grid=(x, y, z)'}")
+        grid = f"({', '.join(entry['grid'])})" if entry["grid"] is not None else "grid="
+        click.echo(f"  grid: {grid}  [{entry['grid_from']}]")
+        click.echo(f"  uses: {', '.join(entry['uses']) or 'no bindings'}")
+        if entry["params_required"] or entry["params_inferred"]:
+            params = entry["params_required"] + [f"{p} (inferred)" for p in entry["params_inferred"]]
+            click.echo(f"  params: {', '.join(params)}")
+        click.echo("  arguments:")
+        arows = [[a["name"], a["kind"], a["from"]] for a in entry["arguments"]]
+        table(["name", "what", "from"], arows, lambda s: click.echo("    " + s))
+    for w in data["warnings"]:
+        click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+def device_data(d: DeviceInfo, default: bool) -> dict[str, Any]:
+    """A device as `hatch-slang devices --json` prints it (``default``: slangrt's default device)."""
+    return {
+        "index": d.index,
+        "default": default,
+        "name": d.name,
+        "type": d.type,
+        "driver": d.driver,
+        "api_version": d.api_version,
+        "memory_bytes": d.memory_bytes,
+        "max_workgroup_count": list(d.max_workgroup_count),
+        "max_workgroup_size": list(d.max_workgroup_size),
+        "max_invocations": d.max_invocations,
+        "max_storage_buffer_range": d.max_storage_buffer_range,
+        "max_push_constants_size": getattr(d, "max_push_constants_size", 0),
+        "features": list(getattr(d, "features", ())),
+    }
+
+
+def print_device(d: DeviceInfo, default: bool) -> None:
+    """A device as `hatch-slang devices` lists it: name, type, driver, memory, limits, features;
+    the default one marked with ``*``."""
+    mark = "*" if default else " "
+    click.secho(
+        f"{mark} {d.index}  {d.name}  [{d.type}]  driver {d.driver}  Vulkan {d.api_version}  "
+        f"{d.memory_bytes / 2**30:.1f} GiB",
+        bold=default,
+    )
+    count, size = d.max_workgroup_count, d.max_workgroup_size
+    click.echo(
+        f"      groups <= {count[0]} x {count[1]} x {count[2]}; group size <= "
+        f"{size[0]} x {size[1]} x {size[2]}, {d.max_invocations} threads; "
+        f"storage buffer <= {_bytes(d.max_storage_buffer_range)}"
+    )
+    features = list(getattr(d, "features", ()))
+    if features:
+        text = "features: " + ", ".join(features)
+        click.echo(textwrap.fill(text, 110, initial_indent=" " * 6, subsequent_indent=" " * 16))
+    else:
+        click.echo("      features: none (slangrt cannot use this device)")
+
+
+def _bytes(n: int) -> str:
+    size, unit = float(n), 0
+    while size >= 1024 and unit < 3:
+        size, unit = size / 1024, unit + 1
+    return f"{size:.0f} B" if unit == 0 else f"{size:.1f} {('KiB', 'MiB', 'GiB')[unit - 1]}"

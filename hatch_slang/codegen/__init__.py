@@ -1,0 +1,1 @@
+"""Generated code: wrapper modules and the manifest, from specs (``wrappers``)."""

@@ -1,0 +1,280 @@
+"""Turn a comment's binding lines into the bindings it documents.
+
+:mod:`hatch_slang.comments.contract` decides which lines of the block are binding lines and groups them
+under their headers; :func:`binding_sets` reads each line (its reference, access words, dtype and
+shape, or a params tuple, through :mod:`hatch_slang.comments.dialect`) into a :class:`BindingDoc`, merges
+the groups of one backend and drops repeated bindings. A line that cannot be read becomes a
+:class:`Note` and its binding is left to reflection.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from hatch_slang.comments import dialect
+from hatch_slang.comments import params as params_tuple
+from hatch_slang.comments.dialect import Access, Unreadable
+from hatch_slang.comments.expr import MAX_LINE_LEN, Expr, check_argument
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something in the comment that was not understood, and what the wrapper does instead."""
+
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class ParamsField:
+    """One slot of a packed params binding; ``name`` is None for padding and literal slots."""
+
+    slot: int  # position in the flat tuple, or within element `element` when that is given
+    name: str | None
+    is_bits: bool  # the raw bits of an f32 in an integer slot
+    element: int | None = None  # written per element (`p[element] = (...)`)
+    literal: int | None = None  # a constant slot: the wrapper writes this value
+    derived: Expr | None = None  # `total = rows * dim`: the wrapper computes it
+    declared: str | None = None  # a dtype written beside the name
+
+
+@dataclass(frozen=True)
+class BindingDoc:
+    line: int
+    register: Literal["t", "u", "b"] | None  # None when the line gives no register class
+    index: int
+    name: str
+    role: Literal["data", "params"]
+    dtype: str | None  # data: a slangrt.dtypes code, or None when the line names none (reflection's then)
+    shape: tuple[Expr, ...] | None  # data only; None means 1-D, any length
+    fields: tuple[ParamsField, ...]  # params only
+    doc: str
+    flat: bool = False  # shape written `flat[n]`: any shape, `n` elements in all
+    set: int | None = None  # `set S, binding N`
+    access: Access | None = None  # what the line's access words say
+    quantised: bool = False  # quantised blocks: the buffer holds their bytes
+
+
+@dataclass(frozen=True)
+class BindingSet:
+    """The bindings one block (or one backend's part of it) documents."""
+
+    label: str  # the backend it is for (`Metal`, `Vulkan`), or "" when it does not say
+    line: int
+    bindings: tuple[BindingDoc, ...]
+    unread: tuple[int, ...] = ()  # indices of binding lines that could not be read
+
+
+@dataclass
+class Group:
+    label: str
+    line: int
+    raw: list[tuple[int, str]]
+
+
+def binding_sets(path: str, groups: list[Group], notes: list[Note]) -> list[BindingSet]:
+    """Read each group's lines; groups for one backend (or none) with disjoint bindings merge."""
+    sets: list[BindingSet] = []
+    for g in groups:
+        docs: list[BindingDoc] = []
+        unread: list[int] = []
+        for number, text in g.raw:
+            ref = dialect.binding_ref(text)
+            assert ref is not None
+            try:
+                docs.append(_read_binding(ref, number, notes))
+            except Unreadable as e:
+                unread.append(ref.index)
+                notes.append(
+                    Note(
+                        number,
+                        f"binding {ref.index} (`{ref.name}`): {e}; "
+                        "the wrapper takes it as reflection describes it",
+                    )
+                )
+        if not docs and not unread:
+            continue
+        prev = sets[-1] if sets else None
+        if (
+            prev is not None
+            and prev.label == g.label
+            and not {d.name for d in prev.bindings} & {d.name for d in docs}
+            and not {(d.set or 0, d.index) for d in prev.bindings} & {(d.set or 0, d.index) for d in docs}
+        ):
+            sets[-1] = BindingSet(
+                prev.label, prev.line, prev.bindings + tuple(docs), prev.unread + tuple(unread)
+            )
+        else:
+            sets.append(BindingSet(g.label, g.line, tuple(docs), tuple(unread)))
+    return [_unique(s, notes) for s in sets]
+
+
+def _unique(s: BindingSet, notes: list[Note]) -> BindingSet:
+    kept: list[BindingDoc] = []
+    for b in s.bindings:
+        same = next(
+            (k for k in kept if (k.set or 0, k.index) == (b.set or 0, b.index) or k.name == b.name), None
+        )
+        if same is not None:
+            what = f"binding {b.index}" if same.index == b.index else f"the name `{b.name}`"
+            notes.append(
+                Note(b.line, f"{what} is already documented at line {same.line}; this line is ignored")
+            )
+            continue
+        kept.append(b)
+    return BindingSet(s.label, s.line, tuple(kept), s.unread)
+
+
+def _integer_words(text: str) -> bool:
+    """Whether the words before a list name an integer element type (and nothing else but access)."""
+    words = [w for w in re.split(r"[\s,;:]+", dialect.ACCESS_WORDS.sub(" ", text)) if w]
+    found = [dialect.dtype_word(w) for w in words]
+    return bool(words) and all(f is not None and f[0][0] in "ui" and not f[1] for f in found)
+
+
+def _read_binding(ref: dialect.BindingRef, number: int, notes: list[Note]) -> BindingDoc:
+    if len(ref.rest) > MAX_LINE_LEN:
+        raise Unreadable(f"the line is longer than {MAX_LINE_LEN} characters")
+    if ref.index > dialect.MAX_INDEX or (ref.set or 0) > dialect.MAX_INDEX:
+        raise Unreadable(f"binding index or set is more than {dialect.MAX_INDEX}")
+    if why := check_argument(ref.name):
+        raise Unreadable(f"the name {why}")
+    rest = ref.rest
+    found = dialect.find_access(rest)
+    access = found[0] if found else None
+    body = rest
+    if found and found[1][0] < 3:  # a leading access word: drop it before reading the rest
+        body = rest[found[1][1] :].lstrip(" ,:;")
+    if params_tuple.bare_field_list(ref.name, body):
+        body = f"({body.split('  ')[0].rstrip('. ')})  {''.join(body.split('  ')[1:])}"
+    listed = re.search(r"\[\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\]", body)
+    if listed and ref.name.lower() in params_tuple.PARAMS_NAMES and _integer_words(body[: listed.start()]):
+        # `params  u32, read, [n, k, dim]`: the values a params buffer holds, listed in order.
+        body = f"({listed.group(1)})  {body[listed.end() :].strip()}"
+    if params_tuple.looks_like_params(body, ref.name):
+        params = params_tuple.read_params(body)
+        fields = _fields(params)
+        return BindingDoc(
+            number,
+            ref.register,
+            ref.index,
+            ref.name,
+            "params",
+            None,
+            None,
+            fields,
+            params.doc,
+            set=ref.set,
+            access=access,
+        )
+    shape = dialect.find_shape(rest)
+    dtype, quantised = _dtype(rest, shape)
+    unknown = next(filter(None, map(dialect.unknown_dtype_word, rest.split()[:4])), None)
+    if dtype is None and unknown is not None:
+        notes.append(
+            Note(
+                number,
+                f"binding {ref.index} (`{ref.name}`): `{unknown}` is no dtype hatch-slang knows; "
+                "the wrapper takes the dtype reflection gives",
+            )
+        )
+    if shape is None and dtype is None and body.lstrip().startswith("("):
+        raise Unreadable(f"cannot read `{body.strip()}` as a params tuple or a dtype and shape")
+    doc = rest
+    if shape is not None:
+        doc = rest[: shape.span[0]] + " " + rest[shape.span[1] :]
+    doc = re.sub(r"\s+", " ", doc).strip(" ,;:-")
+    # The dtype and access words that open the line are read above; the rest is its description.
+    typed = False  # one dtype word opens the line at most; a second one is the description's
+    while (first := re.match(r"^([\w`-]+)[\s,;:]*", doc)) and (
+        (not typed and dialect.dtype_word(first.group(1)))
+        or first.group(1).strip("`").lower() in _LEADING_WORDS
+    ):
+        typed = typed or dialect.dtype_word(first.group(1)) is not None
+        doc = doc[first.end() :]
+    doc = re.sub(r"^\(\s*\w*\s*\)\s*", "", doc).strip()
+    if quantised and not (dtype not in (None, "u8") and shape is not None and "/" in shape.dims[-1].text):
+        # Counted in blocks or weights, not in the elements the buffer holds. (A shape whose last
+        # dimension is divided, `[rows][cols / 8]` over u32, already counts the words: kept.)
+        shape = None
+    return BindingDoc(
+        number,
+        ref.register,
+        ref.index,
+        ref.name,
+        "data",
+        dtype,
+        shape.dims if shape else None,
+        (),
+        doc,
+        flat=bool(shape and shape.flat),
+        set=ref.set,
+        access=access,
+        quantised=quantised,
+    )
+
+
+_LEADING_WORDS = frozenset(
+    {"read", "ro", "read-only", "readonly", "write", "out", "rw", "read-write", "inout", "blocks"}
+)
+
+
+_AMBIGUOUS = frozenset(
+    {"long", "short", "single", "half", "char", "unsigned", "double", "int", "float", "byte", "bytes"}
+)
+
+
+def _dtype(rest: str, shape: dialect.Shape | None) -> tuple[str | None, bool]:
+    """The dtype a binding line names: near its start, or right before or after its shape."""
+    words = [(m.start(), m.group()) for m in re.finditer(r"[\w`]+", rest)]
+    if shape is not None:
+        before = [w for w in words if w[0] < shape.span[0]]
+        after = [w for w in words if w[0] >= shape.span[1]][:2]
+        candidates = before[-3:] + before[:3] + after
+    else:
+        candidates = words[:4]
+    for k, (_, w) in enumerate(dict.fromkeys(candidates)):
+        found = dialect.dtype_word(w)
+        if found is None:
+            continue
+        if w.lower().strip("`") in _AMBIGUOUS and k > 1 and shape is None:
+            continue
+        if found[1]:
+            # Quantised blocks `as u32 words`: the caller passes what the line says they are held in.
+            held = re.search(r"\b(?:as|in)\s+(\w+)\s+(?:words|elements|values)\b", rest)
+            word = dialect.dtype_word(held.group(1)) if held else None
+            if word is not None and not word[1]:
+                return word[0], True
+        if not found[1] and found[0] != "u8" and any((q := dialect.dtype_word(t)) and q[1] for _, t in words):
+            # `u32, the stacked weight, [n][m][k] Q4_0.`: words of that type holding quantised
+            # blocks; the shape counts weights, not the words the caller passes.
+            return found[0], True
+        return found
+    return None, False
+
+
+def _fields(params: params_tuple.ParamsDoc) -> tuple[ParamsField, ...]:
+    fields: list[ParamsField] = []
+    seen: set[str] = set()
+    for element, docs in params.elements:
+        for slot, f in enumerate(docs):
+            if f.name is not None:
+                if f.name in seen:
+                    raise Unreadable(f"params field `{f.name}` appears twice")
+                seen.add(f.name)
+            fields.append(
+                ParamsField(
+                    slot,
+                    f.name,
+                    f.is_bits,
+                    element if params.per_element else None,
+                    f.literal,
+                    f.derived,
+                    f.declared,
+                )
+            )
+    if all(f.name is None and f.literal is None for f in fields):
+        raise Unreadable("the params tuple names no fields")
+    return tuple(fields)

@@ -1,0 +1,406 @@
+"""Read the comment contract at the top of a Slang kernel, as a careful human reader would.
+
+The block read is the file's leading comments (``//``, ``///`` and ``/* ... */``, with
+``#include``/``#pragma``/``import`` lines between them). In it:
+
+``slang-entries: a b c``
+    Entry points, whitespace separated; several such lines union.
+Binding lines, with or without a header (``Bindings:``, ``Buffers (same on every backend):``)
+    ``<ref>: <name> <rest>`` where ``<ref>`` is ``t0``/``u2``/``b1`` (HLSL registers: read-only,
+    read-write, uniform), ``binding 3``, ``buffer 3``, ``binding/buffer 3``, ``[3]``,
+    ``set 0, binding 3`` or ``@group(0) @binding(3)``. ``<rest>`` holds, in any order, access
+    words (``read``, ``ro``, ``write``, ``out``, ``rw``, ``inout``, ``in place`` ...), a dtype
+    (``f32``/``float``/``fp32``, ``f16``/``half``, ``u32``/``uint``, ``u8``/``byte``, ``q4_0
+    blocks`` ...), a shape (``[a][b]``, ```[a][b]```, ``[a, b]``, ``(a x b)``, ``a×b``, ``n
+    floats``), and prose; or a params tuple: ``(a, b, _pad, 0)``, ``p[0] = (...), p[1] = (...)``,
+    ``(a, b), (c, d)``, ``uint4 x 2: a, b, ...``, with ``x_bits``/``bitcast(x)``/``x (f32
+    bits)`` for float bits and ``total = rows * dim`` for a field the wrapper computes. An
+    indented line continues the binding above it. A block may list the bindings of several
+    backends; the set that matches the compiled code is used (:mod:`hatch_slang.spec.merge`).
+    (:mod:`hatch_slang.comments.bindings` reads the lines, :mod:`hatch_slang.comments.params` the tuples.)
+``Dispatch: ...``
+    A grid of one to three expressions and, where given, the group size, in any of the usual
+    phrasings (``(X, Y) threadgroups of 256``, ``ceil(n / 64) workgroups x 64 threads``,
+    ``(X, Y) x 256``, ``one thread per element, ceil(n / 256) groups of 256.``);
+    ``Dispatch (a, b):`` / ``Dispatch [a]:`` / ``Dispatch for a:`` apply to those entries only.
+    (:mod:`hatch_slang.comments.dispatch` reads the grid.)
+
+Everything else is prose, the wrappers' docstring. A line that looks like one of the forms but
+cannot be read becomes a :class:`Note` (a warning naming the line, with what the wrapper does
+instead); it never fails the build. Names are validated identifiers and expressions whitelisted
+ASTs; nothing here is ever executed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hatch_slang.comments import dialect
+from hatch_slang.comments import dispatch as dispatch_line
+from hatch_slang.comments import params as params_tuple
+from hatch_slang.comments.bindings import BindingDoc, BindingSet, Group, Note, ParamsField, binding_sets
+from hatch_slang.comments.dialect import Unreadable
+from hatch_slang.comments.expr import MAX_LINE_LEN, Expr, check_argument, parse_expr
+
+__all__ = [
+    "BindingDoc",
+    "BindingSet",
+    "Contract",
+    "DispatchDoc",
+    "Note",
+    "ParamsField",
+    "parse_contract",
+    "source_lines",
+]
+
+_LINE_COMMENT = re.compile(r"^\s*//+!?(?P<text>.*)$")
+_SKIPPABLE = re.compile(r"^\s*(?:#\s*\w+|import\s+[\w.]+\s*;|module\s+\w+\s*;|implementing\s+\w+\s*;)")
+_ENTRIES = re.compile(r"^\s*(?:slang-entries|entry[- ]points?|entries)\s*:(?P<names>.*)$", re.IGNORECASE)
+_HEADER = re.compile(
+    r"^\s*(?:[-*•]\s*)?(?:the\s+)?(?:bindings?|buffers?|resources?|descriptors?|inputs?(?:\s*/\s*outputs?)?|"
+    r"outputs?|arguments|args|layout|parameters|storage\s+buffers?|descriptor\s+set\s*\d*)\b"
+    r"(?P<note>[^:]{0,80}):\s*$",
+    re.IGNORECASE,
+)
+_SUBHEADER = re.compile(r"^\s*(?:[-*•]\s*)?(?P<label>[A-Za-z][\w ./()+-]{0,40}):\s*$")
+# `wgsl (mirrors rmsnorm.wgsl): in place, 3 bindings`: a backend's label, then a remark.
+_BACKEND_HEADER = re.compile(r"^\s*(?:[-*•]\s*)?(?P<label>[A-Za-z][\w ./()`+-]{0,60}?):\s*\S.*$")
+_BACKEND = re.compile(
+    r"\b(metal|msl|vulkan|spir-?v|glsl|hlsl|d3d\d*|dx\d+|directx|cuda|wgsl|webgpu|opengl|cpu|slang)\b",
+    re.IGNORECASE,
+)
+_QUALIFIER = r"(?:\((?P<q1>[^()]*)\)|\[(?P<q2>[^\[\]]*)\]|for\s+(?P<q3>[^:]*?))"
+_DISPATCH_HEAD = re.compile(
+    r"^\s*(?:[-*•]\s*)?(?:dispatch(?:ed)?|num(?:ber of)?\s+(?:work|thread)\s*groups"
+    rf"|(?:work|thread)\s*group\s+count)\s*{_QUALIFIER}?\s*:(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class DispatchDoc:
+    line: int
+    text: str
+    grid: tuple[Expr, ...]
+    group_size: int | None  # None: the line does not say (no check against [numthreads])
+    entries: tuple[str, ...] = ()  # the entries it applies to; empty: the default for all others
+
+
+@dataclass(frozen=True)
+class Contract:
+    path: str
+    entries: tuple[str, ...]  # empty: not declared, the default rule applies
+    entries_line: int | None
+    prose: str
+    bindings: tuple[BindingDoc, ...] | None  # the first documented set; None: no binding lines
+    bindings_line: int | None
+    dispatch: DispatchDoc | None  # the unqualified `Dispatch:` line
+    entry_dispatch: tuple[DispatchDoc, ...] = ()  # `Dispatch (entry, ...):` lines
+    notes: tuple[Note, ...] = ()
+    binding_sets: tuple[BindingSet, ...] = ()  # every documented set (several backends: several)
+    dispatch_notes: tuple[Note, ...] = field(default=(), compare=False)  # unreadable Dispatch lines
+
+    def dispatch_for(self, entry: str) -> DispatchDoc | None:
+        """The Dispatch line that applies to ``entry``: its own, else the default, else None."""
+        for d in self.entry_dispatch:
+            if entry in d.entries:
+                return d
+        return self.dispatch
+
+
+# Slang's lexer ends a line at `\n`, `\r\n` or `\r`, and nowhere else: a form feed, NEL (U+0085)
+# or U+2028 is whitespace inside a line (`str.splitlines` would split there, and shift the lines).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+BOM = "\ufeff"
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of a shader as Slang (and an editor) numbers them; a leading UTF-8 BOM is no text."""
+    return _LINE_BREAK.split(source.removeprefix(BOM))
+
+
+def leading_comment(source: str) -> list[tuple[int, str]]:
+    """The leading comment block as ``(line number, text after the comment marker)`` pairs."""
+    out: list[tuple[int, str]] = []
+    in_block = False
+    for number, line in enumerate(source_lines(source), start=1):
+        if in_block:
+            body, closed, _ = line.partition("*/")
+            out.append((number, re.sub(r"^\s*\*(?!/)\s?", " ", body).rstrip()))
+            in_block = not closed
+            continue
+        if m := _LINE_COMMENT.match(line):
+            out.append((number, m.group("text")))
+        elif line.strip().startswith("/*"):
+            body, closed, _ = line.strip()[2:].lstrip("*!").partition("*/")
+            out.append((number, " " + body.strip()))
+            in_block = not closed
+        elif line.strip() and not _SKIPPABLE.match(line):
+            break
+    return out
+
+
+def parse_contract(path: Path | str, source: str) -> Contract:
+    """Read the comment contract of one shader. Unreadable lines become notes, never errors."""
+    path = str(path)
+    lines = leading_comment(source)
+    notes: list[Note] = []
+    entries: list[str] = []
+    entries_line: int | None = None
+    prose: list[str] = []
+    groups: list[Group] = []
+    open_group: Group | None = None
+    dispatch: DispatchDoc | None = None
+    entry_dispatch: list[DispatchDoc] = []
+
+    i = 0
+    while i < len(lines):
+        number, text = lines[i]
+        if not text.strip():
+            open_group = None
+            prose.append("")
+            i += 1
+            continue
+        if (m := _ENTRIES.match(text)) and _entry_names(m.group("names"), number, notes, entries):
+            entries_line = entries_line or number
+            i += 1
+            continue
+        if _DISPATCH_HEAD.match(text):
+            d, i = _read_dispatch(lines, i, notes)
+            if d is None:
+                continue
+            if not d.entries:
+                if dispatch is not None:
+                    notes.append(
+                        Note(number, f"a second Dispatch line (the first, line {dispatch.line}, is used)")
+                    )
+                else:
+                    dispatch = d
+                continue
+            taken = [n for n in d.entries if any(n in e.entries for e in entry_dispatch)]
+            if taken:
+                notes.append(Note(number, f"a second Dispatch line for `{taken[0]}` (the first is used)"))
+            else:
+                entry_dispatch.append(d)
+            continue
+        if (h := _HEADER.match(text)) and not dialect.binding_ref(text):
+            label = _backend(h.group("note"))
+            open_group = Group(label, number, [])
+            groups.append(open_group)
+            i += 1
+            continue
+        sub = _SUBHEADER.match(text)
+        if sub is None and (labelled := _BACKEND_HEADER.match(text)) and _backend(labelled.group("label")):
+            sub = labelled
+        if sub and i + 1 < len(lines) and dialect.binding_ref(lines[i + 1][1]) is not None:
+            label = _backend(sub.group("label")) or sub.group("label").strip()
+            open_group = Group(label, number, [])
+            groups.append(open_group)
+            i += 1
+            continue
+        ref = dialect.binding_ref(text)
+        if ref is not None and (open_group is not None or _evidence(ref)):
+            if open_group is None:
+                open_group = Group("", number, [])
+                groups.append(open_group)
+            joined, i = _continued(lines, i)
+            open_group.raw.append((number, joined))
+            continue
+        if (
+            open_group is not None
+            and open_group.raw
+            and text[:1].isspace()
+            and len(text) - len(text.lstrip()) > 1
+        ):
+            # An indented line under a binding that is no binding: it continues the one above.
+            prev_number, prev = open_group.raw[-1]
+            open_group.raw[-1] = (prev_number, f"{prev} {text.strip()}")
+            i += 1
+            continue
+        open_group = None
+        prose.append(text[1:] if text.startswith(" ") else text)
+        i += 1
+
+    if dispatch is None and not entry_dispatch:
+        dispatch = _single_group(lines)
+    sets = binding_sets(path, groups, notes)
+    if entries:
+        for d in entry_dispatch:
+            for name in d.entries:
+                if name not in entries:
+                    notes.append(
+                        Note(d.line, f"Dispatch names entry `{name}`, which `slang-entries` does not list")
+                    )
+    first = sets[0] if sets else None
+    return Contract(
+        path=path,
+        entries=tuple(entries),
+        entries_line=entries_line,
+        prose=_tidy_prose(prose),
+        bindings=first.bindings if first else None,
+        bindings_line=first.line if first else None,
+        dispatch=dispatch,
+        entry_dispatch=tuple(entry_dispatch),
+        notes=tuple(notes),
+        binding_sets=tuple(sets),
+    )
+
+
+_SINGLE_GROUP = re.compile(
+    r"\b(?:a\s+)?single\s+(?:work|thread)\s*-?\s*group(?:\s+of\s+(?P<n>\d{1,6})(?:\s+threads)?)?\b"
+    r"(?!\s+(?:per|for\s+each|each))",
+    re.IGNORECASE,
+)
+# ... and only where the same line says the group walks the whole input (else: one group *per* item?)
+_WALKS_ALL = re.compile(
+    r"grid-?strid|strid(?:es|ing)\s+over|loops?\s+over|the\s+whole|all\s+of", re.IGNORECASE
+)
+
+
+def _single_group(lines: list[tuple[int, str]]) -> DispatchDoc | None:
+    """`Single workgroup of 256, grid-striding over n.`: prose that fixes the grid at one group."""
+    for number, text in lines:
+        m = _SINGLE_GROUP.search(text)
+        if m is not None and _WALKS_ALL.search(text):
+            n = int(m.group("n")) if m.group("n") else None
+            return DispatchDoc(number, f"Dispatch: {text.strip()}", (parse_expr("1"),), n)
+    return None
+
+
+def _entry_names(text: str, number: int, notes: list[Note], entries: list[str]) -> bool:
+    """Add the names of an entries line; False if the line is prose that only starts like one."""
+    names = [n for n in re.split(r"[\s,]+", text.strip().strip(".")) if n and n.lower() != "and"]
+    names = [n.strip("`") for n in names]
+    if not names or (len(names) > 6 and not all(n.isidentifier() for n in names)):
+        return False
+    if len(text) > MAX_LINE_LEN:
+        notes.append(Note(number, f"the entries line is longer than {MAX_LINE_LEN} characters; not read"))
+        return True
+    for name in names:
+        if why := check_argument(name):  # any identifier is an entry (hatch_slang.compile.discover names it)
+            notes.append(Note(number, f"entry point {why}; it is left out"))
+        elif name not in entries:
+            entries.append(name)
+    return True
+
+
+def _backend(text: str) -> str:
+    m = _BACKEND.search(text or "")
+    return m.group(1) if m else ""
+
+
+def _evidence(ref: dialect.BindingRef) -> bool:
+    """Whether a binding line outside any header reads as one rather than as prose."""
+    rest = ref.rest
+    if len(rest) > MAX_LINE_LEN:
+        return ref.strong  # too long to weigh: a line that opens like a binding is read as one (a note)
+    typed = any(dialect.dtype_word(w) for w in rest.split()[:4])
+    try:
+        shaped = params_tuple.looks_like_params(rest) or dialect.find_shape(rest) is not None
+    except Unreadable:
+        shaped = True
+    accessed = dialect.find_access(rest) is not None
+    return (ref.strong and (typed or shaped or accessed)) or (typed and (shaped or accessed))
+
+
+def _continued(lines: list[tuple[int, str]], i: int) -> tuple[str, int]:
+    """A binding line joined with the lines that continue it (more indented, no new binding)."""
+    number, text = lines[i]
+    indent = len(text) - len(text.lstrip())
+    joined = text.strip()
+    i += 1
+    while i < len(lines):
+        n2, t2 = lines[i]
+        deeper = len(t2) - len(t2.lstrip()) > indent
+        if n2 != number + 1 or not t2.strip() or not deeper:
+            break
+        if _DISPATCH_HEAD.match(t2) or _HEADER.match(t2):
+            break
+        ref = dialect.binding_ref(t2)
+        if ref is not None and not re.match(r"^\s*\[\s*\d+\s*\]\s*[=:]\s*\(", t2):
+            break
+        joined = f"{joined} {t2.strip()}"
+        number = n2
+        i += 1
+    return joined, i
+
+
+def _read_dispatch(lines: list[tuple[int, str]], i: int, notes: list[Note]) -> tuple[DispatchDoc | None, int]:
+    """Read a Dispatch line, joining the lines it wraps onto while that helps."""
+    number, text = lines[i]
+    m = _DISPATCH_HEAD.match(text)
+    assert m is not None
+    qualifier = next((q for q in m.group("q1", "q2", "q3") if q is not None), None)
+    entries = _qualifier(qualifier)
+    if entries is None:
+        notes.append(Note(number, f"cannot read which entries `{text.strip()}` is for; the line is ignored"))
+        return None, i + 1
+    body = m.group("rest").strip()
+    parts = [body]
+    j = i + 1
+    while j < len(lines) and j < i + 3 and lines[j][0] == lines[j - 1][0] + 1 and lines[j][1].strip():
+        nxt = lines[j][1]
+        if _DISPATCH_HEAD.match(nxt) or _HEADER.match(nxt) or dialect.binding_ref(nxt) or _ENTRIES.match(nxt):
+            break
+        parts.append(nxt.strip())
+        j += 1
+    best: tuple[dispatch_line.GridDoc, int] | None = None
+    error: Unreadable | None = None
+    for k in range(1, len(parts) + 1):
+        try:
+            if len(joined := " ".join(parts[:k])) > MAX_LINE_LEN:
+                raise Unreadable(f"the Dispatch line is longer than {MAX_LINE_LEN} characters")
+            g = dispatch_line.read_dispatch(joined)
+        except Unreadable as e:
+            error = error or e
+            continue
+        if best is None or (best[0].group_size is None and g.group_size is not None):
+            best = (g, k)
+        if g.group_size is not None:
+            break
+    if best is None:
+        assert error is not None
+        notes.append(Note(number, f"{error}; wrappers of this kernel take `grid=(x, y, z)` instead"))
+        return None, i + 1
+    g, k = best
+    shown = " ".join(parts[:k])
+    return DispatchDoc(number, f"Dispatch: {shown}", g.grid, g.group_size, entries), i + k
+
+
+def _qualifier(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return ()
+    if "," not in text and len(text.split()) >= 3:
+        return ()  # `Dispatch (one thread per element): ...`: a remark, not entry names
+    names = [
+        n.strip("`")
+        for n in re.split(r"[\s,]+", text.strip())
+        if n and n.lower() not in ("and", "entry", "entries")
+    ]
+    if not names or any(check_argument(n) for n in names):
+        return None
+    return tuple(dict.fromkeys(names))
+
+
+def _tidy_prose(lines: list[str]) -> str:
+    text = "\n".join(line.rstrip() for line in lines).strip("\n")
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+# `f<float>`, `f<float, 4>`, `f < half >`: an instance of a generic entry on an entries line.
+_INSTANCE = re.compile(r"`?(?P<name>[A-Za-z_]\w*)\s*<[^<>]*(?:<[^<>]*>[^<>]*)*>`?")
+
+
+def generic_instances(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each generic entry's instance that an entries line of ``source`` names
+    (``// slang-entries: f<float>``)."""
+    found: list[tuple[int, str]] = []
+    for number, text in leading_comment(source):
+        m = _ENTRIES.match(text)
+        if m is not None:
+            found += [
+                (number, re.sub(r"\s+", "", i.group(0).strip("`"))) for i in _INSTANCE.finditer(m["names"])
+            ]
+    return found

@@ -1,0 +1,394 @@
+"""Drive the Slang compiler shipped inside the ``slangpy`` wheel, through its C API.
+
+This is the only module that touches Slang. Compilation runs in worker processes: a native crash
+in the compiler then becomes a build error naming the shader, not a dead ``pip``. Each worker
+creates Slang's global session once (0.2-0.5 s) and reuses it for every shader it is given; the
+parent process never loads the library, so a build that finds everything in the cache
+(:mod:`hatch_slang.compile.cache`) never pays for it.
+One compile request per entry point: several ``-entry`` flags in one request crash on code fetch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import faulthandler
+import glob
+import importlib.util
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hatch_slang.config.project import CompileOptions as CompileOptions  # re-exported: jobs carry them
+from hatch_slang.errors import CompileError, HatchSlangError
+
+if TYPE_CHECKING:  # the pool's modules load only when something needs compiling
+    import multiprocessing.context
+    from concurrent.futures import ProcessPoolExecutor
+
+
+def slang_args(options: CompileOptions) -> list[str]:
+    """The Slang command-line arguments ``options`` stand for (after the path, target and entry).
+
+    Here rather than in :mod:`hatch_slang.config.project`: this file's source is part of the build
+    cache's key, so a change to how options reach Slang never reuses results made before."""
+    out = [f"-O{options.optimization}"]
+    for d in options.include_dirs:
+        out += ["-I", d]
+    for name, value in options.defines:
+        out += ["-D", f"{name}={value}" if value else name]
+    return out + list(options.compiler_args)
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    path: str  # as the compiler should see it (messages quote it), relative to `cwd`
+    entries: tuple[str, ...]
+    options: CompileOptions
+    cwd: str
+
+
+@dataclass(frozen=True)
+class CompiledEntry:
+    name: str
+    spirv: bytes
+    reflection: str  # the JSON slangc -reflection-json would print
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    path: str
+    entries: tuple[CompiledEntry, ...] = ()
+    dependencies: tuple[str, ...] = ()
+    error: CompileError | None = None
+    warnings: str = ""
+    compiler: str = ""  # the Slang build tag that produced it
+
+
+class _GlobalSessionDesc(ctypes.Structure):
+    """``SlangGlobalSessionDesc`` (slang.h): what ``slang_createGlobalSession2`` reads."""
+
+    _fields_ = [
+        ("structureSize", ctypes.c_uint32),
+        ("apiVersion", ctypes.c_uint32),  # SLANG_API_VERSION
+        ("minLanguageVersion", ctypes.c_uint32),
+        ("enableGLSL", ctypes.c_bool),
+        ("reserved", ctypes.c_uint32 * 16),
+    ]
+
+
+_SLANG_LANGUAGE_VERSION_2025 = 2025  # the header's default for minLanguageVersion
+
+
+@dataclass
+class _Slang:
+    lib: ctypes.CDLL
+    session: int
+    version: str
+
+
+_WORKER: _Slang | None = None
+
+
+def slang_library_path() -> Path:
+    # Locate the package without importing it: importing slangpy loads its GPU runtime too.
+    spec = importlib.util.find_spec("slangpy")
+    if spec is None or not spec.submodule_search_locations:
+        raise HatchSlangError(
+            "the Slang compiler comes from the `slangpy` package, which is not installed; "
+            "`pip install slangpy`"
+        )
+    here = Path(next(iter(spec.submodule_search_locations)))
+    found = sorted(
+        glob.glob(str(here / "libslang-compiler.so*")) + glob.glob(str(here / "slang-compiler.dll"))
+    )
+    found += sorted(glob.glob(str(here / "libslang-compiler*.dylib")))
+    if not found:
+        raise HatchSlangError(f"no Slang compiler library found in {here}")
+    return Path(found[0])
+
+
+def compiler_fingerprint() -> str:
+    """Identify the installed compiler without loading it (part of every build-cache key).
+
+    The library's file name carries Slang's version; its size tells builds of one version apart.
+    The libraries beside it that it loads while compiling (``slang-glslang``, which validates and
+    optimizes SPIR-V, and the ``glsl`` module) count the same way: any of them changing changes
+    what a compile gives. The path is left out on purpose: isolated build environments install
+    the same compiler in a new temporary directory each time, and their builds should share the
+    cache.
+    """
+    lib = slang_library_path()
+    libs = [lib, *sorted(p for p in lib.parent.glob("*slang-*") if p != lib and _is_library(p))]
+    return ";".join(f"{p.name}:{p.stat().st_size}" for p in libs)
+
+
+def _is_library(path: Path) -> bool:
+    return path.is_file() and (".so" in path.suffixes or path.suffix in (".dll", ".dylib"))
+
+
+def _load() -> _Slang:
+    global _WORKER
+    if _WORKER is None:
+        lib = ctypes.CDLL(str(slang_library_path()))
+        vp, cp, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
+        sigs: dict[str, tuple[Any, list[Any]]] = {
+            "slang_createGlobalSession2": (i, [ctypes.POINTER(_GlobalSessionDesc), ctypes.POINTER(vp)]),
+            "spCreateCompileRequest": (vp, [vp]),
+            "spDestroyCompileRequest": (None, [vp]),
+            "spProcessCommandLineArguments": (i, [vp, ctypes.POINTER(cp), i]),
+            "spCompile": (i, [vp]),
+            "spGetDiagnosticOutput": (cp, [vp]),
+            "spGetEntryPointCodeBlob": (i, [vp, i, i, ctypes.POINTER(vp)]),
+            "spGetReflection": (vp, [vp]),
+            "spReflection_ToJson": (i, [vp, vp, ctypes.POINTER(vp)]),
+            "spGetDependencyFileCount": (i, [vp]),
+            "spGetDependencyFilePath": (cp, [vp, i]),
+            "spGetBuildTagString": (cp, []),
+        }
+        for name, (res, args) in sigs.items():
+            fn = getattr(lib, name)
+            fn.restype = res
+            fn.argtypes = args
+        # A global session with GLSL enabled (its `glsl` module loaded), so that GLSL-style
+        # shaders (`#version 450`, `layout(...) in;`, buffer blocks) compile; `spCreateSession`
+        # makes one without it. The compile requests below take the global session as it is.
+        desc = _GlobalSessionDesc(
+            structureSize=ctypes.sizeof(_GlobalSessionDesc),
+            apiVersion=0,
+            minLanguageVersion=_SLANG_LANGUAGE_VERSION_2025,
+            enableGLSL=True,
+        )
+        session = ctypes.c_void_p()
+        if lib.slang_createGlobalSession2(ctypes.byref(desc), ctypes.byref(session)) < 0 or not session.value:
+            raise HatchSlangError("the Slang compiler could not create a session")
+        _WORKER = _Slang(lib, session.value, lib.spGetBuildTagString().decode())
+    return _WORKER
+
+
+def _blob(ptr: int) -> bytes:
+    """Copy out and release an ISlangBlob (COM: slot 2 release, 3 pointer, 4 size)."""
+    vtable = ctypes.cast(ctypes.c_void_p(ptr), ctypes.POINTER(ctypes.POINTER(ctypes.c_void_p)))[0]
+    get_ptr = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(vtable[3])
+    get_size = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p)(vtable[4])
+    release = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p)(vtable[2])
+    data = ctypes.string_at(get_ptr(ptr), get_size(ptr))
+    release(ptr)
+    return data
+
+
+def compile_job(job: CompileJob) -> CompileResult:
+    """Compile every entry of one shader, in this process."""
+    if os.environ.get("HATCH_SLANG_TEST_CRASH") == Path(job.path).name:
+        os.abort()  # test seam: a native compiler crash
+    slang = _load()
+    os.chdir(job.cwd)  # worker processes are single-threaded: changing directory is safe here
+    entries: list[CompiledEntry] = []
+    deps: dict[str, None] = {}
+    warnings: list[str] = []
+    for entry in job.entries:
+        req = slang.lib.spCreateCompileRequest(slang.session)
+        try:
+            args = [
+                job.path,
+                "-target",
+                "spirv",
+                "-entry",
+                entry,
+                "-stage",
+                "compute",
+                "-fvk-use-entrypoint-name",
+                *slang_args(job.options),
+                "-o",
+                f"{entry}.spv",
+            ]
+            argv = (ctypes.c_char_p * len(args))(*[a.encode() for a in args])
+            if slang.lib.spProcessCommandLineArguments(req, argv, len(args)) < 0:
+                diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
+                return CompileResult(job.path, error=CompileError(job.path, entry, diag or "bad options"))
+            rc = slang.lib.spCompile(req)
+            diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
+            if rc < 0:
+                return CompileResult(job.path, error=CompileError(job.path, entry, diag or f"code {rc}"))
+            if diag.strip():
+                warnings.append(diag)
+            code = ctypes.c_void_p()
+            if slang.lib.spGetEntryPointCodeBlob(req, 0, 0, ctypes.byref(code)) < 0 or not code.value:
+                return CompileResult(job.path, error=CompileError(job.path, entry, "no SPIR-V produced"))
+            spirv = _blob(code.value)
+            refl = ctypes.c_void_p()
+            if slang.lib.spReflection_ToJson(slang.lib.spGetReflection(req), None, ctypes.byref(refl)) < 0:
+                return CompileResult(job.path, error=CompileError(job.path, entry, "no reflection"))
+            reflection = repair_json(_blob(refl.value or 0).decode(errors="replace"))
+            for k in range(slang.lib.spGetDependencyFileCount(req)):
+                deps[os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))] = None
+            entries.append(CompiledEntry(entry, spirv, reflection))
+        finally:
+            slang.lib.spDestroyCompileRequest(req)
+    return CompileResult(
+        job.path, tuple(entries), tuple(deps), warnings="".join(warnings), compiler=slang.version
+    )
+
+
+# Slang writes the shader's string literals (`printf` formats, say) into its reflection JSON with
+# C escapes: `\a`, `\'`, octal `\303\251`, which are no JSON escapes. A backslash pair, or one
+# that starts a JSON escape, is kept; any other backslash (group 1) is escaped.
+_ESCAPES = re.compile(r'\\\\|\\(?=["/bfnrt]|u[0-9a-fA-F]{4})|(\\)')
+
+
+def repair_json(text: str) -> str:
+    """Slang's reflection JSON made valid: backslashes that start no JSON escape are escaped.
+
+    ``"\\a\\303"`` becomes ``"\\\\a\\\\303"`` (the string keeps the C escape as text); valid
+    JSON comes back unchanged.
+    """
+    if "\\" not in text:
+        return text
+    return _ESCAPES.sub(lambda m: "\\\\" if m.group(1) else m.group(0), text)
+
+
+def _worker_init(parent: int) -> None:
+    # A compiler crash is reported as a build error naming the shader; a Python traceback dump
+    # from the dying worker (faulthandler, on under pytest) would only be noise on top of it.
+    faulthandler.disable()
+    _exit_with(parent)
+    with contextlib.suppress(HatchSlangError):
+        _load()  # if it fails, the first job fails the same way and carries the error back
+
+
+def _exit_with(parent: int) -> None:
+    """Exit when the build process does, however it ends.
+
+    A forked worker holds both ends of the pool's pipes, so a build killed with SIGKILL (a CI
+    timeout, the OOM killer) would otherwise leave it waiting for work forever, with its Slang
+    session (some 200 MB) resident.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="hatch-slang-watch-parent", daemon=True).start()
+
+
+def _worker_version() -> str:
+    return _load().version
+
+
+@dataclass
+class CompilerPool:
+    """A pool of compiler worker processes, each holding one Slang session."""
+
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    _pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> CompilerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        # Waiting for the workers to exit (some 10 ms). A pool left to shut down on its own races
+        # the interpreter's exit on Python < 3.12: concurrent.futures' exit hook writes to the
+        # pool's wake-up pipe while the pool's manager thread closes it, and a build that ends
+        # right after compiling (a compile error) printed "Exception ignored in: <module
+        # 'threading'> ... OSError: [Errno 9] Bad file descriptor".
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def version(self) -> str:
+        """The Slang build tag, asked of a worker so that this process never loads Slang."""
+        return self._executor(1).submit(_worker_version).result()
+
+    def _executor(self, n_jobs: int) -> ProcessPoolExecutor:
+        from concurrent.futures import ProcessPoolExecutor
+
+        if self._pool is None:
+            ctx = _mp_context()
+            self._pool = ProcessPoolExecutor(
+                max_workers=max(1, min(self.workers, n_jobs)),
+                mp_context=ctx,
+                initializer=_worker_init,
+                initargs=(os.getpid(),),
+            )
+        return self._pool
+
+    def compile(
+        self, jobs: Sequence[CompileJob], progress: Callable[[CompileResult], None] | None = None
+    ) -> list[CompileResult]:
+        """Compile all jobs; results come back in job order. A crashed worker names its shader.
+
+        Jobs are handed out one at a time, largest source first, to whichever worker is free:
+        one job is 15-100 ms of compiling against well under 1 ms of hand-over, so finer
+        balancing beats batching. ``progress`` is called as each job finishes.
+        """
+        from concurrent.futures import Future, as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        if not jobs:
+            return []
+        pool = self._executor(len(jobs))
+        order = sorted(range(len(jobs)), key=lambda k: -_size(jobs[k]))
+        futures: dict[Future[CompileResult], int] = {pool.submit(compile_job, jobs[k]): k for k in order}
+        results: list[CompileResult | None] = [None] * len(jobs)
+        crashed = False
+
+        def done(k: int, result: CompileResult) -> None:
+            results[k] = result
+            if progress is not None:
+                progress(result)
+
+        for fut in as_completed(futures):
+            try:
+                done(futures[fut], fut.result())
+            except BrokenProcessPool:
+                crashed = True
+        if crashed:
+            # The pool cannot say whose job killed it: retry the unfinished ones one process each.
+            self.close()
+            for k, job in enumerate(jobs):
+                if results[k] is None:
+                    done(k, _isolated(job))
+        return [r for r in results if r is not None]
+
+
+def _size(job: CompileJob) -> int:
+    try:
+        return (Path(job.cwd) / job.path).stat().st_size * len(job.entries)
+    except OSError:
+        return 0
+
+
+def _mp_context() -> multiprocessing.context.BaseContext:
+    import multiprocessing
+
+    # fork on Linux: no re-import of the caller's __main__ (a build script without a main guard
+    # works) and no interpreter start-up per worker; the parent never loads Slang, so a forked
+    # worker starts clean. Elsewhere fork is unsafe and spawn is the default anyway.
+    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+
+
+def _isolated(job: CompileJob) -> CompileResult:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = _mp_context()
+    with ProcessPoolExecutor(
+        max_workers=1, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
+    ) as pool:
+        try:
+            return pool.submit(compile_job, job).result()
+        except BrokenProcessPool:
+            return CompileResult(
+                job.path,
+                error=CompileError(job.path, None, "the Slang compiler crashed (worker process died)"),
+            )

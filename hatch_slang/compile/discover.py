@@ -1,0 +1,422 @@
+"""Find the shaders a project builds and decide each one's module name and entry points.
+
+Two steps: :func:`sources` reads and hashes the files (all a build needs to find its cached
+results), :func:`parse` reads a source's comment contract and entry points (needed only for
+what is compiled or generated afresh). :func:`discover` does both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from hatch_slang.comments.contract import Contract, generic_instances, parse_contract, source_lines
+from hatch_slang.comments.expr import ExprError, entry_name
+from hatch_slang.config.project import glob_files
+from hatch_slang.config.settings import HookSettings, option_name
+from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
+
+
+@dataclass(frozen=True)
+class Source:
+    """A shader file as read, before its comments are parsed."""
+
+    path: Path  # absolute
+    rel: str  # relative to the project root, posix separators
+    module: str
+    source: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Shader:
+    path: Path  # absolute
+    rel: str  # relative to the project root, posix separators: what messages and the manifest show
+    module: str  # the Python module the wrappers go in
+    source: str
+    sha256: str
+    contract: Contract
+    entries: tuple[str, ...]
+
+
+def module_name(stem: str) -> str:
+    """A Python module name for a shader file stem (``my-kernel`` -> ``my_kernel``)."""
+    name = re.sub(r"\W", "_", stem, flags=re.ASCII)
+    if not name or name[0].isdigit():
+        name = f"k_{name}"
+    if keyword.iskeyword(name) or name in {"manifest", "slangrt", "numpy"}:
+        name = f"{name}_"
+    return name
+
+
+# Tokens of a shader, comments and string literals aside: strings are kept as tokens (the stage
+# of `[shader("compute")]` is one) and never searched for code; preprocessor lines are skipped.
+_TOKEN = re.compile(
+    r"""
+    (?P<skip>//[^\n]*|/\*.*?(?:\*/|\Z)|^[ \t]*\#(?:[^\n\\]|\\.)*)
+    | (?P<string>"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?)
+    | (?P<ident>[^\W\d]\w*)
+    | (?P<number>\d\w*(?:\.\w*)?)
+    | (?P<punct>\S)
+    """,
+    re.VERBOSE | re.DOTALL | re.MULTILINE,
+)
+# Words before a name that make `name(` a call, not a definition: `return f(x)`, `new T(x)`...
+_NOT_A_TYPE = {"return", "if", "while", "for", "switch", "else", "case", "do", "new", "sizeof", "throw"}
+# Words followed by `(` that are no function: `if (x)`, `for (...)`.
+_NOT_A_NAME = {"if", "while", "for", "switch", "return", "sizeof", "catch"}
+
+
+def _tokens(source: str) -> list[tuple[str, str, int]]:
+    """(kind, text, offset) for each token of ``source``; kind is ``string``, ``ident``,
+    ``number``, ``punct``."""
+    out: list[tuple[str, str, int]] = []
+    for m in _TOKEN.finditer(source):
+        kind = m.lastgroup or "punct"
+        if kind != "skip":
+            out.append((kind, m.group(kind), m.start()))
+    return out
+
+
+def _close(tokens: list[tuple[str, str, int]], i: int) -> int:
+    """The index just past the bracket that closes the one at ``tokens[i]``."""
+    pairs = {"(": ")", "[": "]", "{": "}", "<": ">"}
+    stack = [pairs[tokens[i][1]]]
+    i += 1
+    while i < len(tokens) and stack:
+        text = tokens[i][1]
+        if tokens[i][0] == "punct":
+            if text in pairs:
+                stack.append(pairs[text])
+            elif text == stack[-1]:
+                stack.pop()
+        i += 1
+    return i
+
+
+@dataclass(frozen=True)
+class _Function:
+    name: str
+    compute: bool  # marked [shader("compute")]
+    numthreads: bool  # has a [numthreads(...)] attribute
+    stage: str = ""  # another stage it is marked for ([shader("vertex")])
+    generic: bool = False  # has type or value parameters (`f<T>(...)`, `__generic<T> ... f(...)`)
+    line: int | None = None  # where its name is
+
+
+def _angle_end(tokens: list[tuple[str, str, int]], i: int) -> int | None:
+    """The index just past the ``>`` that closes the ``<`` at ``tokens[i]`` (a generic's
+    parameters); None if a declaration ends or a body starts first."""
+    depth = 0
+    for k in range(i, len(tokens)):
+        kind, text, _ = tokens[k]
+        if kind != "punct":
+            continue
+        if text == "<":
+            depth += 1
+        elif text == ">":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        elif text in ";{}":
+            return None
+    return None
+
+
+def _parameters_at(tokens: list[tuple[str, str, int]], i: int) -> int | None:
+    """Where the parameter list of a function named at ``tokens[i]`` opens: right after the name,
+    or after its generic parameters (``f<T : IFloat, let N : int>(``); None if it is no function."""
+    if i + 1 >= len(tokens) or tokens[i + 1][1] not in ("(", "<"):
+        return None
+    if tokens[i + 1][1] == "(":
+        return i + 1
+    end = _angle_end(tokens, i + 1)
+    return end if end is not None and end < len(tokens) and tokens[end][1] == "(" else None
+
+
+def _functions(source: str) -> list[_Function]:
+    """Functions defined in ``source``, with what their attributes say, in order of appearance."""
+    source = "\n".join(source_lines(source))  # Slang's lines: `//` ends at a lone `\r` too
+    tokens = _tokens(source)
+    found: list[_Function] = []
+    compute = numthreads = generic = False  # attributes seen since the last declaration ended
+    other = ""
+    i = 0
+    while i < len(tokens):
+        kind, text, at = tokens[i]
+        if text == "[" and kind == "punct":
+            end = _close(tokens, i)
+            inner = tokens[i + 1 : end - 1]
+            prev = tokens[i - 1] if i else ("punct", ";", 0)
+            # `a[i]`, `f(x)[0]`: indexing, no attribute.
+            indexing = (prev[0] in ("ident", "number") and prev[1] not in _NOT_A_TYPE) or prev[1] == ")"
+            if not indexing and inner and inner[0][1] == "shader":
+                stage = next((t for k, t, _ in inner if k == "string"), "")
+                compute = compute or stage.strip("\"'").strip() == "compute"
+                other = other or ("" if compute else stage.strip("\"'").strip())
+            elif not indexing and inner and inner[0][1] == "numthreads":
+                numthreads = True
+            i = end  # other attributes (`[[vk::binding(0)]]`...) say nothing about entry points
+            continue
+        if kind == "punct" and text in ";{}=":  # a declaration ended, or a body starts
+            compute = numthreads = generic = False
+            other = ""
+            i += 1
+            continue
+        if text == "__generic" and i + 1 < len(tokens) and tokens[i + 1][1] == "<":
+            generic = True  # `__generic<T> void f(...)`
+            i = _angle_end(tokens, i + 1) or i + 1
+            continue
+        params = _parameters_at(tokens, i) if kind == "ident" and i > 0 else None
+        if params is not None:
+            before = tokens[i - 1]
+            is_definition = (before[0] == "ident" and before[1] not in _NOT_A_TYPE) or before[1] in (">", "]")
+            if is_definition and text not in _NOT_A_NAME:
+                end = _close(tokens, params)
+                after = tokens[end][1] if end < len(tokens) else ""
+                if after in ("{", ":", "throws", "->") or compute or numthreads or other:
+                    line = source.count("\n", 0, at) + 1
+                    found.append(_Function(text, compute, numthreads, other, generic or params > i + 1, line))
+                    compute = numthreads = generic = False
+                    other = ""
+                i = end
+                continue
+        i += 1
+    return found
+
+
+def default_entries(rel: str, stem: str, source: str) -> tuple[str, ...]:
+    """The entry points of a shader with no `slang-entries` line.
+
+    Every function marked ``[shader("compute")]``; failing that, the one function with a
+    ``[numthreads(...)]`` attribute; failing that, the function named after the file, ``main``
+    or ``computeMain`` (the first of these that is defined). Comments, string literals and
+    preprocessor lines are not read. Otherwise a :class:`ShaderError` lists what was found. A
+    generic entry (``void f<T>(...)``) is a :class:`ShaderError` naming its line.
+    """
+    functions = _functions(source)
+    names = _pick_entries(rel, stem, functions)
+    refuse_generic(rel, functions, names)
+    return names
+
+
+def _pick_entries(rel: str, stem: str, functions: list[_Function]) -> tuple[str, ...]:
+    marked = _unique(f.name for f in functions if f.compute)
+    if marked:
+        return marked
+    threads = _unique(f.name for f in functions if f.numthreads)
+    if len(threads) == 1:
+        return threads
+    if not threads:
+        defined = {f.name for f in functions}
+        for name in (stem, "main", "computeMain"):
+            if name in defined:
+                return (name,)
+    staged = [f for f in functions if f.stage]
+    if not threads and staged:
+        listed = ", ".join(f"`{f.name}` ({f.stage})" for f in staged)
+        raise ShaderError(
+            rel,
+            None,
+            f"has no compute entry point, only entries for other stages: {listed}; hatch-slang builds "
+            f"compute kernels: leave this file out of `{option_name(HookSettings, 'shaders')}`",
+        )
+    found = (
+        f"functions with [numthreads]: {', '.join(f'`{n}`' for n in threads)}"
+        if threads
+        else 'no function marked [shader("compute")] or [numthreads(...)], and none named '
+        f"`{stem}`, `main` or `computeMain`"
+    )
+    raise ShaderError(rel, None, f"cannot tell the entry points ({found}); add `// slang-entries: ...`")
+
+
+def _generic(functions: list[_Function], name: str) -> _Function | None:
+    """The generic function an entry named ``name`` would be: one marked as an entry, or the
+    only kind of function of that name the file defines."""
+    same = [f for f in functions if f.name == name]
+    generic = [f for f in same if f.generic]
+    marked = [f for f in generic if f.compute or f.numthreads]
+    if marked:
+        return marked[0]
+    return generic[0] if generic and len(generic) == len(same) else None
+
+
+def refuse_generic(
+    rel: str, functions: list[_Function], names: Iterable[str], listed_at: int | None = None
+) -> None:
+    """A :class:`ShaderError` naming the line of the first entry in ``names`` that is generic."""
+    for name in names:
+        f = _generic(functions, name)
+        if f is not None:
+            raise ShaderError(
+                rel,
+                f.line if f.line is not None else listed_at,
+                f"entry point `{name}` is generic (it has type or value parameters): a wrapper needs "
+                f"its instances listed, as in `// slang-entries: {name}<float>`, and hatch-slang does "
+                "not build generic entries yet; write a non-generic entry that calls it",
+            )
+
+
+def _unique(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(names))
+
+
+def find_shaders(root: Path, patterns: list[str]) -> list[Path]:
+    """Expand the configured globs, relative to ``root``, into a sorted list of files (each
+    inside the root: see :func:`hatch_slang.config.project.glob_files`)."""
+    option = option_name(HookSettings, "shaders")
+    return sorted({p.resolve() for pattern in patterns for p in glob_files(root, option, pattern)})
+
+
+def read_source(root: Path, path: Path) -> Source:
+    """Read one shader; ``root`` and ``path`` are resolved (absolute, no symlinks)."""
+    data = path.read_bytes()
+    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ShaderError(rel, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    # Every reader after this one sees Slang's lines, `\n`-terminated, without the BOM.
+    source = "\n".join(source_lines(text))
+    return Source(path, rel, module_name(path.stem), source, hashlib.sha256(data).hexdigest())
+
+
+def parse(src: Source) -> Shader:
+    """Read the comment contract and decide the entry points."""
+    contract = parse_contract(src.rel, src.source)
+    for line, instance in generic_instances(src.source):
+        raise ShaderError(
+            src.rel,
+            line,
+            f"`{instance}` names an instance of a generic entry point; hatch-slang does not build "
+            "generic entries yet: write a non-generic entry that calls it and list that one",
+        )
+    if contract.entries:
+        entries = contract.entries
+        refuse_generic(src.rel, _functions(src.source), entries, contract.entries_line)
+    else:
+        try:
+            entries = default_entries(src.rel, src.path.stem, src.source)
+        except ShaderError as e:
+            # An entries line that could not be read: say so where the default rule gives up.
+            rejected = [
+                n for n in contract.notes if n.line == contract.entries_line or "entry point" in n.message
+            ]
+            if not rejected:
+                raise
+            raise ShaderError(
+                src.rel, rejected[0].line, f"{e.message} (the entries line says: {rejected[0].message})"
+            ) from None
+    shader = Shader(src.path, src.rel, src.module, src.source, src.sha256, contract, entries)
+    entry_functions(shader)  # an entry no wrapper can be named after fails here, before compiling
+    return shader
+
+
+@dataclass(frozen=True)
+class EntryFunction:
+    """An entry point and the wrapper function generated for it."""
+
+    entry: str  # as Slang spells it: the SPIR-V entry point, the manifest's key
+    python: str  # the function (:func:`hatch_slang.comments.expr.entry_name`)
+    line: int | None  # the entries line that names it, else the line that defines it
+
+
+def entry_functions(shader: Shader) -> tuple[EntryFunction, ...]:
+    """The wrapper function of each of ``shader``'s entries.
+
+    A :class:`ShaderError` naming the line when an entry cannot have one (``__init__``) or when
+    two entries would have the same one (``ﬁll`` and ``fill``, ``lambda`` and ``lambda_``).
+    """
+    c = shader.contract
+    defined = {f.name: f.line for f in reversed(_functions(shader.source))} if not c.entries else {}
+    out: dict[str, EntryFunction] = {}
+    for name in shader.entries:
+        line = c.entries_line if c.entries else defined.get(name)
+        try:
+            python = entry_name(name)
+        except ExprError as e:
+            raise ShaderError(shader.rel, line, f"entry point {e}") from None
+        if python in out:
+            first = out[python]
+            raise ShaderError(
+                shader.rel,
+                line,
+                f"entry points `{name}` and `{first.entry}` (line {first.line}) are the same Python "
+                f"name `{python}`; rename one",
+            )
+        out[python] = EntryFunction(name, python, line)
+    return tuple(out.values())
+
+
+def load_shader(root: Path, path: Path) -> Shader:
+    return parse(read_source(root.resolve(), path.resolve()))
+
+
+def read_sources(root: Path, patterns: list[str]) -> tuple[list[Source], list[HatchSlangError]]:
+    """Every configured shader that could be read, and a problem for each that could not (not
+    UTF-8, a module name another file has already, the package's own ``__init__``)."""
+    real = root.resolve()
+    found: list[Source] = []
+    errors: list[HatchSlangError] = []
+    by_module: dict[str, Source] = {}
+    for path in find_shaders(root, patterns):
+        try:
+            s = read_source(real, path)
+        except ShaderError as e:
+            errors.append(e)
+            continue
+        if s.module in by_module:
+            errors.append(
+                ShaderError(
+                    s.rel,
+                    None,
+                    f"module name `{s.module}` also used by {by_module[s.module].rel}; rename one",
+                )
+            )
+        elif s.module == "__init__":  # its wrapper module would be overwritten by the package's
+            errors.append(
+                ShaderError(s.rel, None, "its module would be the package's own `__init__`; rename the file")
+            )
+        else:
+            by_module[s.module] = s
+            found.append(s)
+    return found, errors
+
+
+def sources(root: Path, patterns: list[str]) -> list[Source]:
+    """Read every configured shader; module names must be unique."""
+    found, errors = read_sources(root, patterns)
+    if errors:
+        raise errors[0] if len(errors) == 1 else BuildErrors(errors)
+    return found
+
+
+def discover(root: Path, patterns: list[str]) -> list[Shader]:
+    return [parse(s) for s in sources(root, patterns)]
+
+
+_S = TypeVar("_S", Source, Shader)
+
+
+def select(shaders: list[_S], names: list[str], cwd: Path | None = None) -> list[_S]:
+    """The configured shaders that ``names`` pick, in discovery order.
+
+    A name is a module name or file stem (``moe_combine``), a file name (``moe_combine.slang``),
+    or a path relative to the project root or to ``cwd``.
+    """
+    picked: dict[str, _S] = {}
+    for name in names:
+        as_path = Path(cwd or Path.cwd(), name).resolve()
+        found = [
+            s for s in shaders if name in (s.module, s.path.stem, s.path.name, s.rel) or s.path == as_path
+        ]
+        if not found:
+            known = ", ".join(s.module for s in shaders)
+            raise ConfigError(f"no configured shader is called `{name}`; the shaders are: {known}")
+        picked.update((s.rel, s) for s in found)
+    return [s for s in shaders if s.rel in picked]

@@ -1,0 +1,366 @@
+"""The settings models: what ``[tool.hatch.build.hooks.slang]`` (and each of its ``overrides``)
+may hold, each option's name, type, default and meaning written once, as a dataclass field.
+
+:func:`read` validates a table against a model from its annotations and returns the model; the
+JSON schema (``docs/schema.json``) and README's option tables are generated from the same models
+(:func:`json_schema`, :func:`markdown_table`; tests/test_settings.py keeps them in step).
+An option is the field's name with ``-`` for ``_``. This module imports nothing of the pipeline:
+:mod:`hatch_slang.config.project` resolves the settings (paths, compiler arguments) for it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
+from types import UnionType
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from hatch_slang.errors import ConfigError
+
+HOOK = "slang"
+# The files a `templates` directory must hold.
+TEMPLATE_FILES = ("module.py.tmpl", "function.py.tmpl")
+# Options hatchling itself understands for every build hook; they are not ours to reject.
+HATCH_OPTIONS: dict[str, dict[str, Any]] = {
+    "dependencies": {"type": "array", "items": {"type": "string"}},
+    "require-runtime-dependencies": {"type": "boolean"},
+    "require-runtime-features": {"type": "array", "items": {"type": "string"}},
+    "enable-by-default": {"type": "boolean"},
+}
+# And what hatchling's `custom` hook takes besides (this repository builds with one).
+CUSTOM_HOOK_OPTIONS = ("path",)
+
+
+def option(
+    default: Any = MISSING,
+    *,
+    doc: str,
+    must: str | None = None,
+    shown: str | None = None,
+    required: str = "",
+    nonempty: str | None = None,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    names: str | None = None,
+) -> Any:
+    """A settings field. ``doc``: its meaning (README's table, the schema); ``must``: what a
+    wrong value is told it must be (default: said from the annotation); ``shown``: the default as
+    the table shows it (default: the TOML of ``default``, or "required"); ``required``: what a
+    missing required option's message adds; ``nonempty``: a list must not be empty, else it
+    "must be" this; ``minimum``/``maximum``: an integer's bounds; ``names``: the regular
+    expression each name of a table (a define's name) must match in full."""
+    meta = {
+        "doc": doc,
+        "must": must,
+        "shown": shown,
+        "required": required,
+        "nonempty": nonempty,
+        "minimum": minimum,
+        "maximum": maximum,
+        "names": names,
+    }
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class OverrideSettings:
+    """One ``[[tool.hatch.build.hooks.slang.overrides]]`` table: compiler arguments and defines
+    for the shaders its globs match."""
+
+    KNOWN_AS: ClassVar[str] = "an override knows"
+
+    shaders: tuple[str, ...] = option(
+        doc="globs of the shaders it applies to, relative to the project root; each must match a file",
+        nonempty="a non-empty list of globs",
+    )
+    compiler_args: tuple[str, ...] = option(
+        (),
+        doc="Slang arguments appended to the project-wide `compiler-args` for those shaders",
+        must="a list of non-empty strings (Slang command-line arguments)",
+    )
+    defines: Mapping[str, str] = option(
+        {},
+        doc="macros added to the project-wide `defines` for those shaders (a name given again wins)",
+        must='a table of NAME = "value" (or a list of "NAME=value")',
+        names=r"[A-Za-z_]\w*",
+    )
+
+
+@dataclass(frozen=True)
+class HookSettings:
+    """The ``[tool.hatch.build.hooks.slang]`` table."""
+
+    KNOWN_AS: ClassVar[str] = "known options"
+
+    shaders: tuple[str, ...] = option(
+        doc="globs of `.slang` files, relative to the project root",
+        nonempty="a non-empty list of globs",
+    )
+    package: str = option(
+        doc="slash-separated package path the outputs go to",
+        must='a package path such as "mypkg/kernels"',
+        required='the package path the generated wrappers go to, such as "mypkg/kernels"',
+    )
+    include_dirs: tuple[str, ...] = option(
+        (), doc="extra `#include` / `import` search directories, relative to the project root"
+    )
+    defines: Mapping[str, str] = option(
+        {},
+        doc='preprocessor macros, `NAME = "value"`',
+        must='a table of NAME = "value" (or a list of "NAME=value")',
+        names=r"[A-Za-z_]\w*",
+    )
+    optimization: int = option(2, doc="Slang `-O` level, 0-3", minimum=0, maximum=3)
+    compiler_args: tuple[str, ...] = option(
+        (),
+        doc="more Slang command-line arguments, for every shader (see below)",
+        must="a list of non-empty strings (Slang command-line arguments)",
+    )
+    overrides: tuple[OverrideSettings, ...] = option(
+        (), doc="per-glob `compiler-args` and `defines` (see below)"
+    )
+    templates: str | None = option(
+        None,
+        doc=f"a directory holding your own {' and '.join(f'`{n}`' for n in TEMPLATE_FILES)}",
+        must="a directory path",
+        shown="built in",
+    )
+    strict: bool = option(
+        True, doc="comment/reflection disagreements fail the build (else: warnings, reflection wins)"
+    )
+
+
+Model = TypeVar("Model")
+
+
+def option_name(model: type[Any], attribute: str) -> str:
+    """The option an attribute of a settings model is written as (checked to exist)."""
+    if attribute not in {f.name for f in fields(model)}:
+        raise AttributeError(f"{model.__name__} has no option {attribute}")
+    return attribute.replace("_", "-")
+
+
+def default(model: type[Any], attribute: str) -> Any:
+    """The default of an option (what it is when the table leaves it out)."""
+    return _default(_field(model, attribute))
+
+
+def names(model: type[Any]) -> tuple[str, ...]:
+    """The model's options, in the order it declares them."""
+    return tuple(f.name.replace("_", "-") for f in fields(model))
+
+
+def where(option: str) -> str:
+    """How every message about an option starts."""
+    return f"Option `{option}` for build hook `{HOOK}`"
+
+
+def invalid(model: type[Any], attribute: str, prefix: str = "") -> ConfigError:
+    """The error for a value of the option that is not what it must be."""
+    f = _field(model, attribute)
+    return ConfigError(f"{where(prefix + option_name(model, attribute))} must be {_must(model, f, prefix)}")
+
+
+def read(
+    model: type[Model], raw: Mapping[str, Any], *, prefix: str = "", accept: tuple[str, ...] = ()
+) -> Model:
+    """``raw`` (a TOML table) as ``model``, every value checked against the field's annotation.
+
+    Raises a :class:`ConfigError` naming the option and the hook for an unknown option (``accept``
+    lists other options to let through: hatchling's own), a missing required one, or a value of
+    the wrong type; ``prefix`` is how a nested table's options are named (``overrides[0].``)."""
+    assert is_dataclass(model)
+    known = names(model)
+    unknown = sorted(set(raw) - set(known) - set(accept))
+    if unknown:
+        raise ConfigError(
+            f"Unknown option(s) {', '.join(f'`{prefix}{u}`' for u in unknown)} for build hook `{HOOK}`; "
+            f"{model.KNOWN_AS}: {', '.join(known)}"  # type: ignore[attr-defined]
+        )
+    hints = get_type_hints(model)
+    values: dict[str, Any] = {}
+    for f in fields(model):
+        key = f.name.replace("_", "-")
+        if key not in raw:
+            if _required(f):
+                hint = f.metadata["required"]
+                raise ConfigError(f"{where(prefix + key)} is required" + (f": {hint}" if hint else ""))
+            continue
+        value = _convert(hints[f.name], raw[key], f, f"{prefix}{key}")
+        if value is _WRONG:
+            raise invalid(model, f.name, prefix)
+        if f.metadata["nonempty"] and not value:
+            raise ConfigError(f"{where(prefix + key)} must be {f.metadata['nonempty']}")
+        values[f.name] = value
+    return model(**values)
+
+
+_WRONG = object()
+
+
+def _optional(tp: Any) -> Any:
+    """``X`` for ``X | None``; else ``tp``."""
+    if get_origin(tp) in (Union, UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _convert(tp: Any, value: Any, f: Field[Any], option: str) -> Any:
+    """``value`` as the annotation ``tp`` says, or _WRONG."""
+    tp = _optional(tp)
+    origin, args = get_origin(tp), get_args(tp)
+    if tp is bool:
+        return value if isinstance(value, bool) else _WRONG
+    if tp is int:
+        low, high = f.metadata["minimum"], f.metadata["maximum"]
+        if type(value) is not int or (low is not None and value < low) or (high is not None and value > high):
+            return _WRONG
+        return value
+    if tp is str:
+        return value if isinstance(value, str) and value else _WRONG
+    if origin is tuple and args[0] is str:
+        ok = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+        return tuple(value) if ok else _WRONG
+    if origin is tuple and isinstance(args[0], type) and is_dataclass(args[0]):
+        nested: type[Any] = args[0]
+        if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+            return _WRONG
+        return tuple(read(nested, t, prefix=f"{option}[{k}].") for k, t in enumerate(value))
+    if origin in (dict, Mapping):
+        # A table of strings (integers are taken as their text), or a list of "NAME=value".
+        if isinstance(value, list) and all(isinstance(d, str) for d in value):
+            value = dict((d.split("=", 1) + [""])[:2] for d in value)
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str | int) for k, v in value.items()
+        ):
+            return _WRONG
+        pattern = f.metadata["names"]
+        if pattern is not None and not all(re.fullmatch(pattern, k) for k in value):
+            return _WRONG
+        return {k: str(v) for k, v in sorted(value.items())}
+    raise TypeError(f"settings field {f.name}: no reader for {tp!r}")  # a model this module can't read
+
+
+def _required(f: Field[Any]) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING
+
+
+def _default(f: Field[Any]) -> Any:
+    return f.default_factory() if f.default_factory is not MISSING else f.default
+
+
+def _field(model: type[Any], attribute: str) -> Field[Any]:
+    [f] = [f for f in fields(model) if f.name == attribute]
+    return f
+
+
+def _must(model: type[Any], f: Field[Any], prefix: str) -> str:
+    """What a value of the field must be, as messages say it."""
+    if f.metadata["must"]:
+        return str(f.metadata["must"])
+    tp = _optional(get_type_hints(model)[f.name])
+    if tp is bool:
+        return "true or false"
+    if tp is int:
+        low, high = f.metadata["minimum"], f.metadata["maximum"]
+        return f"an integer from {low} to {high}" if low is not None and high is not None else "an integer"
+    if tp is str:
+        return "a non-empty string"
+    if get_args(tp) and is_dataclass(get_args(tp)[0]):
+        return f"an array of tables (`[[tool.hatch.build.hooks.{HOOK}.{prefix}{f.name.replace('_', '-')}]]`)"
+    return "a list of non-empty strings"
+
+
+# -- documentation: the JSON schema and README's tables ------------------------------------------
+
+
+def _value_schema(model: type[Any], f: Field[Any]) -> dict[str, Any]:
+    tp = _optional(get_type_hints(model)[f.name])
+    args = get_args(tp)
+    meta = f.metadata
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        bounds = {k: meta[k] for k in ("minimum", "maximum") if meta[k] is not None}
+        return {"type": "integer", **bounds}
+    if tp is str:
+        return {"type": "string", "minLength": 1}
+    if get_origin(tp) is tuple and args[0] is str:
+        return {"type": "array", "items": {"type": "string", "minLength": 1}} | (
+            {"minItems": 1} if meta["nonempty"] else {}
+        )
+    if get_origin(tp) is tuple:
+        return {"type": "array", "items": _object_schema(args[0])}
+    name = {"pattern": f"^{meta['names']}$"} if meta["names"] else {}
+    return {
+        "oneOf": [
+            {
+                "type": "object",
+                "propertyNames": name,
+                "additionalProperties": {"type": ["string", "integer"]},
+            },
+            {
+                "type": "array",
+                "items": {"type": "string", "pattern": f"^{meta['names'] or '[^=]+'}(=.*)?$"},
+            },
+        ]
+    }
+
+
+def _object_schema(model: type[Any], extra: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    required = []
+    for f in fields(model):
+        key = f.name.replace("_", "-")
+        schema: dict[str, Any] = {"description": f.metadata["doc"], **_value_schema(model, f)}
+        if _required(f):
+            required.append(key)
+        else:
+            default = _default(f)
+            if default is not None:
+                schema["default"] = list(default) if isinstance(default, tuple) else default
+        properties[key] = schema
+    for key, schema in (extra or {}).items():
+        properties[key] = {"description": "hatchling's own option for every build hook", **schema}
+    return {
+        "description": " ".join((model.__doc__ or "").split()),
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON schema of ``[tool.hatch.build.hooks.slang]`` (committed as docs/schema.json)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"[tool.hatch.build.hooks.{HOOK}]",
+        **_object_schema(HookSettings, HATCH_OPTIONS),
+    }
+
+
+def _shown(f: Field[Any]) -> str:
+    if f.metadata["shown"]:
+        return str(f.metadata["shown"])
+    if _required(f):
+        return "required"
+    default = _default(f)
+    if isinstance(default, bool):
+        return f"`{str(default).lower()}`"
+    if isinstance(default, tuple):
+        return "`[]`" if not default else f"`{list(default)}`"
+    return f"`{default}`"
+
+
+def markdown_table(model: type[Any]) -> str:
+    """README's table of a model's options: option, default, meaning."""
+    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    for f in fields(model):
+        rows.append(f"| `{f.name.replace('_', '-')}` | {_shown(f)} | {f.metadata['doc']} |")
+    return "\n".join(rows) + "\n"

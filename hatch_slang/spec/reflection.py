@@ -1,0 +1,258 @@
+"""Read what the compiler says a kernel exposes: Slang's reflection JSON and the SPIR-V itself.
+
+From the JSON: each global parameter's binding index, kind (storage or uniform buffer), access
+and element layout (scalars, vectors and structs flattened to ``(name, scalar type, byte
+offset)``); the entry's thread-group size. From the SPIR-V: which bindings the entry really uses
+(its ``OpEntryPoint`` interface), since Slang's JSON lists every global of the file.
+
+Several variables may alias one binding (``RWStructuredBuffer<float> a`` and
+``RWStructuredBuffer<float4> a4``, both ``[[vk::binding(0)]]``, to load four floats at a time):
+they are merged into one binding, writable if any view is, whose layout is the first view's and
+whose ``scalar_types`` lists every view's element type.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from slangrt.dtypes import DTYPES
+from slangrt.spirv import (
+    DEC_BINDING,
+    DEC_DESCRIPTOR_SET,
+    OP_DECORATE,
+    OP_ENTRY_POINT,
+    OP_SOURCE,
+    instructions,
+    literal_string,
+    words,
+)
+
+from hatch_slang.errors import HatchSlangError
+
+# Slang's reflection names scalar types as NumPy does (`float32`, `uint8`); a bool is a 32-bit word.
+SCALARS: dict[str, str] = {**{t.numpy: code for code, t in DTYPES.items()}, "bool": "u32"}
+
+
+def scalar_size(scalar: str) -> int:
+    t = DTYPES.get(scalar)
+    return t.size if t is not None else 4
+
+
+@dataclass(frozen=True)
+class Scalar:
+    name: str  # dotted path inside the element (`x`, `scale`, `v.y`)
+    scalar: str  # one of SCALARS' values
+    offset: int  # bytes from the element's start
+
+
+@dataclass(frozen=True)
+class ReflectedBinding:
+    index: int
+    variable: str  # the Slang variable name
+    kind: Literal["storage", "uniform"]
+    shape: str  # structuredBuffer, byteAddressBuffer, constantBuffer, ...
+    writable: bool
+    scalars: tuple[Scalar, ...]  # the element flattened; empty when unknown (byte-address buffers)
+    element_size: int  # bytes per element (the stride); 0 when unknown
+    aliases: tuple[ReflectedBinding, ...] = ()  # other variables bound to the same index
+    set: int = 0  # the descriptor set (Slang's `space`)
+    # Not a buffer: what reflection says it is (`texture2D`, `samplerState`, `textureBuffer`,
+    # `accelerationStructure`); "" for storage and uniform buffers.
+    opaque: str = ""
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.set, self.index)
+
+    @property
+    def scalar_type(self) -> str | None:
+        """The element's scalar type when all its components share one."""
+        kinds = {s.scalar for s in self.scalars}
+        return kinds.pop() if len(kinds) == 1 else None
+
+    @property
+    def scalar_types(self) -> frozenset[str]:
+        """The scalar types of this view and of every alias with a single scalar type."""
+        views = (self, *self.aliases)
+        return frozenset(t for t in (v.scalar_type for v in views) if t is not None)
+
+
+def _merge(found: list[ReflectedBinding]) -> tuple[ReflectedBinding, ...]:
+    """One binding per index; aliases of an index fold into the first variable declared there."""
+    by_index: dict[tuple[int, int], ReflectedBinding] = {}
+    for b in found:
+        first = by_index.get(b.key)
+        if first is None:
+            by_index[b.key] = b
+            continue
+        if first.kind != b.kind:
+            raise HatchSlangError(
+                f"`{first.variable}` and `{b.variable}` share binding {b.index} but one is a "
+                f"{first.kind} buffer and the other a {b.kind} buffer"
+            )
+        by_index[b.key] = replace(first, writable=first.writable or b.writable, aliases=(*first.aliases, b))
+    return tuple(by_index[i] for i in sorted(by_index))
+
+
+@dataclass(frozen=True)
+class ReflectedEntry:
+    name: str
+    threads: tuple[int, int, int]
+    bindings: tuple[ReflectedBinding, ...]  # only those the entry uses, by index
+    used: tuple[tuple[int, int], ...]  # (set, binding) of every descriptor the SPIR-V uses
+
+
+def _flatten(t: dict[str, Any], prefix: str, offset: int) -> tuple[list[Scalar], int]:
+    kind = t.get("kind")
+    if kind == "scalar":
+        sc = SCALARS.get(t.get("scalarType", ""))
+        if sc is None:
+            return [], 0
+        return [Scalar(prefix or "x", sc, offset)], scalar_size(sc)
+    if kind == "vector":
+        inner, size = _flatten(t["elementType"], "", 0)
+        if len(inner) != 1:
+            return [], 0
+        n = int(t.get("elementCount", 1))
+        names = "xyzw"
+        out = [
+            Scalar(
+                f"{prefix}.{names[k]}" if prefix else names[k] if n > 1 else "x",
+                inner[0].scalar,
+                offset + k * size,
+            )
+            for k in range(n)
+        ]
+        return out, n * size
+    if kind == "struct":
+        out = []
+        end = 0
+        for f in t.get("fields", []):
+            b = f.get("binding", {})
+            off = int(b.get("offset", end))
+            sub, size = _flatten(f["type"], f"{prefix}.{f['name']}" if prefix else f["name"], offset + off)
+            if not sub:
+                return [], 0
+            out += sub
+            end = max(end, off + int(b.get("size", size)))
+        return out, end
+    return [], 0
+
+
+def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
+    b = param.get("binding", {})
+    if b.get("kind") != "descriptorTableSlot":
+        return None
+    space = int(b.get("space", 0))
+    t = param["type"]
+    if t.get("kind") == "constantBuffer":
+        scalars, size = _flatten(t["elementType"], "", 0)
+        return ReflectedBinding(
+            int(b["index"]),
+            param["name"],
+            "uniform",
+            "constantBuffer",
+            False,
+            tuple(scalars),
+            size,
+            set=space,
+        )
+    if t.get("kind") == "samplerState":
+        return ReflectedBinding(
+            int(b["index"]),
+            param["name"],
+            "storage",
+            "samplerState",
+            False,
+            (),
+            0,
+            set=space,
+            opaque="samplerState",
+        )
+    if t.get("kind") != "resource":
+        return None
+    shape = t.get("baseShape", "")
+    writable = t.get("access", "read") in ("readWrite", "write", "append", "consume")
+    if shape not in _BUFFER_SHAPES:  # an image, a texel buffer, an acceleration structure
+        return ReflectedBinding(
+            int(b["index"]), param["name"], "storage", shape, writable, (), 0, set=space, opaque=shape or "?"
+        )
+    elem = t.get("resultType")
+    scalars, size = _flatten(elem, "", 0) if elem else ([], 0)
+    return ReflectedBinding(
+        int(b["index"]), param["name"], "storage", shape, writable, tuple(scalars), size, set=space
+    )
+
+
+# The resource shapes that are storage buffers (Structured, RW, Append, Consume; ByteAddress).
+_BUFFER_SHAPES = frozenset({"structuredBuffer", "byteAddressBuffer"})
+
+
+def unescape(text: str) -> str:
+    """A name as reflection writes it read back as the text it spells: reflection writes the
+    UTF-8 bytes of letters beyond ASCII as octal escapes (`gr\\303\\266\\303\\237e`: `größe`)."""
+    if "\\" not in text:
+        return text
+    raw = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8) & 0xFF]), text.encode("utf-8"))
+    return raw.decode("utf-8", errors="replace")
+
+
+def read_entry(reflection_json: str, entry: str, spirv: bytes) -> ReflectedEntry:
+    data = json.loads(reflection_json)
+    eps = [e for e in data.get("entryPoints", []) if unescape(str(e.get("name"))) == entry]
+    if not eps:
+        raise HatchSlangError(f"reflection has no entry point `{entry}`")
+    threads = tuple(int(v) for v in eps[0].get("threadGroupSize", (1, 1, 1)))
+    all_bindings = [b for b in (_binding(p) for p in data.get("parameters", [])) if b is not None]
+    used = used_bindings(spirv)
+    return ReflectedEntry(
+        name=entry,
+        threads=(threads + (1, 1, 1))[:3],  # type: ignore[arg-type]
+        bindings=_merge([b for b in all_bindings if b.key in used]),
+        used=tuple(sorted(used)),
+    )
+
+
+def read_all_bindings(reflection_json: str) -> tuple[ReflectedBinding, ...]:
+    data = json.loads(reflection_json)
+    found = (_binding(p) for p in data.get("parameters", []))
+    return _merge([b for b in found if b is not None])
+
+
+# --- SPIR-V ---------------------------------------------------------------------------------
+
+
+def used_bindings(spirv: bytes) -> set[tuple[int, int]]:
+    """(set, binding) of the variables in the (single) entry point's interface."""
+    module = words(spirv)
+    interface: set[int] = set()
+    binding_of: dict[int, int] = {}
+    set_of: dict[int, int] = {}
+    for i, opcode, count in instructions(module):
+        w = module[i : i + count]
+        if opcode == OP_ENTRY_POINT:
+            # operands: model, function id, name (nul-terminated, word padded), interface ids
+            _, end = literal_string(w, 3)
+            interface.update(w[end:])
+        elif opcode == OP_DECORATE and count >= 4 and w[2] == DEC_BINDING:
+            binding_of[w[1]] = w[3]
+        elif opcode == OP_DECORATE and count >= 4 and w[2] == DEC_DESCRIPTOR_SET:
+            set_of[w[1]] = w[3]
+    return {(set_of.get(v, 0), binding_of[v]) for v in interface if v in binding_of}
+
+
+def normalize_spirv(spirv: bytes) -> bytes:
+    """Mark the module's source language Unknown (0).
+
+    Slang declares language 11 (Slang), which older spirv-val and validation layers (1.3.239, as
+    in Debian 12) reject as an invalid operand although drivers run the module.
+    """
+    module = list(words(spirv))
+    for i, opcode, count in instructions(tuple(module)):
+        if opcode == OP_SOURCE and count >= 3:
+            module[i + 1] = 0
+    return struct.pack(f"<{len(module)}I", *module)

@@ -1,0 +1,370 @@
+"""What an entry's SPIR-V needs bound beyond its documented bindings, and the invariant that
+everything it uses is bound.
+
+Uniform and push-constant blocks no comment describes become params buffers whose fields are
+keyword arguments (:func:`block`, :func:`push_block`); storage buffers reflection did not list
+come from the SPIR-V (:func:`from_spirv`); names taken from the code become Python arguments
+(:func:`python_name`, :func:`unique_names`, :func:`unclash`). Then the checks: every descriptor
+and push-constant range the entry uses is bound (:func:`check_bound`), and every byte it loads
+from an uncommented block belongs to an argument (:func:`check_blocks`). :func:`unread_fields`
+says which params fields the entry never reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Literal
+
+from slangrt.dtypes import DTYPES
+from slangrt.spirv import EntryInfo, Member, Module, Resource, read_module
+
+from hatch_slang.comments.contract import source_lines
+from hatch_slang.comments.expr import ExprError, argument_name
+from hatch_slang.compile.compiler import CompileResult
+from hatch_slang.compile.discover import Shader
+from hatch_slang.errors import HatchSlangError, ShaderError
+from hatch_slang.spec.model import BufferSpec, ParamSlot, is_float
+from hatch_slang.spec.reflection import ReflectedBinding, Scalar, scalar_size, unescape
+
+
+def _resource_of(info: EntryInfo, b: BufferSpec) -> Resource | None:
+    """The SPIR-V resource a params buffer fills: its descriptor, or the push-constant range."""
+    if b.kind == "push":
+        return next((r for r in info.resources if r.storage == "push_constant"), None)
+    return next((r for r in info.resources if (r.set or 0, r.binding or 0) == b.key), None)
+
+
+def _span(p: ParamSlot) -> tuple[int, int]:
+    return (p.offset, p.offset + (8 if p.scalar == "ptr" else scalar_size(p.scalar)))
+
+
+def unread_fields(module: Module, entry: str, buffers: list[BufferSpec]) -> set[str]:
+    """Params fields whose bytes the entry's SPIR-V never loads (read off the SPIR-V itself)."""
+    info = module.entry(entry)
+    unread: set[str] = set()
+    for b in buffers:
+        if b.role != "params":
+            continue
+        res = _resource_of(info, b)
+        if res is None:
+            continue
+        loaded = module.loaded_offsets(entry, res)
+        if loaded is None:
+            continue
+        for p in b.params:
+            if p.name and p.literal is None and p.scalar != "ptr":
+                lo, hi = _span(p)
+                if not any(lo <= o < hi for o in loaded):
+                    unread.add(p.name)
+    return unread
+
+
+def has_push(result: CompileResult) -> bool:
+    return any(
+        r.storage == "push_constant"
+        for e in result.entries
+        for r in read_module(e.spirv).entry(e.name).resources
+    )
+
+
+def declared_at(source: str, variable: str) -> int | None:
+    """The line declaring ``variable`` (for messages); None when it cannot be found."""
+    if not variable:
+        return None
+    pattern = re.compile(rf"\b{re.escape(variable)}\b")
+    for number, line in enumerate(source_lines(source), start=1):
+        code = line.split("//", 1)[0]
+        if pattern.search(code):
+            return number
+    return None
+
+
+def _slot_name(member: Member, variable: str) -> str | None:
+    """The keyword argument of one member of a uniform or push-constant block.
+
+    Fields keep their own names, nested fields and vector components are joined with `_`
+    (`light.dir.x` -> `light_dir_x`) and made an argument name as a comment's are
+    (:func:`hatch_slang.comments.expr.argument_name`: a Python keyword gets a trailing `_`); a name
+    starting with `_` (`_pad0`) is padding: written as zero, no argument.
+    """
+    path = list(member.path)
+    while path and path[0].startswith("__"):  # Slang's wrapper of a non-struct element (`__member0`)
+        path.pop(0)
+    parts = [p.replace("[]", "").strip("[]") for p in path]
+    name = "_".join(p for p in parts if p)
+    if not name or not (name[0].isalpha() or name.startswith("_")):
+        name = "_".join(p for p in (variable, name) if p)  # `ConstantBuffer<float4x4> m`: m_0_x ...
+    if name.startswith("_"):
+        return None
+    return _argument(name)
+
+
+def _argument(name: str) -> str | None:
+    try:
+        return argument_name(name)
+    except ExprError:
+        return None
+
+
+def block(
+    shader: Shader,
+    res: Resource,
+    variable: str,
+    kind: Literal["uniform", "push"],
+    hard: list[HatchSlangError],
+) -> BufferSpec:
+    """A uniform or push-constant block with no comment: its fields become keyword arguments."""
+    slots: list[ParamSlot] = []
+    for m in res.members:
+        name = _slot_name(m, variable)
+        if name is None:
+            continue
+        scalar = "u32" if m.scalar == "bool" else m.scalar
+        if scalar == "ptr" and m.pointee is None:
+            hard.append(
+                ShaderError(
+                    shader.rel,
+                    declared_at(shader.source, m.path[0] if m.path else variable),
+                    f"`{m.name}` in `{variable}` is a pointer to a struct or another pointer; "
+                    "hatch-slang passes pointers to scalars only",
+                )
+            )
+        slots.append(ParamSlot(name, scalar, m.offset, is_float(scalar)))
+    size = -(-max(res.size, 4) // (16 if kind == "uniform" else 4)) * (16 if kind == "uniform" else 4)
+    shown = variable or ("push constants" if kind == "push" else "uniforms")
+    name = _argument(shown) or ("push" if kind == "push" else f"uniforms{res.binding}")
+    return BufferSpec(
+        res.binding or 0,
+        name,
+        "params",
+        kind,
+        False,
+        None,
+        None,
+        True,
+        f"`{shown}` (from reflection)",
+        None,
+        tuple(slots),
+        size,
+        set=res.set or 0,
+    )
+
+
+def python_name(variable: str, fallback: str) -> str:
+    """An argument name for a Slang variable as the compiler spells it: `dst.buffer` -> `dst_buffer`,
+    an entry-point parameter `entryPointParams.result` -> `result`; Slang's reflection writes the
+    UTF-8 bytes of other letters as octal escapes (`gr\\303\\266\\303\\237e`: `größe`)."""
+    parts = [
+        p for p in re.split(r"\W+", unescape(variable)) if p and p not in ("entryPointParams", "globalParams")
+    ]
+    return _argument("_".join(parts)) or fallback
+
+
+def from_spirv(res: Resource) -> BufferSpec:
+    """A storage buffer the SPIR-V uses that reflection did not list (GLSL-style blocks, the
+    buffers of a ParameterBlock, entry-point `uniform` buffers)."""
+    kinds = {m.scalar for m in res.members}
+    scalar = kinds.pop() if len(kinds) == 1 else None
+    name = python_name(res.variable, f"binding{res.binding}")
+    return BufferSpec(
+        res.binding or 0,
+        name,
+        "data",
+        "storage",
+        res.declared_writable,
+        scalar if scalar in DTYPES else None,
+        None,
+        False,
+        f"`{res.variable}` (from the SPIR-V)",
+        None,
+        set=res.set or 0,
+    )
+
+
+def unclash(buffers: tuple[BufferSpec, ...], data_names: set[str]) -> tuple[BufferSpec, ...]:
+    """Fields of uncommented blocks that clash with another argument take their block's name."""
+    taken = set(data_names)
+    counts: dict[str, int] = {}
+    for b in buffers:
+        for p in b.params:
+            counts[p.name] = counts.get(p.name, 0) + 1
+    out = []
+    for b in buffers:
+        if b.line is None and b.role == "params":
+            slots = tuple(
+                replace(p, name=f"{b.name}_{p.name}")
+                if p.name and (p.name in taken or counts[p.name] > 1)
+                else p
+                for p in b.params
+            )
+            b = replace(b, params=slots)
+        out.append(b)
+    return tuple(out)
+
+
+def unique_names(buffers: list[BufferSpec]) -> list[BufferSpec]:
+    """Arguments named from the code that would share a name get their set and binding added."""
+    counts: dict[str, int] = {}
+    for b in buffers:
+        counts[b.name] = counts.get(b.name, 0) + 1
+    return [
+        replace(b, name=f"{b.name}_set{b.set}_binding{b.index}")
+        if counts[b.name] > 1 and b.line is None
+        else b
+        for b in buffers
+    ]
+
+
+def check_blocks(
+    shader: Shader, module: Module, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
+) -> None:
+    """Never zeros for a value the entry reads: every loaded byte of an uncommented uniform or
+    push-constant block belongs to an argument."""
+    for b in buffers:
+        if b.role != "params" or b.line is not None:
+            continue
+        res = _resource_of(info, b)
+        if res is None:
+            continue
+        loaded = module.loaded_offsets(info.name, res)
+        spans = [_span(p) for p in b.params]
+        if loaded is None:
+            missing = sorted({m.offset for m in res.members} - {lo for lo, _ in spans})
+        else:
+            missing = sorted(o for o in loaded if not any(lo <= o < hi for lo, hi in spans))
+        if missing:
+            names = [m.name for m in res.members if m.offset in missing] or [f"byte {missing[0]}"]
+            hard.append(
+                ShaderError(
+                    shader.rel,
+                    declared_at(shader.source, res.variable),
+                    f"entry `{info.name}` reads `{names[0]}` of `{res.variable}` ({res.type_text}), which "
+                    "no argument of its wrapper fills; name it without a leading underscore or document "
+                    "the block's fields",
+                )
+            )
+
+
+def check_bound(
+    shader: Shader, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
+) -> None:
+    """The invariant: every descriptor and push-constant range the entry's SPIR-V uses is bound."""
+    for r in info.resources:
+        if r.storage == "other":
+            hard.append(not_bindable(shader, r))
+            continue
+        if r.array_size != 1:
+            hard.append(
+                ShaderError(
+                    shader.rel,
+                    declared_at(shader.source, python_name(r.variable, r.variable).split("_")[0]),
+                    f"`{r.variable or '?'}` is an array of "
+                    f"{r.array_size or 'unsized'} {r.type_text.split('[')[0]}s; a wrapper binds one "
+                    "buffer per binding: declare separate buffers",
+                )
+            )
+            continue
+        if r.storage == "push_constant":
+            ok = any(b.kind == "push" for b in buffers)
+        else:
+            kinds = {b.kind for b in buffers if b.kind != "push" and b.key == (r.set or 0, r.binding or 0)}
+            ok = kinds == {r.storage}  # bound, and as the descriptor type the SPIR-V declares
+        if not ok:
+            hard.append(
+                ShaderError(
+                    shader.rel,
+                    declared_at(shader.source, r.variable),
+                    f"entry `{info.name}` uses `{r.variable or '?'}` ({r.type_text}"
+                    + (f", set {r.set}, binding {r.binding}" if r.set is not None else "")
+                    + "), which its wrapper would leave unbound",
+                )
+            )
+
+
+def declared_descriptors(infos: Iterable[EntryInfo]) -> dict[tuple[int, int], Resource]:
+    """Each (set, binding) some entry uses, and the resource its SPIR-V declares there (an image
+    or sampler over a buffer aliasing it: what cannot be bound wins)."""
+    found: dict[tuple[int, int], Resource] = {}
+    for info in infos:
+        for r in info.resources:
+            key = (r.set or 0, r.binding or 0)
+            if r.storage != "push_constant" and (key not in found or r.storage == "other"):
+                found[key] = r
+    return found
+
+
+def as_declared(info: EntryInfo, buffers: list[BufferSpec]) -> list[BufferSpec]:
+    """Each descriptor binding bound as the descriptor type the entry's SPIR-V declares (a
+    storage or a uniform buffer), whatever the comment or reflection said; what the SPIR-V
+    declares as anything else is left out (:func:`check_bound` says why)."""
+    declared = declared_descriptors([info])
+    out: list[BufferSpec] = []
+    for b in buffers:
+        res = declared.get(b.key)
+        if b.kind == "push" or res is None:
+            out.append(b)
+        elif res.storage in ("storage", "uniform"):
+            kind: Literal["storage", "uniform"] = "storage" if res.storage == "storage" else "uniform"
+            out.append(b if b.kind == kind else replace(b, kind=kind))
+    return out
+
+
+def article(text: str) -> str:
+    """`a sampler`, `an acceleration structure`."""
+    return f"{'an' if text[:1] in tuple('aeio') else 'a'} {text}"
+
+
+def not_bindable(shader: Shader, r: Resource) -> ShaderError:
+    """The error for a descriptor a wrapper cannot bind yet: an image, a sampler, a texel buffer
+    or an acceleration structure (whatever a comment says it is)."""
+    where = f"set {r.set}, binding {r.binding}" if r.set is not None else "no binding"
+    return ShaderError(
+        shader.rel,
+        declared_at(shader.source, r.variable),
+        f"`{r.variable or '?'}` ({where}) is {article(r.type_text)}; hatch-slang binds storage buffers, "
+        "uniform buffers and push constants only (images, samplers, texel buffers and acceleration "
+        "structures are not supported yet)",
+    )
+
+
+def push_range(info: EntryInfo) -> tuple[Resource, int] | None:
+    """The entry's push-constant range as one block, and how many blocks declare it (several
+    blocks share one range: their fields are merged by offset); None when it has none."""
+    blocks = [r for r in info.resources if r.storage == "push_constant"]
+    if not blocks:
+        return None
+    members: dict[int, Member] = {}
+    for b in blocks:  # several blocks share one range: fields by offset
+        for m in b.members:
+            members.setdefault(m.offset, m)
+    merged = Resource(
+        blocks[0].id,
+        blocks[0].variable if len(blocks) == 1 else "",
+        "push_constant",
+        None,
+        None,
+        tuple(members[o] for o in sorted(members)),
+        0,
+        max(b.size for b in blocks),
+        False,
+        False,
+        "push constant block",
+    )
+    return merged, len(blocks)
+
+
+def push_view(merged: Resource) -> ReflectedBinding:
+    """The push-constant range as reflection describes a uniform buffer: what a documented params
+    line for it is checked against."""
+    scalars = tuple(
+        Scalar(m.name or "x", "u32" if m.scalar == "bool" else m.scalar, m.offset) for m in merged.members
+    )
+    return ReflectedBinding(0, merged.variable, "uniform", "pushConstant", False, scalars, merged.size)
+
+
+def push_block(shader: Shader, merged: Resource, hard: list[HatchSlangError]) -> BufferSpec:
+    """An uncommented push-constant range: its fields become keyword arguments."""
+    variable = merged.variable if merged.variable not in ("entryPointParams", "") else ""
+    return block(shader, merged, variable, "push", hard)

@@ -1,0 +1,2 @@
+"""Device memory: blocks and slots of one kind of memory (``_heap``), memory types and host <->
+device transfers (``_memory``), one-off command buffers for those transfers (``_contexts``)."""

@@ -1,0 +1,252 @@
+"""The argument checks of ``Kernel.dispatch`` and of a kernel's SPIR-V against its device.
+
+Nothing is submitted until these pass; every message names the kernel, the binding and what
+was wrong. :class:`ArgumentChecks` is a base of ``Kernel`` (it reads the kernel's name,
+bindings and push-constant size).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._alloc._heap import Allocation
+from .._devices._device import Device
+from .._devices._tensor import Tensor
+from .._errors import UnsupportedKernelError
+from .._recording._pipeline import BindingKey, BindingSpec
+from .._vulkan import _features
+from .._vulkan._core import Core
+
+__all__ = ["ArgumentChecks", "Packed"]
+
+
+class Packed(np.ndarray):
+    """The bytes ``wrapper_api.Dims.pack`` made for a params binding (a marker type): values
+    taken at the call, like scalars, where any other NumPy argument is the caller's array."""
+
+
+def _normalize_key(key: object) -> tuple[int, int] | None:
+    """A ``buffers`` key as ``(set, binding)``; None if it is neither an int nor such a pair."""
+    if isinstance(key, tuple):
+        if len(key) != 2:
+            return None
+        try:
+            return operator.index(key[0]), operator.index(key[1])
+        except TypeError:
+            return None
+    try:
+        return 0, operator.index(key)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _show_key(key: tuple[int, int]) -> str:
+    return str(key[1]) if key[0] == 0 else str(key)
+
+
+class ArgumentChecks:
+    """Checks of a kernel's arguments and module (``Kernel`` sets these attributes)."""
+
+    name: str
+    entry: str
+    bindings: tuple[BindingSpec, ...]
+    push_size: int
+    _push_range: int
+    _keys: tuple[BindingKey, ...]
+    _spirv: bytes
+
+    def _check_grid(self, dev: Device, grid: tuple[int, int, int]) -> tuple[int, int, int]:
+        if len(grid) != 3:
+            raise ValueError(f"kernel {self.name!r}: grid must have 3 dimensions, got {grid!r}")
+        dims = tuple(operator.index(g) for g in grid)
+        limits = dev.info.max_workgroup_count
+        for axis, value, limit in zip("xyz", dims, limits, strict=True):
+            if value > limit:
+                raise ValueError(
+                    f"kernel {self.name!r}: grid {axis} = {value} workgroups exceeds the device limit "
+                    f"of {limit} (maxComputeWorkGroupCount on {dev.info.name})"
+                )
+        return dims[0], dims[1], dims[2]
+
+    def _lookup(self, buffers: Mapping[Any, Any], i: int) -> Any:
+        """``buffers``' argument for binding ``i`` given as ``(0, n)`` (else raise as it should)."""
+        key = self._keys[i]
+        if isinstance(key, int) and (0, key) in buffers:
+            if len(buffers) != len(self._keys):
+                self._check_keys(buffers)
+            return buffers[(0, key)]
+        self._check_keys(buffers)
+        raise KeyError(key)  # _check_keys found the missing binding
+
+    def _check_keys(self, buffers: Mapping[Any, Any]) -> None:
+        known = {(b.set, b.binding) for b in self.bindings}
+        given: dict[tuple[int, int], Any] = {}
+        extra = []
+        for k in buffers:
+            norm = _normalize_key(k)
+            if norm is None or norm not in known:
+                extra.append(k)
+            elif norm in given:
+                raise ValueError(
+                    f"kernel {self.name!r}: binding {_show_key(norm)} is given twice "
+                    f"({given[norm]!r} and {k!r})"
+                )
+            else:
+                given[norm] = k
+        if extra:
+            first = min(extra, key=lambda k: (_normalize_key(k) or (1 << 62, 0), repr(k)))
+            norm_first = _normalize_key(first)
+            shown = _show_key(norm_first) if norm_first is not None else str(first)
+            raise ValueError(
+                f"kernel {self.name!r} has no binding {shown} (its bindings: {list(self._keys)})"
+            )
+        for spec in self.bindings:
+            if (spec.set, spec.binding) not in given:
+                raise ValueError(f"kernel {self.name!r}: no buffer given for {spec.describe()} ({spec.name})")
+
+    def _what(self, i: int) -> str:
+        spec = self.bindings[i]
+        return f"kernel {self.name!r}: {spec.describe()} ({spec.name})"
+
+    def _check_push(self, push: object) -> bytes:
+        size = self.push_size
+        if push is None:
+            raise ValueError(
+                f"kernel {self.name!r} takes {size} bytes of push constants; none were given (push=None)"
+            )
+        if isinstance(push, bytes | bytearray | memoryview):
+            data = bytes(push)
+        elif isinstance(push, np.ndarray):
+            if push.dtype != np.uint8:
+                raise TypeError(
+                    f"kernel {self.name!r}: push constants must be bytes or a uint8 array, "
+                    f"got a {push.dtype} array"
+                )
+            data = push.tobytes()
+        else:
+            raise TypeError(
+                f"kernel {self.name!r}: push constants must be bytes or a uint8 array, "
+                f"got {type(push).__name__}"
+            )
+        if len(data) != size:
+            if size == 0:
+                raise ValueError(
+                    f"kernel {self.name!r} has no push constants (push_size 0); {len(data)} bytes were given"
+                )
+            raise ValueError(
+                f"kernel {self.name!r} takes {size} bytes of push constants; {len(data)} were given"
+            )
+        if self._push_range != size:
+            data += bytes(self._push_range - size)
+        return data
+
+    def _check_refs(self, core: Core, dev: Device, refs: Sequence[Tensor]) -> list[Allocation]:
+        out: list[Allocation] = []
+        for j, t in enumerate(refs):
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"kernel {self.name!r}: refs[{j}] must be a slangrt.Tensor (a tensor reached "
+                    f"through a pointer), got {type(t).__name__}"
+                )
+            alloc = t._alloc
+            if alloc is None:
+                raise ValueError(f"kernel {self.name!r}: refs[{j}]: the tensor has been closed")
+            if t._core is not core:
+                raise ValueError(
+                    f"kernel {self.name!r}: refs[{j}]: the tensor is on {t.device!r}, "
+                    f"the kernel runs on {dev!r}"
+                )
+            out.append(alloc)
+        return out
+
+    def _bad_tensor(self, i: int, arg: Tensor, dev: Device) -> None:
+        if arg._alloc is None:
+            raise ValueError(f"{self._what(i)}: the tensor has been closed")
+        if arg._core.forked:
+            arg._core.check_usable()  # raises: a tensor of the process this one was forked from
+        raise ValueError(f"{self._what(i)}: the tensor is on {arg.device!r}, the kernel runs on {dev!r}")
+
+    def _check_misaligned(self, dev: Device, i: int, arg: Tensor) -> None:
+        """A view whose start the device cannot bind: read-only ones are copied (the caller
+        does that); a written one is refused, since a copy would not be written back in order."""
+        if not self.bindings[i].writable:
+            return
+        spec = self.bindings[i]
+        core = dev.parts.core
+        uniform = spec.kind == "uniform"
+        align = core.uniform_align if uniform else core.storage_align
+        limit = "minUniformBufferOffsetAlignment" if uniform else "minStorageBufferOffsetAlignment"
+        raise ValueError(
+            f"{self._what(i)}: the tensor view starts {arg.offset} bytes into its tensor, not a "
+            f"multiple of {align} ({limit} on {dev.info.name}), so it cannot be bound there, and "
+            "the kernel writes it; start written views at a multiple of "
+            f"{align} bytes (read-only ones are copied)"
+        )
+
+    def _check_range(self, dev: Device, i: int, nbytes: int) -> None:
+        spec = self.bindings[i]
+        core = dev.parts.core
+        limit = core.max_uniform_range if spec.kind == "uniform" else core.max_storage_range
+        if nbytes > limit:
+            raise ValueError(
+                f"{self._what(i)}: {nbytes} bytes exceed the device's {spec.kind} buffer range limit "
+                f"of {limit} bytes"
+            )
+
+    def _check_array(self, dev: Device, i: int, arg: object) -> np.ndarray[Any, Any]:
+        if isinstance(arg, Tensor):  # a Tensor subclass
+            raise TypeError(f"{self._what(i)}: Tensor subclasses are not supported")
+        if not isinstance(arg, np.ndarray):
+            raise TypeError(
+                f"{self._what(i)}: expected a numpy.ndarray or slangrt.Tensor, got {type(arg).__name__}"
+            )
+        spec = self.bindings[i]
+        if spec.writable and not (arg.flags.c_contiguous and arg.flags.writeable):
+            raise ValueError(f"{self._what(i)}: a writable binding needs a writeable C-contiguous array")
+        if arg.dtype.hasobject:
+            raise TypeError(f"{self._what(i)}: object arrays cannot be sent to the device")
+        self._check_range(dev, i, arg.nbytes)
+        return arg
+
+    # -- Vulkan ------------------------------------------------------------------------------
+
+    def _check_module(self, dev: Device) -> None:
+        """Refuse a kernel the device cannot run, or whose SPIR-V uses what it does not describe."""
+        mod = _features.scan(self._spirv, self.entry)
+        info = dev.info
+        missing = _features.missing(mod, dev.features)
+        if missing:
+            them = "it" if len(missing) == 1 else "them"
+            raise UnsupportedKernelError(
+                f"kernel `{self.name}` needs {' and '.join(missing)}; {info.name} does not support {them}"
+            )
+        limit = dev.parts.core.max_push_constants
+        if self._push_range > limit:
+            raise UnsupportedKernelError(
+                f"kernel `{self.name}` needs {self.push_size} bytes of push constants; {info.name} "
+                f"allows {limit} (maxPushConstantsSize)"
+            )
+        if mod.entry_points and self.entry not in mod.entry_points:
+            raise ValueError(
+                f"kernel {self.name!r}: the SPIR-V has no compute entry point {self.entry!r} "
+                f"(it has {', '.join(repr(e) for e in mod.entry_points)})"
+            )
+        if mod.resources is not None:
+            described = {(b.set, b.binding) for b in self.bindings}
+            unbound = sorted(mod.resources - described)
+            if unbound:
+                s, b = unbound[0]
+                where = f"binding {b}" if s == 0 else f"set {s}, binding {b}"
+                raise ValueError(
+                    f"kernel {self.name!r}: its SPIR-V uses the resource at {where}, which no BindingSpec "
+                    f"describes (it would run unbound); described: {sorted(described) or 'none'}"
+                )
+        if mod.push_constants and not self.push_size:
+            raise ValueError(
+                f"kernel {self.name!r}: its SPIR-V reads push constants but push_size is 0 "
+                "(they would be undefined)"
+            )

@@ -1,0 +1,550 @@
+"""``Kernel``: one compute entry point of a SPIR-V module, ready to dispatch.
+
+:meth:`Kernel.dispatch` checks its arguments (nothing is submitted until they pass), binds them
+(tensors in place; read-only NumPy arguments copied at the call, small ones from the device's
+params cache; written NumPy arguments in scratch memory the call waits for), then hands the
+dispatch to this thread's open ``batch()``/``profile()`` recorder if there is one, else submits
+the kernel's own command buffer recorded for these buffers and grid (``_pipeline``). With
+Tensors only, the call returns once submitted (or kept for the queue's next submission: see
+``_queue``); with a written NumPy argument it waits and copies the result back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._alloc._heap import Allocation
+from .._alloc._memory import PARAMS_MAX
+from .._devices._device import Device
+from .._devices._device import device as default_device
+from .._devices._open import Parts
+from .._devices._tensor import Tensor
+from .._errors import DispatchTimeoutError, SlangRTError
+from .._recording import _batch
+from .._recording._batch import open_blocks as _open_blocks
+from .._recording._pipeline import BindingKey, BindingSpec, KernelState, Pipeline
+from ._arguments import ArgumentChecks, Packed
+
+__all__ = ["BindingSpec", "Kernel"]
+
+_SPIRV_MAGIC = 0x07230203
+# NumPy arguments up to this size live in host-visible scratch memory that the kernel reads
+# directly; larger ones are copied into device memory for the call where that is separate.
+_HOST_ARG_MAX = 256 << 10
+# Plans kept per kernel (see Kernel.dispatch): a step may call one kernel on a few argument sets.
+_PLANS = 4
+
+
+class _Plan:
+    """A call that the next one with the same arguments repeats unchecked (see dispatch)."""
+
+    def __init__(
+        self, grid: Any, slots: Any, allocs: Any, dims: Any, state: KernelState, parts: Parts
+    ) -> None:
+        self.grid = grid
+        self.n = len(slots)
+        # (binding, allocation) per tensor; (binding, packed params, the params cache's memory)
+        self.tensors = tuple((key, alloc) for key, held, alloc in slots if held is None)
+        self.packed = tuple(slot for slot in slots if slot[1] is not None)
+        self.allocs = allocs
+        self.dims = dims
+        self.core, self.batches, self.queue = parts.core, parts.batches, parts.queue
+        self.state, self.what = state, state.what
+        self.op = _batch.op_key(state, allocs, dims)  # the batch's key for the dispatch
+        self.variant = KernelState.variant_key(allocs, None, dims, None)  # its command buffer's
+        self.cached: list[Any] = [None]  # that command buffer (see KernelState.submit)
+
+
+class Kernel(ArgumentChecks):
+    """A compute pipeline for entry point ``entry`` of the SPIR-V module ``spirv``.
+
+    ``bindings`` describes the buffers it binds (in any descriptor sets); ``threads`` is the
+    entry's ``[numthreads]``; ``push_size`` the bytes of its push-constant block (Slang puts an
+    entry point's ``uniform`` parameters there), 0 for none. Vulkan objects are created on the
+    first dispatch, on ``device`` or else the default device; before that, the kernel's SPIR-V
+    is checked against the device (:class:`UnsupportedKernelError` if it needs a capability the
+    device lacks) and against ``bindings`` (every resource it uses must be described).
+    """
+
+    def __init__(
+        self,
+        spirv: bytes,
+        entry: str,
+        bindings: Sequence[BindingSpec],
+        threads: tuple[int, int, int],
+        *,
+        device: Device | None = None,
+        name: str | None = None,
+        push_size: int = 0,
+    ) -> None:
+        code = bytes(spirv)
+        if len(code) < 20 or len(code) % 4 or int.from_bytes(code[:4], "little") != _SPIRV_MAGIC:
+            raise ValueError(f"kernel {name or entry!r}: spirv is not a little-endian SPIR-V module")
+        if not isinstance(entry, str) or not entry:
+            raise ValueError("entry must be a non-empty entry point name")
+        self.name = name or entry
+        self.entry = entry
+        self._spirv = code
+        seen: set[tuple[int, int]] = set()
+        for b in bindings:
+            if not isinstance(b, BindingSpec):
+                raise TypeError(f"kernel {self.name!r}: bindings must be BindingSpec, got {type(b).__name__}")
+            if b.kind not in ("storage", "uniform"):
+                raise ValueError(
+                    f"kernel {self.name!r}: {b.describe()} ({b.name}) has unknown kind {b.kind!r}"
+                )
+            if b.set < 0:
+                raise ValueError(f"kernel {self.name!r}: {b.describe()} ({b.name}) has a negative set")
+            if b.binding < 0 or (b.set, b.binding) in seen:
+                what = "binding index" if b.set == 0 else f"set {b.set}, binding index"
+                raise ValueError(f"kernel {self.name!r}: {what} {b.binding} is negative or repeated")
+            seen.add((b.set, b.binding))
+        self.bindings: tuple[BindingSpec, ...] = tuple(sorted(bindings, key=lambda b: (b.set, b.binding)))
+        try:
+            size = operator.index(push_size)
+        except TypeError:
+            raise TypeError(f"kernel {self.name!r}: push_size must be an int, got {push_size!r}") from None
+        if size < 0:
+            raise ValueError(f"kernel {self.name!r}: push_size must be >= 0, got {size}")
+        #: Bytes of the kernel's push-constant block (0: none).
+        self.push_size = size
+        # Vulkan wants push-constant ranges in whole words: the data is padded with zeros.
+        self._push_range = (size + 3) & ~3
+        if len(threads) != 3 or any(operator.index(t) < 1 for t in threads):
+            raise ValueError(f"kernel {self.name!r}: threads must be three positive ints, got {threads!r}")
+        self.threads = (int(threads[0]), int(threads[1]), int(threads[2]))
+        self._writable = tuple(b.writable for b in self.bindings)
+        self._uniforms = tuple(i for i, b in enumerate(self.bindings) if b.kind == "uniform")
+        self._keys: tuple[BindingKey, ...] = tuple(b.key for b in self.bindings)
+        self._pipeline_key = (
+            hashlib.sha256(code).digest(),
+            entry,
+            tuple((b.set, b.binding, b.kind) for b in self.bindings),
+            self._push_range,
+        )
+        self._device_arg = device
+        self._device: Device | None = None
+        self._state: KernelState | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        # One dispatch at a time submits the shared command buffers and scratch memory (a call
+        # with written NumPy arguments holds it until its results are back).
+        self._lock = threading.RLock()
+        # The last checked grid and its dims: one tuple, one store (never half of one).
+        self._last_grid: tuple[Any, tuple[int, int, int]] = (None, (0, 0, 0))
+        self._closed = False
+        # Recent calls' arguments and what they bind, newest first (repeated unchecked).
+        self._plans: list[_Plan] = []
+
+    # -- public ------------------------------------------------------------------------------
+
+    @property
+    def device(self) -> Device:
+        """The device the kernel runs on (resolving the default device if none was given)."""
+        if self._device is None:
+            self._device = self._device_arg or default_device()
+        return self._device
+
+    def dispatch(
+        self,
+        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor],
+        grid: tuple[int, int, int],
+        push: bytes | np.ndarray[Any, Any] | None = None,
+        refs: Sequence[Tensor] = (),
+    ) -> None:
+        """Run the kernel over ``grid`` workgroups.
+
+        ``buffers`` maps each binding to a :class:`Tensor` (bound in place) or a NumPy array
+        (copied in; copied back into the same array after the kernel, if the binding is
+        writable); keys are binding numbers for descriptor set 0 and ``(set, binding)`` for any
+        set. With Tensors only, the call returns once the work is submitted (calls close together
+        share one submission, made before anything waits for them); with any NumPy
+        array it waits for the kernel. A grid with any dimension below 1 does nothing.
+
+        ``push``: the kernel's push constants, exactly ``push_size`` bytes (``bytes`` or a uint8
+        array); required when ``push_size`` > 0. ``refs``: the tensors the kernel reaches
+        through device addresses packed into its parameters or push constants
+        (:attr:`Tensor.device_address`): kept alive until the work is done, and ordered like a
+        written binding (later work that uses them waits for this kernel).
+        Arguments are checked before anything is submitted.
+        """
+        if self._plans and push is None and not refs and not self._closed:
+            # The hot path, inline: the plan of a recent call with these very arguments (tensors,
+            # packed params, grid: its checks passed, nothing they depend on changed) is submitted
+            # without the kernel's lock (unless its command buffer was retired), or kept by this
+            # thread's open batch. Anything else takes the full path: it raises or records.
+            found = None
+            n = len(buffers)
+            for plan in self._plans:
+                if (grid is not plan.grid and grid != plan.grid) or n != plan.n:
+                    continue
+                try:
+                    for key, alloc in plan.tensors:
+                        arg = buffers[key]
+                        if arg.__class__ is not Tensor or arg._alloc is not alloc:
+                            break
+                    else:
+                        for key, held, alloc in plan.packed:
+                            if buffers[key] is not held or alloc.released:
+                                break
+                        else:
+                            found = plan
+                            break
+                except (KeyError, TypeError):
+                    break
+            if found is not None:
+                rec = _batch.recorder(found.batches) if _open_blocks[0] else None
+                core = found.core
+                if rec is None:
+                    variant = found.cached[0]
+                    if variant is None or not found.queue.submit_kernel(
+                        variant, found.variant, found.allocs, found.what
+                    ):
+                        self._submit_plan(found)  # the plan's first call, or its variant retired
+                elif rec.graph is None and not (core.closed or core.lost):
+                    rec.dispatch(found.state, found.allocs, None, found.dims, None, None, key=found.op)
+                else:
+                    return self._dispatch(buffers, grid, push, refs)
+                if core.validation:
+                    core.check_validation()
+                return
+        self._dispatch(buffers, grid, push, refs)
+
+    def _submit_plan(self, plan: _Plan) -> None:
+        # The hot path's submission under the kernel's lock: the plan's command buffer recorded
+        # again where it was retired (and kept for the plan's next call).
+        with self._lock:
+            if self._closed:
+                raise SlangRTError(f"kernel {self.name!r} is closed")
+            core = plan.core
+            if core.closed or core.lost:  # (before recording on a device that is gone)
+                core.check_usable()
+            plan.state.submit(plan.allocs, None, plan.dims, None, None, plan.variant, plan.cached)
+
+    def _dispatch(
+        self,
+        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor],
+        grid: tuple[int, int, int],
+        push: bytes | np.ndarray[Any, Any] | None,
+        refs: Sequence[Tensor],
+    ) -> None:
+        """:meth:`dispatch`, checking every argument (and making the plan that the next call
+        with the same arguments takes)."""
+        if self._closed:
+            raise SlangRTError(f"kernel {self.name!r} is closed")
+        dev = self._device or self.device
+        parts = dev.parts
+        core = parts.core
+        if core.closed or core.lost:
+            if not core.forked or self._device_arg is not None:
+                core.check_usable()  # raises
+            dev = self._after_fork()
+            parts, core = dev.parts, dev.parts.core
+        last_grid, dims = self._last_grid
+        if grid != last_grid:
+            dims = self._check_grid(dev, grid)
+            self._last_grid = (grid, dims)
+        if len(buffers) != len(self._keys):
+            self._check_keys(buffers)
+        allocs: list[Allocation] = []
+        arrays: list[tuple[int, np.ndarray[Any, Any]]] | None = None
+        inputs: list[tuple[int, np.ndarray[Any, Any]]] | None = None
+        misaligned: list[int] | None = None
+        max_storage = core.max_storage_range
+        slots: list[tuple[Any, Any, Any]] | None = [] if push is None and not refs else None
+        tensors: list[Tensor] = []
+        for i, binding in enumerate(self._keys):
+            try:
+                arg = buffers[binding]
+            except KeyError:
+                arg = self._lookup(buffers, i)
+                slots = None
+            if type(arg) is Tensor:
+                alloc = arg._alloc
+                if alloc is None or arg._core is not core:
+                    self._bad_tensor(i, arg, dev)
+                assert alloc is not None
+                if alloc.nbytes > max_storage:
+                    self._check_range(dev, i, alloc.nbytes)
+                if alloc.misaligned and alloc.misaligned & (2 if self.bindings[i].kind == "uniform" else 1):
+                    self._check_misaligned(dev, i, arg)  # raises for a written binding
+                    if misaligned is None:
+                        misaligned = []
+                    misaligned.append(i)  # read through an aligned copy
+                    slots = None
+                allocs.append(alloc)
+                tensors.append(arg)
+                if slots is not None:
+                    slots.append((binding, None, alloc))
+            else:
+                arr = self._check_array(dev, i, arg)
+                if self._writable[i]:
+                    if arrays is None:
+                        arrays = []
+                    arrays.append((i, arr))  # copied back: the call waits
+                    slots = None
+                else:
+                    if inputs is None:
+                        inputs = []
+                    inputs.append((i, arr))  # copied at the call: nothing to wait for
+                    if slots is not None:
+                        # Params packed once for these values (read-only, shared) bind the same
+                        # memory of the params cache while it keeps them; other arrays change.
+                        if type(arr) is Packed and not arr.flags.writeable and arr.nbytes <= PARAMS_MAX:
+                            slots.append((binding, arr, i))
+                        else:
+                            slots = None
+                allocs.append(None)  # type: ignore[arg-type]  # filled below
+        for i in self._uniforms:
+            if allocs[i] is not None and allocs[i].nbytes > core.max_uniform_range:
+                self._check_range(dev, i, allocs[i].nbytes)
+        pushed = self._check_push(push) if push is not None or self.push_size else None
+        ref_allocs = self._check_refs(core, dev, refs) if refs else None
+        if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
+            return
+        state = self._state or self._ensure_state(dev)
+        rec = _batch.recorder(parts.batches)
+        graph = rec.graph if rec is not None else None
+        if graph is not None:
+            graph.check(self, arrays, inputs, misaligned)  # raises what a replay could not redo
+            tensors.extend(refs)
+            slots = None
+        owned = self._bind_inputs(parts, inputs, allocs, graph is not None) if inputs is not None else None
+        if misaligned is not None:
+            owned = (owned or []) + self._realign(parts, misaligned, allocs)
+        if graph is not None:
+            graph.keep(tensors, owned)  # the recorded step binds them on every replay
+            owned = None
+        try:
+            if arrays is None:
+                self._run(parts, state, allocs, None, dims, pushed, ref_allocs)
+            else:
+                self._run_and_wait(parts, state, allocs, arrays, dims, pushed, ref_allocs)
+        finally:
+            if owned:
+                for a in owned:
+                    a.release()  # once the work that reads it is done
+        if slots is not None:  # the packed params' memory is known now
+            slots = [(b, held, a if held is None else allocs[a]) for b, held, a in slots]
+            plan = _Plan(grid, tuple(slots), allocs, dims, state, parts)
+            self._plans = [plan, *self._plans[: _PLANS - 1]]
+
+    def _run(
+        self,
+        parts: Parts,
+        state: KernelState,
+        allocs: list[Allocation],
+        ranges: list[int] | None,
+        dims: tuple[int, int, int],
+        push: bytes | None,
+        refs: list[Allocation] | None,
+        *,
+        now: bool = False,
+    ) -> int | None:
+        """Hand the dispatch to this thread's open ``batch()``/``profile()`` recorder, else
+        submit the kernel's own command buffer for it. ``now``: submit even inside a batch (the
+        caller waits for the result). Returns the serial, or None while a batch keeps it."""
+        rec = _batch.recorder(parts.batches)
+        if rec is not None:
+            serial = rec.dispatch(state, allocs, ranges, dims, push, refs, now=now)
+        else:
+            with self._lock:
+                serial = state.submit(allocs, ranges, dims, push, refs)
+        core = parts.core
+        if core.validation:
+            core.check_validation()
+        return serial
+
+    def _run_and_wait(
+        self,
+        parts: Parts,
+        state: KernelState,
+        allocs: list[Allocation],
+        arrays: list[tuple[int, np.ndarray[Any, Any]]],
+        dims: tuple[int, int, int],
+        push: bytes | None,
+        refs: list[Allocation] | None,
+    ) -> None:
+        """:meth:`_run` with written NumPy arguments: they are bound from the kernel's scratch
+        memory (large ones on a discrete GPU from device memory for the call: the staging copies
+        are far faster than a kernel reading host memory across the bus); the call waits, then
+        copies the results back into the caller's arrays."""
+        memory = parts.memory
+        ranges = [a.nbytes if a is not None else 0 for a in allocs]
+        temps: dict[int, Allocation] = {}
+        with self._lock:
+            try:
+                for i, arr in arrays:
+                    what = f"argument {self.bindings[i].name} of kernel {self.name!r}"
+                    if not memory.direct and arr.nbytes > _HOST_ARG_MAX:
+                        tmp = memory.device.allocate(arr.nbytes, what)
+                        temps[i] = tmp
+                        memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+                    else:
+                        tmp = state.scratch_for(self._keys[i], arr.nbytes, what)  # idle now
+                        if arr.nbytes:
+                            np.copyto(tmp.view(arr.nbytes).view(arr.dtype).reshape(arr.shape), arr)
+                    allocs[i] = tmp
+                    ranges[i] = arr.nbytes
+                serial = self._run(parts, state, allocs, ranges, dims, push, refs, now=True)
+                assert serial is not None  # now=True submits
+                try:
+                    parts.queue.wait(serial, f"kernel {self.name!r}")
+                    # Only now, after success, touch the caller's arrays.
+                    for i, arr in arrays:
+                        if arr.nbytes:
+                            out = arr.reshape(-1).view(np.uint8)
+                            if i in temps:
+                                memory.read(temps[i], out)
+                            else:
+                                out[...] = allocs[i].view(arr.nbytes)
+                except DispatchTimeoutError:
+                    # The GPU may still write the scratch buffers: let them go with the work.
+                    for i, _ in arrays:
+                        if i not in temps:
+                            state.drop_scratch(self._keys[i])
+                    raise
+            finally:
+                for tmp in temps.values():
+                    tmp.release()  # once the work that uses it is done (at once if never submitted)
+        if parts.core.validation:
+            parts.core.check_validation()
+
+    def _bind_inputs(
+        self,
+        parts: Parts,
+        inputs: list[tuple[int, np.ndarray[Any, Any]]],
+        allocs: list[Allocation],
+        own: bool = False,
+    ) -> list[Allocation]:
+        """Copy read-only NumPy arguments into memory of their own for this call. Small ones
+        come from the device's params cache (repeated calls bind the same memory and reuse their
+        command buffers), unless ``own`` (a recorded step keeps its own). Returns the per-call
+        allocations, to be released once submitted."""
+        memory = parts.memory
+        owned: list[Allocation] = []
+        try:
+            for i, arr in inputs:
+                n = arr.nbytes
+                if n <= PARAMS_MAX and not own:
+                    allocs[i] = memory.params.get(arr.tobytes())
+                elif not memory.direct and n > _HOST_ARG_MAX:
+                    tmp = memory.device.allocate(
+                        n, f"argument {self.bindings[i].name} of kernel {self.name!r}"
+                    )
+                    owned.append(tmp)
+                    memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+                    allocs[i] = tmp
+                else:
+                    tmp = memory.host.allocate(n, f"argument {self.bindings[i].name} of kernel {self.name!r}")
+                    owned.append(tmp)
+                    np.copyto(tmp.view(n).view(arr.dtype).reshape(arr.shape), arr)
+                    allocs[i] = tmp
+        except BaseException:
+            for a in owned:
+                a.release()  # a later argument failed: the earlier ones' memory goes back
+            raise
+        return owned
+
+    def _realign(self, parts: Parts, indices: list[int], allocs: list[Allocation]) -> list[Allocation]:
+        """Copy read-only tensor views that start where the device cannot bind a buffer into
+        memory of their own, on the device (after the work already submitted on them; an open
+        batch that used them is submitted first). Returns the copies, to be released once
+        submitted."""
+        memory = parts.memory
+        owned: list[Allocation] = []
+        try:
+            for i in indices:
+                src = allocs[i]
+                what = f"an aligned copy of argument {self.bindings[i].name} of kernel {self.name!r}"
+                tmp = memory.device.allocate(src.nbytes, what)
+                owned.append(tmp)
+                memory.copy(src, tmp, src.nbytes, what)
+                allocs[i] = tmp
+        except BaseException:
+            for a in owned:
+                a.release()
+            raise
+        return owned
+
+    def _after_fork(self) -> Device:
+        # A forked child: the parent's default device cannot cross a fork; start on the child's.
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = self._state = None
+        self._plans, self._last_grid = [], (None, (0, 0, 0))
+        self._lock = threading.RLock()  # (a thread of the parent may have held it)
+        self._device = default_device()
+        return self._device
+
+    def close(self) -> None:
+        """Free the kernel's own Vulkan objects (once its submitted work is done). Idempotent."""
+        self._closed = True
+        self._plans = []
+        if self._finalizer is not None:
+            with self._lock:
+                if self._finalizer.detach() is not None and self._state is not None:
+                    self._state.free(wait=True)
+
+    def __enter__(self) -> Kernel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<slangrt.Kernel {self.name!r} entry={self.entry!r} threads={self.threads}>"
+
+    def _ensure_state(self, dev: Device) -> KernelState:
+        with self._lock:
+            if self._state is not None:
+                return self._state
+            info = dev.info
+            for axis, t, limit in zip("xyz", self.threads, info.max_workgroup_size, strict=True):
+                if t > limit:
+                    raise ValueError(
+                        f"kernel {self.name!r}: numthreads {axis} = {t} exceeds the device limit "
+                        f"of {limit} on {info.name}"
+                    )
+            total = self.threads[0] * self.threads[1] * self.threads[2]
+            if total > info.max_invocations:
+                raise ValueError(
+                    f"kernel {self.name!r}: {total} threads per workgroup exceed the device limit of "
+                    f"{info.max_invocations} on {info.name}"
+                )
+            parts = dev.parts
+            core = parts.core
+            with core.pipelines_lock:
+                known = self._pipeline_key in core.pipelines
+            if not known:
+                self._check_module(dev)
+            with core.pipelines_lock:
+                found = core.pipelines.get(self._pipeline_key)
+                if isinstance(found, Pipeline):
+                    pipeline = found
+                else:
+                    what = f"kernel {self.name!r}"
+                    pipeline = Pipeline(core, self._spirv, self.entry, self.bindings, self._push_range, what)
+                    core.pipelines[self._pipeline_key] = pipeline
+            state = KernelState(
+                core,
+                parts.queue,
+                parts.memory,
+                parts.descriptors,
+                pipeline,
+                self.bindings,
+                self.name,
+                self._push_range,
+            )
+            if core.validation:
+                core.check_validation()
+            self._state = state
+            self._finalizer = weakref.finalize(self, state.free)
+            self._finalizer.atexit = False
+            return state

@@ -1,0 +1,312 @@
+"""Recording dispatches into command buffers: descriptors, push constants, barriers.
+
+:func:`record_ops` is the one place dispatches are recorded, for a kernel's own command buffers
+(one dispatch each, see ``_pipeline``) and for batches (many, see ``_batch``). Buffers of a
+kernel's first descriptor set are bound with push descriptors; its other sets from descriptor
+sets allocated here (:class:`DescriptorSets`), written for the recording that binds them and
+freed when its command buffer is re-recorded or its work is done.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .._alloc._heap import Allocation, View, bind_range
+from .._vulkan import _vk
+from .._vulkan._core import Core
+from .._vulkan._queue import Queue
+
+__all__ = ["DescriptorSets", "Op", "record_ops"]
+
+_OUT_OF_POOL_MEMORY = -1000069000
+_FRAGMENTED_POOL = -12
+
+
+class DescriptorSets:
+    """Descriptor sets for the sets of a kernel other than its push-descriptor set.
+
+    A pipeline layout may hold one push-descriptor set layout only, so a kernel that binds
+    buffers in several descriptor sets pushes the first and binds the others from sets
+    allocated here. Each set is written once, for the command buffer it is recorded into, and
+    freed when that command buffer is re-recorded or its work is done.
+    """
+
+    _SETS_PER_POOL = 256
+
+    def __init__(self, core: Core, queue: Queue) -> None:
+        self._core = core
+        self._queue = queue
+        # Reentrant: a finalizer run by a collection inside a section (a recorded graph's)
+        # gives sets back in this thread (see _heap.Heap).
+        self._lock = threading.RLock()
+        self._pools: list[Any] = []
+
+    def _new_pool(self) -> Any:
+        vk = _vk.vk()
+        ffi = vk.ffi
+        n = self._SETS_PER_POOL
+        sizes = ffi.new(
+            "VkDescriptorPoolSize[2]",
+            [
+                {"type": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, "descriptorCount": 8 * n},
+                {"type": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, "descriptorCount": 2 * n},
+            ],
+        )
+        info = ffi.new(
+            "VkDescriptorPoolCreateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                "flags": vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+                "maxSets": n,
+                "poolSizeCount": 2,
+                "pPoolSizes": sizes,
+            },
+        )
+        out = ffi.new("VkDescriptorPool*")
+        _vk.check(
+            vk.lib.vkCreateDescriptorPool(self._core.handle, info, ffi.NULL, out),
+            "creating a descriptor pool",
+        )
+        self._pools.append(out[0])
+        return out[0]
+
+    def allocate(self, layout: Any, what: str) -> tuple[Any, Any]:
+        """A descriptor set of ``layout``, as ``(pool, set)``."""
+        vk = _vk.vk()
+        ffi = vk.ffi
+        layouts = ffi.new("VkDescriptorSetLayout[1]", [layout])
+        out = ffi.new("VkDescriptorSet*")
+        with self._lock:
+            for pool in (*reversed(self._pools), None):
+                if pool is None:
+                    pool = self._new_pool()
+                info = ffi.new(
+                    "VkDescriptorSetAllocateInfo*",
+                    {
+                        "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                        "descriptorPool": pool,
+                        "descriptorSetCount": 1,
+                        "pSetLayouts": layouts,
+                    },
+                )
+                result = vk.lib.vkAllocateDescriptorSets(self._core.handle, info, out)
+                if result in (_OUT_OF_POOL_MEMORY, _FRAGMENTED_POOL):
+                    continue
+                _vk.check(result, f"allocating a descriptor set for {what}")
+                return pool, out[0]
+        raise AssertionError("unreachable")  # a fresh pool always has room
+
+    def free(self, sets: list[tuple[Any, Any]]) -> None:
+        """Give back sets that no pending or recorded command buffer uses any more."""
+        if not sets or not self._core.alive:
+            return
+        vk = _vk.vk()
+        ffi = vk.ffi
+        with self._lock:
+            for pool, ds in sets:
+                vk.lib.vkFreeDescriptorSets(self._core.handle, pool, 1, ffi.new("VkDescriptorSet[1]", [ds]))
+        sets.clear()
+
+    def free_after(self, sets: list[tuple[Any, Any]], serial: int) -> None:
+        """Give back ``sets`` once submission ``serial`` has finished."""
+        if sets:
+            held = list(sets)
+            self._queue.defer(serial, lambda: self.free(held))
+
+    def destroy(self) -> None:
+        vk = _vk.vk()
+        with self._lock:
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            vk.lib.vkDestroyDescriptorPool(self._core.handle, pool, vk.ffi.NULL)
+
+
+# One recorded dispatch: kernel state (``_pipeline.KernelState``), buffers, descriptor ranges
+# (None: the allocations' sizes), grid, the profiles that time it (``_batch.Profile``), push
+# constants (None: none) and the allocations it reaches through device addresses (None: none).
+Op = tuple[
+    Any,
+    list["Allocation"],
+    "list[int] | None",
+    tuple[int, int, int],
+    tuple[Any, ...],
+    "bytes | None",
+    "list[Allocation] | None",
+]
+
+
+def push_constants(state: Any, cb: Any, data: bytes) -> None:
+    """Record ``vkCmdPushConstants`` of ``data`` (already padded to the kernel's range)."""
+    vk = _vk.vk()
+    vk.lib.vkCmdPushConstants(
+        cb, state.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(data), vk.ffi.from_buffer(data)
+    )
+
+
+def bind_extra_sets(
+    state: Any,
+    cb: Any,
+    allocs: list[Allocation],
+    ranges: list[int],
+    owned: list[tuple[Any, Any]],
+    cache: dict[Any, Any] | None,
+) -> None:
+    """Bind the kernel's descriptor sets other than its push-descriptor set.
+
+    Each is allocated and written for this recording (or found in ``cache``, the sets this
+    recording already wrote) and appended to ``owned``, which the command buffer's owner frees
+    when it is re-recorded or its work is done.
+    """
+    vk = _vk.vk()
+    ffi = vk.ffi
+    lib = vk.lib
+    core = state.core
+    descriptors = state.descriptors
+    for s, first, end, layout, binding_numbers, types in state.extra_sets:
+        key = (
+            id(layout),
+            *[
+                (a.block.serial, a.offset, bind_range(a, ranges[i]))
+                for i, a in enumerate(allocs[first:end], first)
+            ],
+        )
+        ds = cache.get(key) if cache is not None else None
+        if ds is None:
+            pool, ds = descriptors.allocate(layout, f"kernel {state.name!r}")
+            owned.append((pool, ds))
+            n = end - first
+            infos = ffi.new("VkDescriptorBufferInfo[]", n)
+            writes = ffi.new("VkWriteDescriptorSet[]", n)
+            for j in range(n):
+                a = allocs[first + j]
+                infos[j].buffer = a.buffer
+                infos[j].offset = a.offset
+                infos[j].range = bind_range(a, ranges[first + j])
+                w = writes[j]
+                w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+                w.dstSet = ds
+                w.dstBinding = binding_numbers[j]
+                w.descriptorCount = 1
+                w.descriptorType = types[j]
+                w.pBufferInfo = infos + j
+            lib.vkUpdateDescriptorSets(core.handle, n, writes, 0, ffi.NULL)
+            if cache is not None:
+                cache[key] = ds
+        lib.vkCmdBindDescriptorSets(
+            cb, 1, state.pipeline.layout, s, 1, ffi.new("VkDescriptorSet[1]", [ds]), 0, ffi.NULL
+        )  # VK_PIPELINE_BIND_POINT_COMPUTE
+
+
+def _template(state: Any, templates: dict[int, Any]) -> Any:
+    """Push-descriptor write structs for ``state``'s bindings, reused within one recorder."""
+    t = templates.get(id(state))
+    if t is None or t[0] is not state:
+        vk = _vk.vk()
+        ffi = vk.ffi
+        n = max(1, len(state.binding_indices))
+        infos = ffi.new("VkDescriptorBufferInfo[]", n)
+        writes = ffi.new("VkWriteDescriptorSet[]", n)
+        for i, (binding, kind) in enumerate(zip(state.binding_indices, state.descriptor_types)):
+            w = writes[i]
+            w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+            w.dstBinding = binding
+            w.descriptorCount = 1
+            w.descriptorType = kind
+            w.pBufferInfo = infos + i
+        t = templates[id(state)] = (state, infos, writes)
+    return t
+
+
+def _hits(spans: dict[int, list[tuple[int, int]]], block: int, lo: int, hi: int) -> bool:
+    """Whether bytes ``[lo, hi)`` of ``block`` overlap any of ``spans``' for it."""
+    found = spans.get(block)
+    return found is not None and any(a < hi and lo < b for a, b in found)
+
+
+def _whole(a: Allocation) -> tuple[int, int, int]:
+    """The bytes a kernel may reach through ``a``'s device address: all of its root's."""
+    root = a.root if isinstance(a, View) else a
+    return root.block.serial, root.offset, root.offset + root.capacity
+
+
+def record_ops(
+    core: Core,
+    cb: Any,
+    ops: list[Op],
+    templates: dict[int, Any],
+    timed: Any,
+    sets: list[tuple[Any, Any]],
+) -> list[Any]:
+    """Record ``ops`` into ``cb`` with the barriers their buffers need.
+
+    A barrier goes in only where a dispatch reads or writes a buffer that an earlier dispatch
+    since the last barrier wrote, or writes one that such a dispatch read (buffers reached
+    through device addresses count as written). ``timed``: a ``(query_pool, first_query)`` to
+    bracket each dispatch with timestamps, else None. Descriptor sets allocated for the
+    recording are appended to ``sets``. Returns the profile entries
+    ``(profiles, name, grid, bytes, query)``.
+    """
+    vk = _vk.vk()
+    lib = vk.lib
+    push = core.push_descriptor
+    # Bytes each buffer (block) was bound over since the last barrier: views of one tensor are
+    # separate allocations over the same memory, so hazards are found by overlapping bytes.
+    written: dict[int, list[tuple[int, int]]] = {}
+    read: dict[int, list[tuple[int, int]]] = {}
+    pipeline = None
+    bound: Any = None
+    entries: list[Any] = []
+    set_cache: dict[Any, Any] = {}
+    q = timed[1] if timed is not None else 0
+    for state, allocs, ranges, dims, profiles, push_data, refs in ops:
+        writable = state.writable
+        rs = ranges if ranges is not None else [a.nbytes for a in allocs]
+        spans = [(a.block.serial, a.offset, a.offset + bind_range(a, r)) for a, r in zip(allocs, rs)]
+        need = False
+        for (b, lo, hi), w in zip(spans, writable):
+            if _hits(written, b, lo, hi) or (w and _hits(read, b, lo, hi)):
+                need = True
+                break
+        ref_spans = [_whole(a) for a in refs] if refs else []
+        if ref_spans and not need:
+            need = any(_hits(written, *s) or _hits(read, *s) for s in ref_spans)
+        if need:
+            core.barrier_between_dispatches(cb)
+            written.clear()
+            read.clear()
+        for (b, lo, hi), w in zip(spans, writable):
+            (written if w else read).setdefault(b, []).append((lo, hi))
+        for b, lo, hi in ref_spans:
+            written.setdefault(b, []).append((lo, hi))
+        if state.pipeline is not pipeline:
+            pipeline = state.pipeline
+            lib.vkCmdBindPipeline(cb, 1, pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
+            bound = None
+        key = [(a.buffer, a.offset, r) for a, r in zip(allocs, rs)]
+        if key != bound and allocs:
+            n_push = state.n_push
+            if n_push:
+                _, infos, writes = _template(state, templates)
+                for i in range(n_push):
+                    a = allocs[i]
+                    info = infos[i]
+                    info.buffer = a.buffer
+                    info.offset = a.offset
+                    info.range = bind_range(a, rs[i])
+                push(cb, 1, pipeline.layout, pipeline.push_set, n_push, writes)
+            if state.extra_sets:
+                bind_extra_sets(state, cb, allocs, rs, sets, set_cache)
+            bound = key
+        if push_data is not None:
+            push_constants(state, cb, push_data)
+        if timed is not None and profiles:
+            lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q)
+            lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
+            lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q + 1)
+            nbytes = sum(bind_range(a, r) * (2 if w else 1) for a, r, w in zip(allocs, rs, writable))
+            entries.append((profiles, state.name, dims, nbytes, q))
+            q += 2
+        else:
+            lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
+    return entries

@@ -1,0 +1,335 @@
+"""What a SPIR-V module asks of a device, and what a device offers.
+
+A kernel declares what it needs in its module header: ``OpCapability`` (Float16, Int64Atomics,
+CooperativeMatrixKHR, ...) and ``OpExtension`` (SPV_KHR_cooperative_matrix, ...). Before making
+a pipeline, slangrt compares them with the device: a kernel that needs something the device
+lacks is refused with :class:`~slangrt.UnsupportedKernelError`, naming what is missing, instead
+of failing inside the driver (or, worse, running with the feature silently off).
+
+A device's offer is a set of *tokens*: the Vulkan feature names it supports among those slangrt
+knows (``shaderFloat16``, ``bufferDeviceAddress``, ...), the subgroup operations its compute
+stage has (``subgroupArithmetic``, ...), the shader-related extensions it has
+(``VK_KHR_cooperative_matrix``) and its core version (``Vulkan 1.3``). Each capability and
+extension maps to the tokens any one of which satisfies it. Capabilities and extensions that
+are not in the tables are not checked (the driver decides).
+
+The module scan also reads what the kernel binds: the descriptor set and binding of every
+resource its entry point uses, and whether it reads push constants, so that a kernel whose
+description leaves one of them out is refused rather than run with a binding left unbound.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from ..spirv._capabilities import CAPABILITIES, EXTENSIONS
+
+__all__ = ["CAPABILITIES", "EXTENSIONS", "FEATURE_STRUCTS", "Module", "missing", "scan"]
+
+_MAGIC = 0x07230203
+
+# SPIR-V opcodes and enumerants the scan reads.
+_OP_EXTENSION = 10
+_OP_CAPABILITY = 17
+_OP_ENTRY_POINT = 15
+_OP_VARIABLE = 59
+_OP_DECORATE = 71
+_OP_FUNCTION = 54
+_DECORATION_BINDING = 33
+_DECORATION_DESCRIPTOR_SET = 34
+_STORAGE_PUSH_CONSTANT = 9
+_EXECUTION_MODEL_GLCOMPUTE = 5
+
+# Device extensions with shader features and no feature struct of their own: enabled where
+# present, and offered as tokens under their own names.
+PLAIN_EXTENSIONS = (
+    "VK_EXT_shader_subgroup_ballot",
+    "VK_EXT_shader_subgroup_vote",
+    "VK_KHR_shader_non_semantic_info",
+    "VK_KHR_shader_terminate_invocation",
+    "VK_EXT_shader_demote_to_helper_invocation",
+    "VK_NV_shader_subgroup_partitioned",
+    "VK_GOOGLE_user_type",
+    "VK_GOOGLE_hlsl_functionality1",
+    "VK_GOOGLE_decorate_string",
+)
+
+
+@dataclass(frozen=True)
+class FeatureStruct:
+    """A Vulkan feature struct: which members slangrt enables, under which token names.
+
+    ``version``: the core version that has it (None: an extension's struct); ``extensions``:
+    the device extensions that bring it (the first present one is enabled); ``below``: used
+    only on devices older than this version (promoted structs must not be chained together
+    with the core version's struct).
+    """
+
+    ctype: str
+    stype: str
+    members: dict[str, str]  # member -> token
+    version: tuple[int, int] | None = None
+    extensions: tuple[str, ...] = ()
+    below: tuple[int, int] | None = None
+
+
+def _same(*names: str) -> dict[str, str]:
+    return {n: n for n in names}
+
+
+# VkPhysicalDeviceFeatures (core 1.0) members slangrt enables where supported. Never
+# robustBufferAccess: it costs speed.
+CORE_FEATURES = _same(
+    "shaderInt64",
+    "shaderInt16",
+    "shaderFloat64",
+    "shaderImageGatherExtended",
+    "shaderStorageImageExtendedFormats",
+    "shaderStorageImageReadWithoutFormat",
+    "shaderStorageImageWriteWithoutFormat",
+    "shaderUniformBufferArrayDynamicIndexing",
+    "shaderStorageBufferArrayDynamicIndexing",
+)
+
+FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
+    FeatureStruct(
+        "VkPhysicalDeviceVulkan11Features",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES",
+        _same(
+            "storageBuffer16BitAccess",
+            "uniformAndStorageBuffer16BitAccess",
+            "storagePushConstant16",
+            "storageInputOutput16",
+            "variablePointersStorageBuffer",
+            "variablePointers",
+            "shaderDrawParameters",
+        ),
+        version=(1, 2),  # chained only on Vulkan 1.2 devices, which slangrt requires anyway
+    ),
+    FeatureStruct(
+        "VkPhysicalDeviceVulkan12Features",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES",
+        _same(
+            "storageBuffer8BitAccess",
+            "uniformAndStorageBuffer8BitAccess",
+            "storagePushConstant8",
+            "shaderBufferInt64Atomics",
+            "shaderSharedInt64Atomics",
+            "shaderFloat16",
+            "shaderInt8",
+            "runtimeDescriptorArray",
+            "shaderUniformBufferArrayNonUniformIndexing",
+            "shaderSampledImageArrayNonUniformIndexing",
+            "shaderStorageBufferArrayNonUniformIndexing",
+            "shaderStorageImageArrayNonUniformIndexing",
+            "scalarBlockLayout",
+            "uniformBufferStandardLayout",
+            "shaderSubgroupExtendedTypes",
+            "hostQueryReset",
+            "timelineSemaphore",
+            "bufferDeviceAddress",
+            "vulkanMemoryModel",
+            "vulkanMemoryModelDeviceScope",
+            "subgroupBroadcastDynamicId",
+        ),
+        version=(1, 2),
+    ),
+    FeatureStruct(
+        "VkPhysicalDeviceVulkan13Features",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES",
+        _same(
+            "shaderIntegerDotProduct",
+            "shaderDemoteToHelperInvocation",
+            "shaderTerminateInvocation",
+            "subgroupSizeControl",
+            "computeFullSubgroups",
+            "shaderZeroInitializeWorkgroupMemory",
+            "maintenance4",
+        ),
+        version=(1, 3),
+    ),
+    FeatureStruct(
+        "VkPhysicalDeviceShaderIntegerDotProductFeatures",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES",
+        _same("shaderIntegerDotProduct"),
+        extensions=("VK_KHR_shader_integer_dot_product",),
+        below=(1, 3),
+    ),
+    FeatureStruct(
+        "VkPhysicalDeviceCooperativeMatrixFeaturesKHR",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR",
+        {"cooperativeMatrix": "cooperativeMatrix"},
+        extensions=("VK_KHR_cooperative_matrix",),
+    ),
+    FeatureStruct(
+        "VkPhysicalDeviceCooperativeMatrixFeaturesNV",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV",
+        {"cooperativeMatrix": "cooperativeMatrixNV"},
+        extensions=("VK_NV_cooperative_matrix",),
+    ),
+    FeatureStruct(
+        "VkPhysicalDeviceShaderAtomicFloatFeaturesEXT",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT",
+        _same(
+            "shaderBufferFloat32Atomics",
+            "shaderBufferFloat32AtomicAdd",
+            "shaderBufferFloat64Atomics",
+            "shaderBufferFloat64AtomicAdd",
+            "shaderSharedFloat32Atomics",
+            "shaderSharedFloat32AtomicAdd",
+            "shaderSharedFloat64Atomics",
+            "shaderSharedFloat64AtomicAdd",
+        ),
+        extensions=("VK_EXT_shader_atomic_float",),
+    ),
+    FeatureStruct(
+        "VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT",
+        _same(
+            "shaderBufferFloat16Atomics",
+            "shaderBufferFloat16AtomicAdd",
+            "shaderBufferFloat16AtomicMinMax",
+            "shaderBufferFloat32AtomicMinMax",
+            "shaderBufferFloat64AtomicMinMax",
+            "shaderSharedFloat16Atomics",
+            "shaderSharedFloat16AtomicAdd",
+            "shaderSharedFloat16AtomicMinMax",
+            "shaderSharedFloat32AtomicMinMax",
+            "shaderSharedFloat64AtomicMinMax",
+        ),
+        extensions=("VK_EXT_shader_atomic_float2",),
+    ),
+    FeatureStruct(
+        "VkPhysicalDeviceShaderClockFeaturesKHR",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR",
+        _same("shaderSubgroupClock", "shaderDeviceClock"),
+        extensions=("VK_KHR_shader_clock",),
+    ),
+    FeatureStruct(
+        # The KHR extension's struct has the same layout and structure type.
+        "VkPhysicalDeviceComputeShaderDerivativesFeaturesNV",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COMPUTE_SHADER_DERIVATIVES_FEATURES_NV",
+        _same("computeDerivativeGroupQuads", "computeDerivativeGroupLinear"),
+        extensions=("VK_KHR_compute_shader_derivatives", "VK_NV_compute_shader_derivatives"),
+    ),
+    FeatureStruct(
+        "VkPhysicalDeviceWorkgroupMemoryExplicitLayoutFeaturesKHR",
+        "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_WORKGROUP_MEMORY_EXPLICIT_LAYOUT_FEATURES_KHR",
+        _same(
+            "workgroupMemoryExplicitLayout",
+            "workgroupMemoryExplicitLayoutScalarBlockLayout",
+            "workgroupMemoryExplicitLayout8BitAccess",
+            "workgroupMemoryExplicitLayout16BitAccess",
+        ),
+        extensions=("VK_KHR_workgroup_memory_explicit_layout",),
+    ),
+)
+
+# VkSubgroupFeatureFlagBits -> token (offered when the compute stage supports subgroup ops).
+SUBGROUP_TOKENS = {
+    0x1: "subgroupBasic",
+    0x2: "subgroupVote",
+    0x4: "subgroupArithmetic",
+    0x8: "subgroupBallot",
+    0x10: "subgroupShuffle",
+    0x20: "subgroupShuffleRelative",
+    0x40: "subgroupClustered",
+    0x80: "subgroupQuad",
+    0x100: "subgroupPartitionedNV",
+}
+
+
+@dataclass
+class Module:
+    """What the header and annotations of a SPIR-V module say (see :func:`scan`)."""
+
+    version: tuple[int, int] = (1, 0)
+    capabilities: list[int] = field(default_factory=list)
+    extensions: list[str] = field(default_factory=list)
+    entry_points: list[str] = field(default_factory=list)  # GLCompute entry points
+    # For ``entry`` (SPIR-V 1.4+ lists every global an entry point uses): the (set, binding)
+    # of each resource it uses, and whether it reads push constants. None: not known.
+    resources: set[tuple[int, int]] | None = None
+    push_constants: bool | None = None
+
+
+def _string(words: tuple[int, ...], start: int, end: int) -> tuple[str, int]:
+    """The literal string at ``words[start:end]``, and the index of the word after it."""
+    raw = struct.pack(f"<{end - start}I", *words[start:end])
+    text = raw.split(b"\0", 1)[0]
+    return text.decode("utf-8", "replace"), start + len(text) // 4 + 1
+
+
+def scan(spirv: bytes, entry: str | None = None) -> Module:
+    """Read the capabilities, extensions, entry points and (for ``entry``) bindings of a module.
+
+    Raises ValueError for bytes that are not a little-endian SPIR-V module.
+    """
+    if len(spirv) < 20 or len(spirv) % 4:
+        raise ValueError("not a SPIR-V module")
+    words = struct.unpack(f"<{len(spirv) // 4}I", spirv)
+    if words[0] != _MAGIC:
+        raise ValueError("not a little-endian SPIR-V module")
+    mod = Module(version=((words[1] >> 16) & 0xFF, (words[1] >> 8) & 0xFF))
+    interface: list[int] | None = None
+    sets: dict[int, int] = {}
+    bindings: dict[int, int] = {}
+    push_vars: set[int] = set()
+    resource_vars: set[int] = set()
+    i = 5
+    n = len(words)
+    while i < n:
+        word = words[i]
+        op, count = word & 0xFFFF, word >> 16
+        if count == 0 or i + count > n:
+            raise ValueError("truncated SPIR-V instruction")
+        if op == _OP_CAPABILITY:
+            mod.capabilities.append(words[i + 1])
+        elif op == _OP_EXTENSION:
+            mod.extensions.append(_string(words, i + 1, i + count)[0])
+        elif op == _OP_ENTRY_POINT:
+            name, after = _string(words, i + 3, i + count)
+            if words[i + 1] == _EXECUTION_MODEL_GLCOMPUTE:
+                mod.entry_points.append(name)
+                if name == entry:
+                    interface = list(words[after : i + count])
+        elif op == _OP_DECORATE and count >= 4:
+            target, decoration = words[i + 1], words[i + 2]
+            if decoration == _DECORATION_DESCRIPTOR_SET:
+                sets[target] = words[i + 3]
+            elif decoration == _DECORATION_BINDING:
+                bindings[target] = words[i + 3]
+        elif op == _OP_VARIABLE and count >= 4:
+            result, storage = words[i + 2], words[i + 3]
+            if storage == _STORAGE_PUSH_CONSTANT:
+                push_vars.add(result)
+            else:
+                resource_vars.add(result)
+        elif op == _OP_FUNCTION:
+            break  # the globals are all declared before the first function
+        i += count
+    if interface is not None and mod.version >= (1, 4):
+        used = set(interface)
+        mod.resources = {(sets.get(v, 0), bindings[v]) for v in used & resource_vars if v in bindings}
+        mod.push_constants = bool(used & push_vars)
+    return mod
+
+
+def missing(mod: Module, tokens: frozenset[str] | set[str]) -> list[str]:
+    """What ``mod`` needs that ``tokens`` (a device's offer) lacks, one phrase per item."""
+    out: list[str] = []
+    seen: set[int] = set()
+    for cap in mod.capabilities:
+        need = CAPABILITIES.get(cap)
+        if need is None or cap in seen:
+            continue
+        seen.add(cap)
+        name, what, any_of = need
+        if not any(t in tokens for t in any_of):
+            out.append(f"the SPIR-V capability {name} ({what})")
+    for ext in dict.fromkeys(mod.extensions):
+        ext_need = EXTENSIONS.get(ext)
+        if ext_need is not None and not any(t in tokens for t in ext_need[1]):
+            out.append(f"the SPIR-V extension {ext} ({ext_need[0]})")
+    return out

@@ -1,0 +1,427 @@
+"""The SPIR-V binary format, as far as compute kernels need it: opcode, decoration and storage
+class numbers, capability names, and a word-level reader.
+
+:func:`words` checks the header and gives the module's words; :func:`instructions` walks them;
+:class:`Parsed` indexes a module's names, decorations, types, constants, variables, entry points
+and function bodies; :func:`id_words` says which words of an instruction may be ids. Pure Python:
+nothing here knows what a resource or a layout is (:mod:`slangrt.spirv._module` does).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from .._errors import SpirvError
+
+MAGIC = 0x07230203
+
+# Opcodes.
+OP_SOURCE = 3
+OP_NAME = 5
+OP_MEMBER_NAME = 6
+OP_LINE = 8
+OP_EXTENSION = 10
+OP_EXT_INST = 12
+OP_ENTRY_POINT = 15
+OP_EXECUTION_MODE = 16
+OP_CAPABILITY = 17
+OP_TYPE_BOOL = 20
+OP_TYPE_INT = 21
+OP_TYPE_FLOAT = 22
+OP_TYPE_VECTOR = 23
+OP_TYPE_MATRIX = 24
+OP_TYPE_IMAGE = 25
+OP_TYPE_SAMPLER = 26
+OP_TYPE_SAMPLED_IMAGE = 27
+OP_TYPE_ARRAY = 28
+OP_TYPE_RUNTIME_ARRAY = 29
+OP_TYPE_STRUCT = 30
+OP_TYPE_POINTER = 32
+OP_CONSTANT = 43
+OP_CONSTANT_COMPOSITE = 44
+OP_CONSTANT_NULL = 46
+OP_SPEC_CONSTANT = 50
+OP_SPEC_CONSTANT_COMPOSITE = 51
+OP_FUNCTION = 54
+OP_FUNCTION_END = 56
+OP_FUNCTION_CALL = 57
+OP_VARIABLE = 59
+OP_IMAGE_TEXEL_POINTER = 60
+OP_LOAD = 61
+OP_STORE = 62
+OP_COPY_MEMORY = 63
+OP_COPY_MEMORY_SIZED = 64
+OP_ACCESS_CHAIN = 65
+OP_IN_BOUNDS_ACCESS_CHAIN = 66
+OP_PTR_ACCESS_CHAIN = 67
+OP_ARRAY_LENGTH = 68
+OP_IN_BOUNDS_PTR_ACCESS_CHAIN = 70
+OP_DECORATE = 71
+OP_MEMBER_DECORATE = 72
+OP_VECTOR_SHUFFLE = 79
+OP_COMPOSITE_EXTRACT = 81
+OP_COMPOSITE_INSERT = 82
+OP_COPY_OBJECT = 83
+OP_IMAGE_WRITE = 99
+OP_SELECT = 169
+OP_ATOMIC_LOAD = 227
+OP_ATOMIC_STORE = 228
+OP_ATOMIC_FLAG_CLEAR = 319
+OP_PHI = 245
+OP_LOOP_MERGE = 246
+OP_SELECTION_MERGE = 247
+OP_BRANCH_CONDITIONAL = 250
+OP_SWITCH = 251
+OP_RETURN_VALUE = 254
+OP_LIFETIME_START = 256
+OP_LIFETIME_STOP = 257
+OP_NO_LINE = 317
+OP_EXECUTION_MODE_ID = 331
+OP_TYPE_ACCELERATION_STRUCTURE = 5341
+
+# Atomics that read and write their pointer (the result is at word 2, the pointer at word 3).
+ATOMIC_RMW = frozenset({*range(229, 243), 318, 5614, 5615, 6035})
+
+# Decorations.
+DEC_BLOCK = 2
+DEC_BUFFER_BLOCK = 3
+DEC_ROW_MAJOR = 4
+DEC_ARRAY_STRIDE = 6
+DEC_MATRIX_STRIDE = 7
+DEC_BUILTIN = 11
+DEC_NON_WRITABLE = 24
+DEC_BINDING = 33
+DEC_DESCRIPTOR_SET = 34
+DEC_OFFSET = 35
+BUILTIN_WORKGROUP_SIZE = 25
+
+# Storage classes.
+SC_UNIFORM_CONSTANT = 0
+SC_UNIFORM = 2
+SC_PUSH_CONSTANT = 9
+SC_STORAGE_BUFFER = 12
+SC_PHYSICAL_STORAGE_BUFFER = 5349
+
+EXEC_LOCAL_SIZE = 17
+EXEC_LOCAL_SIZE_ID = 38
+
+CAPABILITIES: Mapping[int, str] = {
+    0: "Matrix",
+    1: "Shader",
+    4: "Addresses",
+    5: "Linkage",
+    6: "Kernel",
+    8: "Float16Buffer",
+    9: "Float16",
+    10: "Float64",
+    11: "Int64",
+    12: "Int64Atomics",
+    13: "ImageBasic",
+    14: "ImageReadWrite",
+    15: "ImageMipmap",
+    18: "Groups",
+    21: "AtomicStorage",
+    22: "Int16",
+    25: "ImageGatherExtended",
+    27: "StorageImageMultisample",
+    28: "UniformBufferArrayDynamicIndexing",
+    29: "SampledImageArrayDynamicIndexing",
+    30: "StorageBufferArrayDynamicIndexing",
+    31: "StorageImageArrayDynamicIndexing",
+    34: "ImageCubeArray",
+    36: "ImageRect",
+    37: "SampledRect",
+    38: "GenericPointer",
+    39: "Int8",
+    41: "SparseResidency",
+    42: "MinLod",
+    43: "Sampled1D",
+    44: "Image1D",
+    45: "SampledCubeArray",
+    46: "SampledBuffer",
+    47: "ImageBuffer",
+    48: "ImageMSArray",
+    49: "StorageImageExtendedFormats",
+    50: "ImageQuery",
+    51: "DerivativeControl",
+    55: "StorageImageReadWithoutFormat",
+    56: "StorageImageWriteWithoutFormat",
+    61: "GroupNonUniform",
+    62: "GroupNonUniformVote",
+    63: "GroupNonUniformArithmetic",
+    64: "GroupNonUniformBallot",
+    65: "GroupNonUniformShuffle",
+    66: "GroupNonUniformShuffleRelative",
+    67: "GroupNonUniformClustered",
+    68: "GroupNonUniformQuad",
+    4423: "SubgroupBallotKHR",
+    4427: "DrawParameters",
+    4428: "WorkgroupMemoryExplicitLayoutKHR",
+    4429: "WorkgroupMemoryExplicitLayout8BitAccessKHR",
+    4430: "WorkgroupMemoryExplicitLayout16BitAccessKHR",
+    4431: "SubgroupVoteKHR",
+    4433: "StorageBuffer16BitAccess",
+    4434: "UniformAndStorageBuffer16BitAccess",
+    4435: "StoragePushConstant16",
+    4436: "StorageInputOutput16",
+    4437: "DeviceGroup",
+    4439: "MultiView",
+    4441: "VariablePointersStorageBuffer",
+    4442: "VariablePointers",
+    4445: "AtomicStorageOps",
+    4448: "StorageBuffer8BitAccess",
+    4449: "UniformAndStorageBuffer8BitAccess",
+    4450: "StoragePushConstant8",
+    4464: "DenormPreserve",
+    4465: "DenormFlushToZero",
+    4466: "SignedZeroInfNanPreserve",
+    4467: "RoundingModeRTE",
+    4468: "RoundingModeRTZ",
+    4472: "RayQueryKHR",
+    4478: "RayTraversalPrimitiveCullingKHR",
+    4479: "RayTracingKHR",
+    5009: "ImageGatherBiasLodAMD",
+    5015: "ImageReadWriteLodAMD",
+    5016: "Int64ImageEXT",
+    5055: "ShaderClockKHR",
+    5288: "ComputeDerivativeGroupQuadsKHR",
+    5297: "GroupNonUniformPartitionedNV",
+    5301: "ShaderNonUniform",
+    5302: "RuntimeDescriptorArray",
+    5304: "UniformTexelBufferArrayDynamicIndexing",
+    5305: "StorageTexelBufferArrayDynamicIndexing",
+    5306: "UniformBufferArrayNonUniformIndexing",
+    5307: "SampledImageArrayNonUniformIndexing",
+    5308: "StorageBufferArrayNonUniformIndexing",
+    5309: "StorageImageArrayNonUniformIndexing",
+    5311: "UniformTexelBufferArrayNonUniformIndexing",
+    5312: "StorageTexelBufferArrayNonUniformIndexing",
+    5345: "VulkanMemoryModel",
+    5346: "VulkanMemoryModelDeviceScope",
+    5347: "PhysicalStorageBufferAddresses",
+    5350: "ComputeDerivativeGroupLinearKHR",
+    5357: "CooperativeMatrixNV",
+    5373: "ShaderSMBuiltinsNV",
+    5379: "DemoteToHelperInvocation",
+    5629: "ExpectAssumeKHR",
+    6016: "DotProductInputAll",
+    6017: "DotProductInput4x8Bit",
+    6018: "DotProductInput4x8BitPacked",
+    6019: "DotProduct",
+    6022: "CooperativeMatrixKHR",
+    6026: "GroupNonUniformRotateKHR",
+    6033: "AtomicFloat32AddEXT",
+    6034: "AtomicFloat64AddEXT",
+    6095: "AtomicFloat16AddEXT",
+    5612: "AtomicFloat32MinMaxEXT",
+    5613: "AtomicFloat64MinMaxEXT",
+    5616: "AtomicFloat16MinMaxEXT",
+}
+
+
+def words(spirv: bytes) -> tuple[int, ...]:
+    """The module's 32-bit words, in its byte order (little- or big-endian, as its magic number
+    says); raises :class:`SpirvError` unless it starts with a whole SPIR-V header."""
+    if len(spirv) % 4 or len(spirv) < 20:
+        raise SpirvError(f"not a SPIR-V module: {len(spirv)} bytes is not a whole header")
+    n = len(spirv) // 4
+    found = struct.unpack(f"<{n}I", spirv)
+    if found[0] != MAGIC:
+        if struct.unpack(f">{n}I", spirv)[0] != MAGIC:
+            raise SpirvError(f"not a SPIR-V module: bad magic number {found[0]:#010x}")
+        found = struct.unpack(f">{n}I", spirv)
+    return found
+
+
+def instructions(module: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
+    """(index of its first word, opcode, word count) of each instruction after the header."""
+    i = 5
+    while i < len(module):
+        count, op = module[i] >> 16, module[i] & 0xFFFF
+        if count == 0 or i + count > len(module):
+            raise SpirvError(f"malformed SPIR-V module: bad instruction at word {i}")
+        yield i, op, count
+        i += count
+
+
+@dataclass(frozen=True)
+class Inst:
+    op: int
+    words: tuple[int, ...]  # the whole instruction, word 0 included
+
+
+class Parsed:
+    """The module's instructions, indexed."""
+
+    def __init__(self, spirv: bytes) -> None:
+        all_words = words(spirv)
+        self.version = ((all_words[1] >> 16) & 0xFF, (all_words[1] >> 8) & 0xFF)
+        caps: list[str] = []
+        exts: list[str] = []
+        self.names: dict[int, str] = {}
+        self.member_names: dict[tuple[int, int], str] = {}
+        self.decorations: dict[int, dict[int, tuple[int, ...]]] = {}
+        self.member_decorations: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
+        self.types: dict[int, Inst] = {}
+        self.constants: dict[int, int] = {}  # integer constants (OpConstant, OpConstantNull)
+        self.spec_constants: dict[int, int] = {}  # default values of integer spec constants
+        self.composites: dict[int, tuple[int, ...]] = {}  # constant composites' constituents
+        self.variables: dict[int, tuple[int, int]] = {}  # global id -> (pointer type, storage)
+        self.entry_function: dict[str, int] = {}
+        self.entry_interface: dict[str, tuple[int, ...]] = {}
+        self.local_size: dict[int, tuple[int, int, int]] = {}
+        self.local_size_ids: dict[int, tuple[int, int, int]] = {}
+        self.functions: dict[int, list[Inst]] = {}
+        current: list[Inst] | None = None
+        for i, op, count in instructions(all_words):
+            inst = Inst(op, all_words[i : i + count])
+            w = inst.words
+            if current is not None:
+                if op == OP_FUNCTION_END:
+                    current = None
+                else:
+                    current.append(inst)
+                continue
+            if op == OP_FUNCTION:
+                current = self.functions.setdefault(w[2], [])
+            elif op == OP_CAPABILITY:
+                caps.append(CAPABILITIES.get(w[1], f"Capability{w[1]}"))
+            elif op == OP_EXTENSION:
+                exts.append(literal_string(w, 1)[0])
+            elif op == OP_NAME:
+                self.names[w[1]] = literal_string(w, 2)[0]
+            elif op == OP_MEMBER_NAME:
+                self.member_names[(w[1], w[2])] = literal_string(w, 3)[0]
+            elif op == OP_DECORATE:
+                self.decorations.setdefault(w[1], {})[w[2]] = w[3:]
+            elif op == OP_MEMBER_DECORATE:
+                self.member_decorations.setdefault((w[1], w[2]), {})[w[3]] = w[4:]
+            elif op == OP_ENTRY_POINT:
+                name, end = literal_string(w, 3)
+                if name not in self.entry_function:
+                    self.entry_function[name] = w[2]
+                    self.entry_interface[name] = w[end:]
+            elif op == OP_EXECUTION_MODE and w[2] == EXEC_LOCAL_SIZE:
+                self.local_size[w[1]] = (w[3], w[4], w[5])
+            elif op == OP_EXECUTION_MODE_ID and w[2] == EXEC_LOCAL_SIZE_ID:
+                self.local_size_ids[w[1]] = (w[3], w[4], w[5])
+            elif 19 <= op <= 39 or op in (OP_TYPE_ACCELERATION_STRUCTURE, 4472, 4456):
+                self.types[w[1]] = inst
+            elif op in (OP_CONSTANT, OP_SPEC_CONSTANT):
+                t = self.types.get(w[1])
+                if t is not None and t.op == OP_TYPE_INT:
+                    v = w[3] | (w[4] << 32 if len(w) > 4 else 0)
+                    bits = 32 * (len(w) - 3)
+                    if t.words[3] and v >> (bits - 1):
+                        v -= 1 << bits
+                    (self.constants if op == OP_CONSTANT else self.spec_constants)[w[2]] = v
+            elif op == OP_CONSTANT_NULL:
+                self.constants[w[2]] = 0
+            elif op in (OP_CONSTANT_COMPOSITE, OP_SPEC_CONSTANT_COMPOSITE):
+                self.composites[w[2]] = w[3:]
+            elif op == OP_VARIABLE:
+                self.variables[w[2]] = (w[1], w[3])
+        if current is not None:
+            raise SpirvError("malformed SPIR-V module: a function has no OpFunctionEnd")
+        self.capabilities = tuple(caps)
+        self.extensions = tuple(exts)
+        for name, fn in self.entry_function.items():
+            if fn not in self.functions:
+                raise SpirvError(f"malformed SPIR-V module: entry `{name}` has no function")
+
+    def decoration(self, target: int, dec: int) -> tuple[int, ...] | None:
+        return self.decorations.get(target, {}).get(dec)
+
+    def member_decoration(self, struct_id: int, index: int, dec: int) -> tuple[int, ...] | None:
+        return self.member_decorations.get((struct_id, index), {}).get(dec)
+
+    def int_value(self, const: int) -> int:
+        """An array length or workgroup size: a constant, or a spec constant's default."""
+        if const in self.constants:
+            return self.constants[const]
+        if const in self.spec_constants:
+            return self.spec_constants[const]
+        raise SpirvError(f"unsupported SPIR-V module: %{const} is not an integer constant")
+
+    def pointee(self, ptr_type: int) -> int:
+        t = self.types[ptr_type]
+        if t.op != OP_TYPE_POINTER:
+            raise SpirvError(f"malformed SPIR-V module: %{ptr_type} is not a pointer type")
+        return t.words[3]
+
+    def reachable(self, fn: int) -> tuple[int, ...]:
+        """The function and every function it calls, directly or not."""
+        seen = [fn]
+        k = 0
+        while k < len(seen):
+            for inst in self.functions.get(seen[k], ()):
+                if inst.op == OP_FUNCTION_CALL and inst.words[3] not in seen:
+                    seen.append(inst.words[3])
+            k += 1
+        return tuple(f for f in seen if f in self.functions)
+
+
+def literal_string(w: tuple[int, ...], start: int) -> tuple[str, int]:
+    """A literal string starting at word ``start``; returns it and the index of the next word."""
+    raw = bytearray()
+    for k in range(start, len(w)):
+        raw += struct.pack("<I", w[k])
+        if 0 in raw[-4:]:
+            return raw[: raw.index(0)].decode("utf-8", errors="replace"), k + 1
+    raise SpirvError("malformed SPIR-V module: unterminated string")
+
+
+# Image instructions: the position of their literal image-operands mask.
+IMAGE_MASK_AT = {87: 5, 88: 5, 91: 5, 92: 5, 95: 5, 98: 5, 89: 6, 90: 6, 93: 6, 94: 6, 96: 6, 97: 6, 99: 4}
+# Group operations with a literal GroupOperation at word 4.
+GROUP_OPERATION = frozenset({*range(264, 272), 342, *range(349, 363)})
+# Instructions whose id operands are the first N words; the rest are literals.
+IDS_UP_TO = {
+    OP_LOAD: 4,
+    OP_STORE: 3,
+    OP_COPY_MEMORY: 3,
+    OP_COPY_MEMORY_SIZED: 4,
+    OP_COMPOSITE_EXTRACT: 4,
+    OP_COMPOSITE_INSERT: 5,
+    OP_VECTOR_SHUFFLE: 5,
+    OP_ARRAY_LENGTH: 4,
+    OP_SWITCH: 3,
+    OP_LOOP_MERGE: 3,
+    OP_SELECTION_MERGE: 2,
+    OP_BRANCH_CONDITIONAL: 4,
+    OP_LIFETIME_START: 2,
+    OP_LIFETIME_STOP: 2,
+    OP_LINE: 1,
+    OP_NO_LINE: 1,
+    4450: 5,  # OpSDot, OpUDot, OpSUDot: a literal packed-vector format may follow
+    4451: 5,
+    4452: 5,
+    4453: 6,  # the ...AccSat forms
+    4454: 6,
+    4455: 6,
+    4459: 6,  # OpCooperativeMatrixMulAddKHR: literal operands follow
+}
+
+
+def id_words(inst: Inst) -> Iterator[int]:
+    """The words of a function-body instruction that may be ids (never fewer than those that are)."""
+    w, op = inst.words, inst.op
+    if op in IDS_UP_TO:
+        yield from w[1 : IDS_UP_TO[op]]
+    elif op == OP_EXT_INST:
+        yield from w[1:4]
+        yield from w[5:]
+    elif op == OP_VARIABLE:
+        yield from w[1:3]
+        yield from w[4:]
+    elif op in IMAGE_MASK_AT:
+        mask = IMAGE_MASK_AT[op]
+        yield from w[1:mask]
+        yield from w[mask + 1 :]
+    elif op in GROUP_OPERATION:
+        yield from w[1:4]
+        yield from w[5:]
+    else:
+        yield from w[1:]

@@ -1,0 +1,298 @@
+"""Read a SPIR-V module as the ground truth of what a compute entry point needs bound.
+
+Slang's reflection JSON describes every global of a file; the SPIR-V of one entry says what that
+entry really uses. :func:`read_module` lists, per entry point, its thread-group size, its
+resources (descriptor set, binding, storage kind, the block's flattened byte layout, whether the
+entry writes through it) and the module's capabilities and extensions.
+:func:`loaded_offsets` says which byte offsets of a params buffer an entry actually reads, or
+``None`` when it cannot tell.
+
+Pure Python, no dependencies: the module is parsed word by word (:mod:`slangrt.spirv._format`),
+blocks laid out by their decorations (:mod:`slangrt.spirv._layout`) and each variable's uses
+followed (:mod:`slangrt.spirv._access`). Only what compute kernels use is understood; anything
+unexpected is answered conservatively (a resource is writable, every field is read) rather than
+guessed.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .._errors import SpirvError
+from ._access import Analysis
+from ._format import (
+    BUILTIN_WORKGROUP_SIZE,
+    DEC_ARRAY_STRIDE,
+    DEC_BINDING,
+    DEC_BUFFER_BLOCK,
+    DEC_BUILTIN,
+    DEC_DESCRIPTOR_SET,
+    DEC_NON_WRITABLE,
+    OP_TYPE_ACCELERATION_STRUCTURE,
+    OP_TYPE_ARRAY,
+    OP_TYPE_IMAGE,
+    OP_TYPE_RUNTIME_ARRAY,
+    OP_TYPE_SAMPLED_IMAGE,
+    OP_TYPE_SAMPLER,
+    OP_TYPE_STRUCT,
+    SC_PUSH_CONSTANT,
+    SC_STORAGE_BUFFER,
+    SC_UNIFORM,
+    SC_UNIFORM_CONSTANT,
+    Parsed,
+    id_words,
+)
+from ._layout import Member, Place, byte_size, leaves, step
+
+__all__ = ["EntryInfo", "Member", "Module", "Resource", "loaded_offsets", "read_module"]
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One resource variable an entry point uses.
+
+    ``writable``: the declaration allows writes (``declared_writable``: a storage buffer without
+    NonWritable on the variable or on all its block's members, or a storage image or texel
+    buffer) *and* this entry may write through it: an OpStore, an atomic other than a load, an
+    OpCopyMemory target or an OpImageWrite, in any function reachable from the entry. A pointer
+    or image that escapes the analysis (passed to a function, stored, bitcast, selected) counts
+    as a write. So an ``RWStructuredBuffer`` an entry only reads is not writable for that entry,
+    and a buffer decorated NonWritable never is. Uniform and push-constant blocks, samplers and
+    sampled images never are.
+    """
+
+    id: int  # the variable's SPIR-V result id (tells aliases of one binding apart)
+    variable: str  # its OpName ("" if none)
+    storage: str  # storage | uniform | push_constant | other
+    set: int | None  # DescriptorSet (None for push constants)
+    binding: int | None
+    members: tuple[Member, ...]  # the block flattened; for {T data[]} buffers T's leaves
+    element_stride: int  # ArrayStride of a storage buffer's runtime array (0 otherwise)
+    size: int  # uniform/push block size; storage: the bytes before the runtime array
+    writable: bool  # declared writable and this entry may write through it (see above)
+    declared_writable: bool  # the declaration allows writes (no NonWritable, a storage image)
+    type_text: str  # short description for messages
+    array_size: int = 1  # descriptor count: N for arrays of resources, 0 for unsized arrays
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    name: str
+    local_size: tuple[int, int, int]
+    resources: tuple[Resource, ...]  # descriptors by (set, binding, id), then push constants
+    capabilities: tuple[str, ...]
+    extensions: tuple[str, ...]
+
+    def resource(self, variable: str) -> Resource:
+        for r in self.resources:
+            if r.variable == variable:
+                return r
+        raise KeyError(variable)
+
+
+@dataclass(frozen=True, eq=False)
+class Module:
+    version: tuple[int, int]
+    entries: tuple[str, ...]  # entry point names, in declaration order
+    capabilities: tuple[str, ...]
+    extensions: tuple[str, ...]
+    _infos: Mapping[str, EntryInfo] = field(repr=False)
+    _parsed: Parsed = field(repr=False)
+
+    def entry(self, name: str) -> EntryInfo:
+        info = self._infos.get(name)
+        if info is None:
+            known = ", ".join(self.entries) or "none"
+            raise SpirvError(f"the SPIR-V module has no entry point `{name}` (it has: {known})")
+        return info
+
+    def loaded_offsets(self, entry: str, resource: Resource) -> frozenset[int] | None:
+        """See :func:`loaded_offsets`."""
+        info = self.entry(entry)
+        try:
+            return self._loaded_offsets(info, resource)
+        except (KeyError, IndexError, ValueError, RecursionError) as e:
+            raise SpirvError(f"malformed SPIR-V module ({type(e).__name__}: {e})") from e
+
+    def _loaded_offsets(self, info: EntryInfo, resource: Resource) -> frozenset[int] | None:
+        p = self._parsed
+        if resource.storage not in ("uniform", "storage", "push_constant") or resource.array_size != 1:
+            return None  # images and samplers; arrays of buffers (offsets would mix descriptors)
+        if resource.storage == "push_constant":
+            # Every push-constant block of an entry maps the same push-constant range.
+            ids = [r.id for r in info.resources if r.storage == "push_constant"]
+        else:
+            ids = [
+                r.id
+                for r in info.resources
+                if r.storage == resource.storage and (r.set, r.binding) == (resource.set, resource.binding)
+            ]
+        if resource.id not in ids:
+            ids.append(resource.id)
+        functions = p.reachable(p.entry_function[info.name])
+        out: set[int] = set()
+        for var in ids:
+            if var not in p.variables:
+                return None
+            a = Analysis(p, functions, var)
+            if a.reads is None:
+                return None
+            out |= a.reads
+        return frozenset(out)
+
+
+def read_module(spirv: bytes) -> Module:
+    """Parse a SPIR-V module; raises :class:`SpirvError` if it is malformed."""
+    try:
+        p = Parsed(spirv)
+        infos = {name: _entry_info(p, name) for name in p.entry_function}
+    except SpirvError:
+        raise
+    except (KeyError, IndexError, ValueError, struct.error, RecursionError) as e:
+        raise SpirvError(f"malformed SPIR-V module ({type(e).__name__}: {e})") from e
+    return Module(p.version, tuple(p.entry_function), p.capabilities, p.extensions, infos, p)
+
+
+def loaded_offsets(spirv: bytes, entry: str, resource: Resource) -> frozenset[int] | None:
+    """Byte offsets of a params buffer that ``entry`` reads, or None when it cannot tell.
+
+    Uniform and push-constant blocks: offsets within the block of the scalar members loaded.
+    Storage buffers: offsets from the buffer start (element index * ArrayStride + member
+    offset). A load counts every scalar of what it loads, unless every use of the loaded value
+    takes out components with literal indices (OpCompositeExtract, OpVectorShuffle). Every
+    function reachable from the entry is followed. ``None`` ("assume all are read") on a read
+    through a non-constant index, a pointer passed to a function, stored, bitcast, selected or
+    otherwise escaping, and for resources that are not single buffers (images, samplers, arrays
+    of buffers). Variables aliasing the same set and binding (and all push-constant blocks of the
+    entry, which share one range) are read together. Writes and OpArrayLength read nothing.
+    """
+    return read_module(spirv).loaded_offsets(entry, resource)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+def _entry_info(p: Parsed, name: str) -> EntryInfo:
+    fn = p.entry_function[name]
+    functions = p.reachable(fn)
+    used: dict[int, None] = {v: None for v in p.entry_interface[name] if v in p.variables}
+    for f in functions:
+        for inst in p.functions[f]:
+            for w in id_words(inst):
+                if w in p.variables:
+                    used[w] = None
+    resources = [r for r in (_resource(p, functions, v) for v in used) if r is not None]
+    resources.sort(key=lambda r: (r.storage == "push_constant", r.set or 0, r.binding or 0, r.id))
+    return EntryInfo(name, _local_size(p, fn), tuple(resources), p.capabilities, p.extensions)
+
+
+def _local_size(p: Parsed, fn: int) -> tuple[int, int, int]:
+    for t, decs in p.decorations.items():
+        if decs.get(DEC_BUILTIN) == (BUILTIN_WORKGROUP_SIZE,) and t in p.composites:
+            x, y, z = (p.int_value(c) for c in p.composites[t])
+            return (x, y, z)
+    if fn in p.local_size:
+        return p.local_size[fn]
+    if fn in p.local_size_ids:
+        x, y, z = (p.int_value(c) for c in p.local_size_ids[fn])
+        return (x, y, z)
+    return (1, 1, 1)
+
+
+def _resource(p: Parsed, functions: tuple[int, ...], var: int) -> Resource | None:
+    ptr_type, storage_class = p.variables[var]
+    if storage_class not in (SC_UNIFORM_CONSTANT, SC_UNIFORM, SC_PUSH_CONSTANT, SC_STORAGE_BUFFER):
+        return None
+    t = p.pointee(ptr_type)
+    array_size = 1
+    inner = p.types[t]
+    if inner.op in (OP_TYPE_ARRAY, OP_TYPE_RUNTIME_ARRAY):  # an array of descriptors
+        array_size = p.int_value(inner.words[3]) if inner.op == OP_TYPE_ARRAY else 0
+        t = inner.words[2]
+        inner = p.types[t]
+    non_writable = p.decoration(var, DEC_NON_WRITABLE) is not None
+    set_ = p.decoration(var, DEC_DESCRIPTOR_SET)
+    binding = p.decoration(var, DEC_BINDING)
+    variable = p.names.get(var, "")
+    where: tuple[int | None, int | None] = (None, None)
+    if storage_class != SC_PUSH_CONSTANT:
+        where = (set_[0] if set_ else 0, binding[0] if binding else 0)
+    suffix = "" if array_size == 1 else f"[{array_size or ''}]"
+    written = Analysis(p, functions, var).written
+    if storage_class == SC_UNIFORM_CONSTANT:
+        text, declared = _opaque(p, t)
+        declared = declared and not non_writable
+        return Resource(
+            var,
+            variable,
+            "other",
+            *where,
+            (),
+            0,
+            0,
+            declared and written,
+            declared,
+            text + suffix,
+            array_size,
+        )
+    if inner.op != OP_TYPE_STRUCT:
+        raise SpirvError(f"malformed SPIR-V module: buffer variable %{var} is not a struct")
+    storage = {SC_UNIFORM: "uniform", SC_PUSH_CONSTANT: "push_constant"}.get(storage_class, "storage")
+    if storage_class == SC_UNIFORM and p.decoration(t, DEC_BUFFER_BLOCK) is not None:
+        storage = "storage"
+    n_members = len(inner.words) - 2
+    if storage == "storage":
+        non_writable = non_writable or (
+            n_members > 0
+            and all(p.member_decoration(t, k, DEC_NON_WRITABLE) is not None for k in range(n_members))
+        )
+    block = Place(t, 0)
+    stride = 0
+    last = p.types[inner.words[-1]] if n_members else None
+    runtime = storage == "storage" and last is not None and last.op == OP_TYPE_RUNTIME_ARRAY
+    if runtime and last is not None:
+        s = p.decoration(last.words[1], DEC_ARRAY_STRIDE)
+        stride = s[0] if s else 0
+    if runtime and n_members == 1:
+        members = tuple(leaves(p, step(p, step(p, block, 0), 0)))
+        size = 0
+    else:
+        members = tuple(leaves(p, block))
+        size = byte_size(p, block)
+        if storage == "uniform":
+            size = (size + 15) // 16 * 16
+    declared = storage == "storage" and not non_writable
+    texts = {"storage": "storage buffer", "uniform": "uniform block", "push_constant": "push constant block"}
+    return Resource(
+        var,
+        variable,
+        storage,
+        *where,
+        members,
+        stride,
+        size,
+        declared and written,
+        declared,
+        texts[storage] + suffix,
+        array_size,
+    )
+
+
+def _opaque(p: Parsed, type_id: int) -> tuple[str, bool]:
+    """(description, may be written) of an image, sampler or acceleration structure type."""
+    t = p.types[type_id]
+    if t.op == OP_TYPE_IMAGE:
+        dim, sampled = t.words[3], t.words[7]
+        if dim == 5:
+            return ("storage texel buffer", True) if sampled == 2 else ("uniform texel buffer", False)
+        return ("storage image", True) if sampled == 2 else ("sampled image", False)
+    if t.op == OP_TYPE_SAMPLER:
+        return "sampler", False
+    if t.op == OP_TYPE_SAMPLED_IMAGE:
+        return "combined image sampler", False
+    if t.op == OP_TYPE_ACCELERATION_STRUCTURE:
+        return "acceleration structure", False
+    return "opaque resource", False
