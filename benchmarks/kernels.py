@@ -66,7 +66,7 @@ def _kernels(name: str) -> ModuleType:
 
 
 def _q4() -> ModuleType:
-    """The Q4_0 packing helpers of shaders/gemv_q4_0.py, loaded without hatch_slang.cli.validate."""
+    """The Q4_0 packing helpers of shaders/gemv_q4_0.py, loaded without hatch_slang.validate."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("_q4_0_helpers", ROOT / "shaders" / "gemv_q4_0.py")

@@ -105,7 +105,7 @@ void triad(uint3 id : SV_DispatchThreadID)
 """
 
 TRIAD_REFERENCE = """\
-from hatch_slang.cli.validate import Case
+from hatch_slang.validate import Case
 
 
 def triad(args):
@@ -292,7 +292,7 @@ def test_index_buffers_get_zeros(project: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_the_libraries_gemv_norm_and_softmax_references_count_their_operations() -> None:
-    from hatch_slang.cli.validate import load_reference, reference_flops
+    from hatch_slang.validate import load_reference, reference_flops
 
     shaders = PACKAGES.parent.parent / "shaders"
     gemv = {"rows": 64, "cols": 256, "n_tokens": 3, "accumulate": 0}

@@ -714,7 +714,7 @@ def test_dims_run_without_push_for_a_push_kernel_names_the_sizes() -> None:
 def test_validate_reports_an_unsupported_kernel_as_skipped() -> None:
     import slangrt
 
-    from hatch_slang.cli.validate import Case, Row, Skipped, run_case
+    from hatch_slang.validate import Case, Row, Skipped, run_case
 
     def coop(**_: Any) -> None:
         raise slangrt.UnsupportedKernelError(

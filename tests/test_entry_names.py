@@ -98,7 +98,7 @@ def definition_line(text: str, name: str) -> int:
 
 
 REFERENCE = """\
-from hatch_slang.cli.validate import Case
+from hatch_slang.validate import Case
 
 
 def cases(rng):

@@ -178,8 +178,8 @@ def test_generated_kernel_builds_checks_and_matches_its_reference(
     tmp_path: Path, build_project: Callable[[Path], Callable[[str], ModuleType]]
 ) -> None:
     """In process (no venv): the kernel compiles strictly, its reference cases and its test pass."""
-    from hatch_slang.cli.validate import validate
     from hatch_slang.config.project import load_project_config
+    from hatch_slang.validate import validate
 
     root = init_project(tmp_path / "mykernels").root
     saxpy = build_project(root)("saxpy")

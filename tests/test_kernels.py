@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from hatch_slang.builder import pipeline
-from hatch_slang.cli.validate import Case, load_manifest, load_reference, run_case
 from hatch_slang.config.project import load_project_config
+from hatch_slang.validate import Case, load_manifest, load_reference, run_case
 
 from .helpers import REPO, requires_device
 
@@ -119,7 +119,7 @@ def test_a_kernel_that_raises_is_a_failed_row(library: Path) -> None:
 
 
 def test_inputs_are_built_from_the_contract(library: Path) -> None:
-    from hatch_slang.cli.validate import contract_inputs
+    from hatch_slang.validate import contract_inputs
 
     module = kernels("moe_gemv")
     entry = load_manifest(module)["shaders"]["moe_gemv"]["entries"]["moe_gemv_q4_0"]

@@ -15,7 +15,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from hatch_slang.cli.validate import load_reference
+from hatch_slang.validate import load_reference
 
 from .helpers import REPO, requires_device
 from .test_kernels import PACKAGE, library

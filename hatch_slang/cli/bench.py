@@ -12,7 +12,7 @@ shader needs no reference for that. A row reports medians per call of:
 - ``bytes``: the bytes the call's bindings span (written ones counted twice), and the
   bandwidth that implies over the GPU time (``gb_per_s``);
 - ``flops``: the floating-point operations of one call where the reference counts them
-  (``flops(entry, sizes)``, :func:`hatch_slang.cli.validate.reference_flops`), and the rate that
+  (``flops(entry, sizes)``, :func:`hatch_slang.validate.reference_flops`), and the rate that
   implies over the GPU time (``gflop_per_s``); None where it does not;
 - ``submit_us``: how long the call takes to return: argument checks, recording and submission
   (the kernel then runs asynchronously, so this can be far below the GPU time);
@@ -35,7 +35,10 @@ from typing import Any, ClassVar
 import numpy as np
 from slangrt import manifest
 
-from hatch_slang.cli.validate import (
+from hatch_slang.comments.expr import ExprError, parse_expr
+from hatch_slang.config.project import BuildConfig
+from hatch_slang.errors import HatchSlangError
+from hatch_slang.validate import (
     CaseRun,
     UnsizedBinding,
     _label,
@@ -51,9 +54,6 @@ from hatch_slang.cli.validate import (
     reference_path,
     selected_shaders,
 )
-from hatch_slang.comments.expr import ExprError, parse_expr
-from hatch_slang.config.project import BuildConfig
-from hatch_slang.errors import HatchSlangError
 
 
 @dataclass(frozen=True)

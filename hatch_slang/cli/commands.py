@@ -360,10 +360,10 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
     the installed project.
 
     A reference is a Python file beside the shader, shaders/<name>.py for
-    shaders/<name>.slang, defining cases(rng), which yields hatch_slang.cli.validate.Case objects:
+    shaders/<name>.slang, defining cases(rng), which yields hatch_slang.validate.Case objects:
 
     \b
-        from hatch_slang.cli.validate import Case
+        from hatch_slang.validate import Case
 
     \b
         def axpy(args):  # the NumPy reference: all arguments in, written arrays out
@@ -381,8 +381,8 @@ def validate(shaders: tuple[str, ...], root: str, as_json: bool, seed: int, devi
     arguments returning them. A row fails when a written array is not within atol + rtol *
     |expected| of it.
     """
-    from hatch_slang.cli.validate import Row  # imports NumPy: only here
-    from hatch_slang.cli.validate import validate as validate_kernels
+    from hatch_slang.validate import Row  # imports NumPy: only here
+    from hatch_slang.validate import validate as validate_kernels
 
     _select_device(device)
     config = _config(root)
@@ -499,7 +499,7 @@ def bench(
     """
     from hatch_slang.cli.bench import BenchRow  # imports NumPy and slangrt: only here
     from hatch_slang.cli.bench import bench as bench_kernels
-    from hatch_slang.cli.validate import NoReference
+    from hatch_slang.validate import NoReference
 
     sizes = size
     if sizes is not None and all_cases:
@@ -536,7 +536,7 @@ def bench(
 def _say_unreferenced(config: BuildConfig, shaders: tuple[str, ...], doing: str, hint: str = "") -> None:
     """On stderr: how many of the selected shaders have no reference, and which (not ``doing``),
     then ``hint``."""
-    from hatch_slang.cli.validate import unreferenced_shaders
+    from hatch_slang.validate import unreferenced_shaders
 
     try:
         missing = unreferenced_shaders(config, list(shaders) or None)

@@ -436,7 +436,7 @@ def referenced_shaders(config: BuildConfig, names: list[str] | None = None) -> l
         which = ", ".join(s.rel for s in chosen) if names else "no configured shader"
         raise NoReference(
             f"no reference to run against: {which} has no `<name>.py` beside it. Write one defining "
-            "`cases(rng)`, which yields `hatch_slang.cli.validate.Case(entry, dims=..., expect=...)` "
+            "`cases(rng)`, which yields `hatch_slang.validate.Case(entry, dims=..., expect=...)` "
             "(see `hatch-slang validate --help`)"
         )
     return found
