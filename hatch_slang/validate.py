@@ -331,7 +331,8 @@ def _errors(got: np.ndarray, want: np.ndarray) -> tuple[float, float]:
     return float(np.nanmax(diff)), float(np.nanmax(rel))
 
 
-def _label(case: Case, args: Mapping[str, Any]) -> str:
+def case_label(case: Case, args: Mapping[str, Any]) -> str:
+    """How reports name a case: its label, else its dims (``n=4096``), else its arrays' shapes."""
     if case.label:
         return case.label
     if case.dims:
@@ -364,9 +365,16 @@ def run_case(
         getattr(kernels, function)(**run_args)
     except Exception as e:
         if _unsupported(e):
-            raise Skipped(_label(case, args), str(e)) from None
+            raise Skipped(case_label(case, args), str(e)) from None
         inf = float("inf")
-        return _label(case, args), inf, inf, False, time.perf_counter() - start, f"{type(e).__name__}: {e}"
+        return (
+            case_label(case, args),
+            inf,
+            inf,
+            False,
+            time.perf_counter() - start,
+            f"{type(e).__name__}: {e}",
+        )
     elapsed = time.perf_counter() - start
     worst_abs = worst_rel = 0.0
     ok = True
@@ -379,7 +387,7 @@ def run_case(
                 np.allclose(got, want, atol=case.atol, rtol=case.rtol, equal_nan=True)
             )
         ok = ok and close
-    return _label(case, args), worst_abs, worst_rel, ok, elapsed, ""
+    return case_label(case, args), worst_abs, worst_rel, ok, elapsed, ""
 
 
 def _unsupported(e: Exception) -> bool:

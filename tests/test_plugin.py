@@ -114,3 +114,30 @@ def test_hatch_build_clean(
     assert "removed" in log and "generated file(s) from mypkg/kernels" in log, log
     assert not dest.exists()  # the wheel was built without writing into the tree
     assert list((root / "dist").glob("multipkg-0.1.0-*.whl"))
+
+
+def test_leaving_generated_files_out_fails_by_name_if_hatchling_changes_its_exclude_spec() -> None:
+    """The one reach into hatchling's objects checks what it relies on instead of guessing."""
+    import functools
+
+    import pytest
+
+    from hatch_slang.errors import HatchSlangError
+    from hatch_slang.hatch.plugin import exclude_from_walk
+
+    class Cached:
+        @functools.cached_property
+        def exclude_spec(self) -> None:
+            return None
+
+    class Plain:
+        @property
+        def exclude_spec(self) -> None:
+            return None
+
+    cached = Cached()
+    exclude_from_walk(cached, ["/pkg/kernels/a.py"])
+    assert cached.exclude_spec is not None and cached.exclude_spec.match_file("pkg/kernels/a.py")
+    assert not cached.exclude_spec.match_file("pkg/other.py")
+    with pytest.raises(HatchSlangError, match="exclude_spec is not a cached property"):
+        exclude_from_walk(Plain(), ["/x"])

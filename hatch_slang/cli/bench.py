@@ -41,7 +41,7 @@ from hatch_slang.errors import HatchSlangError
 from hatch_slang.validate import (
     CaseRun,
     UnsizedBinding,
-    _label,
+    case_label,
     contract_inputs,
     contract_shapes,
     find_entry,
@@ -198,7 +198,7 @@ def _reference_plans(
             fn = getattr(run.kernels, function, None)
             if not callable(fn):
                 raise HatchSlangError(f"{run.where}: the kernels have no wrapper `{function}`; build again")
-            yield BenchCall(shader, name, _label(run.case, args), fn, args, count)
+            yield BenchCall(shader, name, case_label(run.case, args), fn, args, count)
 
 
 def _entry(run: CaseRun) -> tuple[str, str, manifest.Entry]:

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -21,6 +21,9 @@ from hatch_slang.cli.show import device_data, print_device, print_show, show_dat
 from hatch_slang.compile.discover import Shader
 from hatch_slang.config.project import BuildConfig, load_project_config
 from hatch_slang.errors import BuildErrors, HatchSlangError
+
+if TYPE_CHECKING:
+    from hatch_slang.cli.bench import BenchRow
 
 
 def _exit_codes(problem: str) -> str:
@@ -498,16 +501,31 @@ def bench(
     --json rows add `flops` and `gflop_per_s` (null without a count).
     """
     from hatch_slang.cli.bench import BenchRow  # imports NumPy and slangrt: only here
-    from hatch_slang.cli.bench import bench as bench_kernels
-    from hatch_slang.validate import NoReference
 
-    sizes = size
-    if sizes is not None and all_cases:
+    if size is not None and all_cases:
         raise click.UsageError("--all-cases picks reference cases; with --size each entry is timed once")
     _select_device(device)
     config = _config(root)
-    if sizes is None:
+    if size is None:
         _say_unreferenced(config, shaders, "timed", "; time them on zero-filled inputs with `--size NAME=N`")
+    rows = _bench_rows(config, shaders, as_json, repeat, all_cases, size)
+    if not as_json:
+        table(list(BenchRow.COLUMNS), [r.cells() for r in rows])
+        click.echo(f"\nmedians of {repeat} calls each on {rows[0].device}")
+
+
+def _bench_rows(
+    config: BuildConfig,
+    shaders: tuple[str, ...],
+    as_json: bool,
+    repeat: int,
+    all_cases: bool,
+    sizes: dict[str, int] | None,
+) -> list[BenchRow]:
+    """The rows of ``bench``, each echoed as it comes (as JSON, or as progress on stderr)."""
+    from hatch_slang.cli.bench import bench as bench_kernels
+    from hatch_slang.validate import NoReference
+
     rows = []
     try:
         for row in bench_kernels(
@@ -528,9 +546,7 @@ def bench(
         raise click.ClickException(
             "the references yielded no case to time" if sizes is None else "no entry to time"
         )
-    if not as_json:
-        table(list(BenchRow.COLUMNS), [r.cells() for r in rows])
-        click.echo(f"\nmedians of {repeat} calls each on {rows[0].device}")
+    return rows
 
 
 def _say_unreferenced(config: BuildConfig, shaders: tuple[str, ...], doing: str, hint: str = "") -> None:

@@ -353,10 +353,6 @@ def entry_functions(shader: Shader) -> tuple[EntryFunction, ...]:
     return tuple(out.values())
 
 
-def load_shader(root: Path, path: Path) -> Shader:
-    return parse(read_source(root.resolve(), path.resolve()))
-
-
 def read_sources(root: Path, patterns: list[str]) -> tuple[list[Source], list[HatchSlangError]]:
     """Every configured shader that could be read, and a problem for each that could not (not
     UTF-8, a module name another file has already, the package's own ``__init__``)."""

@@ -18,6 +18,7 @@ Every build goes through the project's build cache (:mod:`hatch_slang.compile.ca
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import tempfile
 import time
@@ -34,6 +35,30 @@ from hatch_slang.config.project import HOOK, BuildConfig, parse_config
 from hatch_slang.errors import HatchSlangError
 
 RUNTIME_REQUIREMENT = runtime_requirement()
+
+
+def exclude_from_walk(build_config: object, patterns: list[str]) -> None:
+    """Leave files matching ``patterns`` out of hatchling's walk of the project's files.
+
+    hatchling has no ``build_data`` key for exclusions. Its builder config computes the exclude
+    spec once, as a ``functools.cached_property`` that every file walk asks; a cached property's
+    value lives in the instance's ``__dict__``, where setting it is the documented way to replace
+    it. This is the one place hatch-slang reaches into hatchling's objects, and it checks that the
+    property is still what it relies on (tests/test_sdist.py and tests/test_wheel.py pin the
+    result), so that a hatchling that changed it fails the build by name instead of shipping
+    generated files."""
+    prop = next(
+        (vars(k)["exclude_spec"] for k in type(build_config).__mro__ if "exclude_spec" in vars(k)), None
+    )
+    if not isinstance(prop, functools.cached_property):
+        raise HatchSlangError(
+            f"hatch-slang: this hatchling's {type(build_config).__name__}.exclude_spec is not a cached "
+            "property; hatch-slang cannot leave generated files out of the build (report this, with "
+            "the hatchling version)"
+        )
+    extra = pathspec.GitIgnoreSpec.from_lines(patterns)
+    base = prop.__get__(build_config, type(build_config))
+    vars(build_config)["exclude_spec"] = extra if base is None else base + extra
 
 
 class _Log:
@@ -85,12 +110,7 @@ class SlangBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         outputs = pipeline.tree_outputs(config)
         if not outputs:
             return
-        # hatchling has no build_data key for exclusions; its builder config computes the
-        # exclude spec once (a cached property) and every file walk asks it. Extending it here,
-        # before the walk, is the narrowest way to drop generated files (tests pin this).
-        extra = pathspec.GitIgnoreSpec.from_lines([f"/{p}" for p in outputs])
-        base = self.build_config.exclude_spec
-        vars(self.build_config)["exclude_spec"] = extra if base is None else base + extra
+        exclude_from_walk(self.build_config, [f"/{p}" for p in outputs])
 
     def _sdist(self, config: BuildConfig, build_data: dict[str, Any]) -> None:
         for w in config.warnings:  # what lies outside the project root: the sdist will not hold it
