@@ -1,8 +1,8 @@
 """The settings models: the one reader, and the documentation generated from them.
 
 docs/schema.json and the option tables of docs/options.md are generated from
-hatch_slang.config.settings; this test fails when they disagree. After changing an option, regenerate them with
-``HATCH_SLANG_UPDATE_DOCS=1 .venv/bin/pytest tests/test_settings.py``.
+hatch_slang.config.settings; this test fails when they disagree. After changing an option,
+regenerate them with ``HATCH_SLANG_UPDATE_DOCS=1 .venv/bin/pytest tests/test_settings.py``.
 """
 
 from __future__ import annotations
