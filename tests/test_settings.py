@@ -1,8 +1,8 @@
 """The settings models: the one reader, and the documentation generated from them.
 
-docs/schema.json and README's option tables are generated from hatch_slang.config.settings; this test
-fails when they disagree. After changing an option, regenerate them with
-``HATCH_SLANG_UPDATE_DOCS=1 .venv/bin/pytest tests/test_settings.py``.
+docs/schema.json and the option tables of docs/options.md are generated from
+hatch_slang.config.settings; this test fails when they disagree. After changing an option,
+regenerate them with ``HATCH_SLANG_UPDATE_DOCS=1 .venv/bin/pytest tests/test_settings.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from hatch_slang.errors import ConfigError
 from .helpers import REPO
 
 SCHEMA = REPO / "docs" / "schema.json"
-README = REPO / "README.md"
+OPTIONS = REPO / "docs" / "options.md"
 TABLES = {"hook-options": HookSettings, "override-options": OverrideSettings}
 UPDATE = os.environ.get("HATCH_SLANG_UPDATE_DOCS") == "1"
 
@@ -34,10 +34,10 @@ def _schema_text() -> str:
     return json.dumps(settings.json_schema(), indent=2) + "\n"
 
 
-def _readme_with_tables(text: str) -> str:
+def _options_with_tables(text: str) -> str:
     for marker, model in TABLES.items():
         start, end = f"<!-- {marker}: generated from hatch_slang.config.settings -->\n", f"<!-- /{marker} -->"
-        assert start in text and end in text, f"README lacks the markers of the {marker} table"
+        assert start in text and end in text, f"docs/options.md lacks the markers of the {marker} table"
         head, rest = text.split(start, 1)
         _, tail = rest.split(end, 1)
         text = head + start + settings.markdown_table(model) + end + tail
@@ -54,13 +54,14 @@ def test_the_committed_schema_is_the_models() -> None:
     )
 
 
-def test_the_readme_tables_are_the_models() -> None:
-    text = README.read_text()
+def test_the_option_tables_are_the_models() -> None:
+    text = OPTIONS.read_text()
     if UPDATE:
-        README.write_text(_readme_with_tables(text))
-        text = README.read_text()
-    assert text == _readme_with_tables(text), (
-        "README's option tables disagree with hatch_slang.config.settings"
+        OPTIONS.write_text(_options_with_tables(text))
+        text = OPTIONS.read_text()
+    assert text == _options_with_tables(text), (
+        "docs/options.md's option tables disagree with hatch_slang.config.settings; regenerate them: "
+        + __doc__.split("; ")[-1]
     )
 
 
