@@ -215,19 +215,6 @@ def test_every_option_name_is_spelled_once() -> None:
             assert not spelled, f"{path.name} spells option(s) {spelled} by hand: {text!r}"
 
 
-def test_config_sits_below_the_pipeline() -> None:
-    """settings and config import none of the later stages (they import them)."""
-    later = {"codegen", "compiler", "pipeline", "cache", "discover", "spec", "plugin", "cli"}
-    for name in ("settings", "config"):
-        tree = ast.parse((REPO / "hatch_slang" / f"{name}.py").read_text())
-        imported = {
-            (node.module or "").rsplit(".", 1)[-1]
-            for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom)
-        } | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-        assert not imported & later, (name, imported & later)
-
-
 def test_every_field_is_documented() -> None:
     for model in (HookSettings, OverrideSettings):
         for f in fields(model):

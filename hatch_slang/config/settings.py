@@ -2,8 +2,9 @@
 may hold, each option's name, type, default and meaning written once, as a dataclass field.
 
 :func:`read` validates a table against a model from its annotations and returns the model; the
-JSON schema (``docs/schema.json``) and README's option tables are generated from the same models
-(:func:`json_schema`, :func:`markdown_table`; tests/test_settings.py keeps them in step).
+JSON schema (``docs/schema.json``) and the option tables of ``docs/options.md`` are generated
+from the same models (:func:`json_schema`, :func:`markdown_table`; tests/test_settings.py keeps
+them in step).
 An option is the field's name with ``-`` for ``_``. This module imports nothing of the pipeline:
 :mod:`hatch_slang.config.project` resolves the settings (paths, compiler arguments) for it.
 """
@@ -44,7 +45,7 @@ def option(
     maximum: int | None = None,
     names: str | None = None,
 ) -> Any:
-    """A settings field. ``doc``: its meaning (README's table, the schema); ``must``: what a
+    """A settings field. ``doc``: its meaning (docs/options.md's table, the schema); ``must``: what a
     wrong value is told it must be (default: said from the annotation); ``shown``: the default as
     the table shows it (default: the TOML of ``default``, or "required"); ``required``: what a
     missing required option's message adds; ``nonempty``: a list must not be empty, else it
@@ -276,7 +277,7 @@ def _must(model: type[Any], f: Field[Any], prefix: str) -> str:
     return "a list of non-empty strings"
 
 
-# -- documentation: the JSON schema and README's tables ------------------------------------------
+# -- documentation: the JSON schema and docs/options.md's tables ---------------------------------
 
 
 def _value_schema(model: type[Any], f: Field[Any]) -> dict[str, Any]:
@@ -359,7 +360,7 @@ def _shown(f: Field[Any]) -> str:
 
 
 def markdown_table(model: type[Any]) -> str:
-    """README's table of a model's options: option, default, meaning."""
+    """docs/options.md's table of a model's options: option, default, meaning."""
     rows = ["| option | default | meaning |", "| --- | --- | --- |"]
     for f in fields(model):
         rows.append(f"| `{f.name.replace('_', '-')}` | {_shown(f)} | {f.metadata['doc']} |")
