@@ -215,43 +215,31 @@ def _resource(p: Parsed, uses: Uses, var: int) -> Resource | None:
     where: tuple[int | None, int | None] = (None, None)
     if storage_class != SC_PUSH_CONSTANT:
         where = _set_and_binding(p, var)
-    suffix = "" if array_size == 1 else f"[{array_size or ''}]"
-    written = Analysis(p, uses, var).written
-    non_writable = p.decoration(var, DEC_NON_WRITABLE) is not None
-    variable = p.names.get(var, "")
+    layout: tuple[tuple[Member, ...], int, int] = ((), 0, 0)
     if storage_class == SC_UNIFORM_CONSTANT:
+        storage = "other"
         text, declared = _opaque(p, t)
-        declared = declared and not non_writable
-        return Resource(
-            var,
-            variable,
-            "other",
-            *where,
-            (),
-            0,
-            0,
-            declared and written,
-            declared,
-            text + suffix,
-            array_size,
-        )
-    if p.types[t].op != OP_TYPE_STRUCT:
-        raise SpirvError(f"malformed SPIR-V module: buffer variable %{var} is not a struct")
-    storage = _buffer_storage(p, storage_class, t)
-    members, stride, size = _block_layout(p, t, storage)
-    declared = storage == "storage" and not (non_writable or _members_non_writable(p, t))
+    else:
+        if p.types[t].op != OP_TYPE_STRUCT:
+            raise SpirvError(f"malformed SPIR-V module: buffer variable %{var} is not a struct")
+        storage = _buffer_storage(p, storage_class, t)
+        text = _TEXTS[storage]
+        layout = _block_layout(p, t, storage)
+        declared = storage == "storage" and not _members_non_writable(p, t)
+    declared = declared and p.decoration(var, DEC_NON_WRITABLE) is None
     return Resource(
-        var,
-        variable,
-        storage,
-        *where,
-        members,
-        stride,
-        size,
-        declared and written,
-        declared,
-        _TEXTS[storage] + suffix,
-        array_size,
+        id=var,
+        variable=p.names.get(var, ""),
+        storage=storage,
+        set=where[0],
+        binding=where[1],
+        members=layout[0],
+        element_stride=layout[1],
+        size=layout[2],
+        writable=declared and Analysis(p, uses, var).written,
+        declared_writable=declared,
+        type_text=text if array_size == 1 else f"{text}[{array_size or ''}]",
+        array_size=array_size,
     )
 
 
