@@ -6,6 +6,7 @@ reaches; anything it does not understand is answered conservatively (written, ev
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from ._format import (
@@ -63,12 +64,14 @@ _HANDLES = frozenset({OP_TYPE_IMAGE, OP_TYPE_SAMPLER, OP_TYPE_SAMPLED_IMAGE, OP_
 def uses_of(p: Parsed, functions: Iterable[int]) -> dict[int, list[Inst]]:
     """Each id's uses in the given functions' bodies: built once per entry point and shared by
     the analyses of all its variables."""
-    uses: dict[int, list[Inst]] = {}
+    uses: defaultdict[int, list[Inst]] = defaultdict(list)
     for fn in functions:
         for inst in p.functions[fn]:
-            for word in set(id_words(inst)):
-                uses.setdefault(word, []).append(inst)
-    return uses
+            for word in id_words(inst):
+                found = uses[word]
+                if not found or found[-1] is not inst:  # an id used twice by one instruction
+                    found.append(inst)
+    return dict(uses)
 
 
 class Analysis:

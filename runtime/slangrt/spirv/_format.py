@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .._errors import SpirvError
 
@@ -254,8 +254,9 @@ def instructions(module: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
         i += count
 
 
-@dataclass(frozen=True)
-class Inst:
+class Inst(NamedTuple):
+    """One instruction (a tuple, for speed: a module has thousands)."""
+
     op: int
     words: tuple[int, ...]  # the whole instruction, word 0 included
 
@@ -464,23 +465,16 @@ IDS_UP_TO = {
 }
 
 
-def id_words(inst: Inst) -> Iterator[int]:
+def id_words(inst: Inst) -> tuple[int, ...]:
     """The words of a function-body instruction that may be ids (never fewer than those that are)."""
     w, op = inst.words, inst.op
     if op in IDS_UP_TO:
-        yield from w[1 : IDS_UP_TO[op]]
-    elif op == OP_EXT_INST:
-        yield from w[1:4]
-        yield from w[5:]
-    elif op == OP_VARIABLE:
-        yield from w[1:3]
-        yield from w[4:]
-    elif op in IMAGE_MASK_AT:
+        return w[1 : IDS_UP_TO[op]]
+    if op == OP_EXT_INST or op in GROUP_OPERATION:
+        return w[1:4] + w[5:]  # the extended-instruction number, the group operation
+    if op == OP_VARIABLE:
+        return w[1:3] + w[4:]
+    if op in IMAGE_MASK_AT:
         mask = IMAGE_MASK_AT[op]
-        yield from w[1:mask]
-        yield from w[mask + 1 :]
-    elif op in GROUP_OPERATION:
-        yield from w[1:4]
-        yield from w[5:]
-    else:
-        yield from w[1:]
+        return w[1:mask] + w[mask + 1 :]
+    return w[1:]
