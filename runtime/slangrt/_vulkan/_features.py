@@ -16,6 +16,9 @@ are not in the tables are not checked (the driver decides).
 The module scan also reads what the kernel binds: the descriptor set and binding of every
 resource its entry point uses, and whether it reads push constants, so that a kernel whose
 description leaves one of them out is refused rather than run with a binding left unbound.
+
+The module is read by :func:`slangrt.spirv._format.parse` (shared with the load-time check, so a
+kernel's SPIR-V is parsed once); this module only knows what a device needs.
 """
 
 from __future__ import annotations

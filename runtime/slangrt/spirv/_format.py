@@ -1,10 +1,12 @@
-"""The SPIR-V binary format, as far as compute kernels need it: opcode, decoration and storage
-class numbers, capability names, and a word-level reader.
+"""The SPIR-V binary format, as far as compute kernels need it: the one module that knows it
+(its magic number, opcode, decoration, storage class and execution model numbers, capability
+names), and a word-level reader.
 
 :func:`words` checks the header and gives the module's words; :func:`instructions` walks them;
-:class:`Parsed` indexes a module's names, decorations, types, constants, variables, entry points
-and function bodies; :func:`id_words` says which words of an instruction may be ids. Pure Python:
-nothing here knows what a resource or a layout is (:mod:`slangrt.spirv._module` does).
+:func:`parse` gives a module's :class:`Parsed` index (names, decorations, types, constants,
+variables, entry points, function bodies), once per blob; :func:`id_words` says which words of
+an instruction may be ids. Pure Python: nothing here knows what a resource or a layout is
+(:mod:`slangrt.spirv._module` does).
 """
 
 from __future__ import annotations
