@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slangrt.spirv import EntryInfo, Module, Resource, loaded_offsets, read_module
+from slangrt.spirv import EntryInfo, Module, Resource, SpirvError, loaded_offsets, read_module
 
 from hatch_slang.compile.compiler import CompiledEntry, CompileJob, CompileOptions, CompilerPool
-from hatch_slang.errors import HatchSlangError
 
 PARAMS = """
 struct Q { uint a; float b; uint2 c; };
@@ -587,15 +586,30 @@ def _words(*words: int) -> bytes:
     ],
 )
 def test_malformed_modules_raise(spirv: bytes) -> None:
-    with pytest.raises(HatchSlangError):
+    with pytest.raises(SpirvError):
         read_module(spirv)
 
 
 @pytest.mark.compile
 def test_unknown_entry_and_truncation(compiled: dict[str, CompiledEntry | str]) -> None:
     c = _compiled(compiled, "consts")
-    with pytest.raises(HatchSlangError, match="no entry point `nope`"):
+    with pytest.raises(SpirvError, match="no entry point `nope`"):
         read_module(c.spirv).entry("nope")
     for cut in (4, len(c.spirv) // 2 // 4 * 4, len(c.spirv) - 4):
-        with pytest.raises(HatchSlangError):
+        with pytest.raises(SpirvError):
             read_module(c.spirv[:cut])
+
+
+# ---------------------------------------------------------------------------------------------
+# The build side's view: reflection.used_bindings reads read_module's resources
+
+
+def test_used_bindings_are_read_modules_descriptors() -> None:
+    from hatch_slang.spec.reflection import used_bindings
+
+    data = Path(__file__).parent / "runtime" / "data"
+    sets = (data / "sets.spv").read_bytes()
+    assert used_bindings(sets) == {(0, 0), (0, 1), (1, 2), (3, 0)}
+    assert used_bindings(read_module(sets)) == used_bindings(sets)  # a module already read
+    # push constants are no descriptor
+    assert used_bindings((data / "push.spv").read_bytes()) == {(1, 0), (1, 1)}

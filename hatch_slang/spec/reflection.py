@@ -2,8 +2,9 @@
 
 From the JSON: each global parameter's binding index, kind (storage or uniform buffer), access
 and element layout (scalars, vectors and structs flattened to ``(name, scalar type, byte
-offset)``); the entry's thread-group size. From the SPIR-V: which bindings the entry really uses
-(its ``OpEntryPoint`` interface), since Slang's JSON lists every global of the file.
+offset)``); the entry's thread-group size. From the SPIR-V (read by :mod:`slangrt.spirv`, the
+one reader of the format): which bindings the entry really uses, since Slang's JSON lists every
+global of the file.
 
 Several variables may alias one binding (``RWStructuredBuffer<float> a`` and
 ``RWStructuredBuffer<float4> a4``, both ``[[vk::binding(0)]]``, to load four floats at a time):
@@ -20,16 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from slangrt.dtypes import DTYPES
-from slangrt.spirv import (
-    DEC_BINDING,
-    DEC_DESCRIPTOR_SET,
-    OP_DECORATE,
-    OP_ENTRY_POINT,
-    OP_SOURCE,
-    instructions,
-    literal_string,
-    words,
-)
+from slangrt.spirv import OP_SOURCE, Module, instructions, read_module, words
 
 from hatch_slang.errors import HatchSlangError
 
@@ -201,7 +193,7 @@ def unescape(text: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def read_entry(reflection_json: str, entry: str, spirv: bytes) -> ReflectedEntry:
+def read_entry(reflection_json: str, entry: str, spirv: bytes | Module) -> ReflectedEntry:
     data = json.loads(reflection_json)
     eps = [e for e in data.get("entryPoints", []) if unescape(str(e.get("name"))) == entry]
     if not eps:
@@ -226,23 +218,17 @@ def read_all_bindings(reflection_json: str) -> tuple[ReflectedBinding, ...]:
 # --- SPIR-V ---------------------------------------------------------------------------------
 
 
-def used_bindings(spirv: bytes) -> set[tuple[int, int]]:
-    """(set, binding) of the variables in the (single) entry point's interface."""
-    module = words(spirv)
-    interface: set[int] = set()
-    binding_of: dict[int, int] = {}
-    set_of: dict[int, int] = {}
-    for i, opcode, count in instructions(module):
-        w = module[i : i + count]
-        if opcode == OP_ENTRY_POINT:
-            # operands: model, function id, name (nul-terminated, word padded), interface ids
-            _, end = literal_string(w, 3)
-            interface.update(w[end:])
-        elif opcode == OP_DECORATE and count >= 4 and w[2] == DEC_BINDING:
-            binding_of[w[1]] = w[3]
-        elif opcode == OP_DECORATE and count >= 4 and w[2] == DEC_DESCRIPTOR_SET:
-            set_of[w[1]] = w[3]
-    return {(set_of.get(v, 0), binding_of[v]) for v in interface if v in binding_of}
+def used_bindings(spirv: bytes | Module) -> set[tuple[int, int]]:
+    """(set, binding) of every descriptor the module's entry points use, as
+    :func:`slangrt.spirv.read_module` reads them (pass the :class:`~slangrt.spirv.Module` where
+    it is already read, so that the module is parsed once)."""
+    module = read_module(spirv) if isinstance(spirv, bytes) else spirv
+    return {
+        (r.set, r.binding)
+        for name in module.entries
+        for r in module.entry(name).resources
+        if r.set is not None and r.binding is not None
+    }
 
 
 def normalize_spirv(spirv: bytes) -> bytes:

@@ -7,11 +7,14 @@ graph of ``slangrt.*`` imports and must have no cycle.
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
 
 from rt_structure import MAX_FUNCTION_LINES, cycle, graph, imports, layer_violations, long_functions, modules
 
-PACKAGE = Path(__file__).resolve().parents[2] / "runtime" / "slangrt"
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "runtime" / "slangrt"
 
 # slangrt's rooms (folders and top-level modules) from the top; a room imports only rooms below
 # its layer. Generated wrappers reach the runtime through wrapper_api; calls (kernels, wrappers'
@@ -95,7 +98,6 @@ SPLIT_PENDING = {
     "record_ops",
     "probe_features",
     "_flush_locked",
-    "_resource",
 }
 
 
@@ -126,3 +128,54 @@ def test_every_environment_variable_is_read_in_the_settings_module() -> None:
             continue
         text = path.read_text(encoding="utf-8")
         assert "os.environ" not in text and "getenv" not in text, path.name
+
+
+# -- SPIR-V's binary format has one owner ---------------------------------------------------
+
+SPIRV_MAGIC = 0x07230203
+_OPCODE_NAME = re.compile(r"_?(OP_[A-Z0-9_]+|Op[A-Z][A-Za-z0-9]*)$")
+
+
+def spirv_format_facts(path: Path) -> list[str]:
+    """Where a module states SPIR-V's binary format itself: the magic number (as an integer or
+    as its little-endian bytes), or an opcode constant (``OP_LOAD = 61``, ``_OpLoad = 61``,
+    ``_OP_A, _OP_B = 1, 2``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Constant) and node.value in (SPIRV_MAGIC, b"\x03\x02\x23\x07"):
+            found.append((node.lineno, "the SPIR-V magic number"))
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = [e for t in node.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Name) and _OPCODE_NAME.match(t.id):
+                found.append((node.lineno, f"opcode {t.id}"))
+    return [f"{path.name}:{line}: {what}" for line, what in sorted(found)]
+
+
+def test_the_format_check_sees_magic_numbers_and_opcode_tables(tmp_path: Path) -> None:
+    mod = tmp_path / "reader.py"
+    mod.write_text(
+        "MAGIC = 0x07230203\nHEAD = b'\\x03\\x02\\x23\\x07'\n_OP_LOAD = 61\n"
+        "_OP_A, _OP_B = 1, 2\nOpStore: int = 62\nOPTIONS = 3\nop_count = 4\n"
+    )
+    assert spirv_format_facts(mod) == [
+        "reader.py:1: the SPIR-V magic number",
+        "reader.py:2: the SPIR-V magic number",
+        "reader.py:3: opcode _OP_LOAD",
+        "reader.py:4: opcode _OP_A",
+        "reader.py:4: opcode _OP_B",
+        "reader.py:5: opcode OpStore",
+    ]
+
+
+def test_only_the_format_module_knows_spirv_words() -> None:
+    """One module knows SPIR-V's binary format (slangrt.spirv._format): every other reader, in
+    either distribution, goes through it instead of repeating its magic number and opcodes."""
+    owner = PACKAGE / "spirv" / "_format.py"
+    assert spirv_format_facts(owner), "the format module no longer states the format"
+    paths = [*modules(PACKAGE).values(), *modules(REPO / "hatch_slang").values()]
+    found = [f for path in paths if path != owner for f in spirv_format_facts(path)]
+    assert not found, found

@@ -30,11 +30,11 @@ from .._errors import DispatchTimeoutError, SlangRTError
 from .._recording import _batch
 from .._recording._batch import open_blocks as _open_blocks
 from .._recording._pipeline import BindingKey, BindingSpec, KernelState, Pipeline
+from ..spirv import little_endian
 from ._arguments import ArgumentChecks, Packed
 
 __all__ = ["BindingSpec", "Kernel"]
 
-_SPIRV_MAGIC = 0x07230203
 # NumPy arguments up to this size live in host-visible scratch memory that the kernel reads
 # directly; larger ones are copied into device memory for the call where that is separate.
 _HOST_ARG_MAX = 256 << 10
@@ -85,7 +85,7 @@ class Kernel(ArgumentChecks):
         push_size: int = 0,
     ) -> None:
         code = bytes(spirv)
-        if len(code) < 20 or len(code) % 4 or int.from_bytes(code[:4], "little") != _SPIRV_MAGIC:
+        if not little_endian(code):
             raise ValueError(f"kernel {name or entry!r}: spirv is not a little-endian SPIR-V module")
         if not isinstance(entry, str) or not entry:
             raise ValueError("entry must be a non-empty entry point name")

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from .. import manifest as _manifest
-from .._errors import SlangRTError
+from .._errors import SlangRTError, SpirvError
 from ..files import read_regular
 from ..spirv import _entry as _spirv
 from ._kernel import BindingSpec, Kernel
@@ -69,7 +69,7 @@ class KernelLibrary:
         """Refuse a manifest entry that disagrees with its SPIR-V about how to bind and run it."""
         try:
             facts = _spirv.read(spirv, entry)
-        except ValueError as e:
+        except SpirvError as e:
             raise self._refuse(shader, entry, f"goes with SPIR-V that slangrt cannot use: {e}") from None
         problem = _disagreement(facts, info)
         if problem is not None:
@@ -110,19 +110,19 @@ def _where(key: tuple[int, int]) -> str:
 def _disagreement(facts: _spirv.Entry, info: _manifest.Entry) -> str | None:
     """How the manifest's entry and the SPIR-V's facts disagree (None: they agree)."""
     listed = {(int(b.get("set", 0)), b["binding"]): b for b in info["bindings"]}
-    for key, r in sorted(facts.resources.items()):
+    for key, r in sorted(facts.descriptors.items()):
         b = listed.get(key)
         what = f"{_where(key)} (`{r.variable}`)" if r.variable else _where(key)
         if b is None:
             return f"the SPIR-V uses {what}, which the manifest does not list (it would run unbound)"
-        if r.kind == "other" or r.count != 1:
-            kind = "an array of descriptors" if r.count != 1 else "an image, sampler or other non-buffer"
+        if r.storage == "other" or r.array_size != 1:
+            kind = "an array of descriptors" if r.array_size != 1 else "an image, sampler or other non-buffer"
             return f"the SPIR-V's {what} is {kind}, which slangrt does not bind"
-        if r.kind != b["kind"]:
-            return f"the SPIR-V's {what} is a {r.kind} buffer; the manifest says {b['kind']}"
-        if r.written and not b["writable"]:
+        if r.storage != b["kind"]:
+            return f"the SPIR-V's {what} is a {r.storage} buffer; the manifest says {b['kind']}"
+        if r.writable and not b["writable"]:
             return f"the SPIR-V writes {what}; the manifest says it is read-only (its results would be lost)"
-    for key in sorted(listed.keys() - facts.resources.keys()):
+    for key in sorted(listed.keys() - facts.descriptors.keys()):
         return f"the manifest lists {_where(key)} ({listed[key]['name']}), which the SPIR-V does not use"
     push = int(info.get("push_size", 0))
     if facts.push_size is None and push:
@@ -130,7 +130,7 @@ def _disagreement(facts: _spirv.Entry, info: _manifest.Entry) -> str | None:
     if facts.push_size is not None and not facts.push_size <= push <= max(facts.push_size + 3 & ~3, 4):
         return f"the SPIR-V's push constants span {facts.push_size} bytes; the manifest says {push}"
     threads = tuple(info["threads"])
-    if facts.local_size is not None and threads != facts.local_size:
+    if threads != facts.local_size:
         x, y, z = facts.local_size
         return f"the SPIR-V's thread-group size is {x} x {y} x {z}; the manifest says {list(threads)}"
     return None

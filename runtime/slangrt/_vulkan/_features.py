@@ -16,30 +16,28 @@ are not in the tables are not checked (the driver decides).
 The module scan also reads what the kernel binds: the descriptor set and binding of every
 resource its entry point uses, and whether it reads push constants, so that a kernel whose
 description leaves one of them out is refused rather than run with a binding left unbound.
+
+The module is read by :func:`slangrt.spirv._format.parse` (shared with the load-time check, so a
+kernel's SPIR-V is parsed once); this module only knows what a device needs.
 """
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
+from .._errors import SpirvError
 from ..spirv._capabilities import CAPABILITIES, EXTENSIONS
+from ..spirv._format import (
+    DEC_BINDING,
+    DEC_DESCRIPTOR_SET,
+    GLCOMPUTE,
+    SC_PUSH_CONSTANT,
+    Parsed,
+    little_endian,
+    parse,
+)
 
 __all__ = ["CAPABILITIES", "EXTENSIONS", "FEATURE_STRUCTS", "Module", "missing", "scan"]
-
-_MAGIC = 0x07230203
-
-# SPIR-V opcodes and enumerants the scan reads.
-_OP_EXTENSION = 10
-_OP_CAPABILITY = 17
-_OP_ENTRY_POINT = 15
-_OP_VARIABLE = 59
-_OP_DECORATE = 71
-_OP_FUNCTION = 54
-_DECORATION_BINDING = 33
-_DECORATION_DESCRIPTOR_SET = 34
-_STORAGE_PUSH_CONSTANT = 9
-_EXECUTION_MODEL_GLCOMPUTE = 5
 
 # Device extensions with shader features and no feature struct of their own: enabled where
 # present, and offered as tokens under their own names.
@@ -245,7 +243,7 @@ class Module:
     """What the header and annotations of a SPIR-V module say (see :func:`scan`)."""
 
     version: tuple[int, int] = (1, 0)
-    capabilities: list[int] = field(default_factory=list)
+    capabilities: list[str] = field(default_factory=list)  # as _format.CAPABILITIES names them
     extensions: list[str] = field(default_factory=list)
     entry_points: list[str] = field(default_factory=list)  # GLCompute entry points
     # For ``entry`` (SPIR-V 1.4+ lists every global an entry point uses): the (set, binding)
@@ -254,80 +252,54 @@ class Module:
     push_constants: bool | None = None
 
 
-def _string(words: tuple[int, ...], start: int, end: int) -> tuple[str, int]:
-    """The literal string at ``words[start:end]``, and the index of the word after it."""
-    raw = struct.pack(f"<{end - start}I", *words[start:end])
-    text = raw.split(b"\0", 1)[0]
-    return text.decode("utf-8", "replace"), start + len(text) // 4 + 1
-
-
 def scan(spirv: bytes, entry: str | None = None) -> Module:
     """Read the capabilities, extensions, entry points and (for ``entry``) bindings of a module.
 
     Raises ValueError for bytes that are not a little-endian SPIR-V module.
     """
-    if len(spirv) < 20 or len(spirv) % 4:
-        raise ValueError("not a SPIR-V module")
-    words = struct.unpack(f"<{len(spirv) // 4}I", spirv)
-    if words[0] != _MAGIC:
+    if not little_endian(spirv):
         raise ValueError("not a little-endian SPIR-V module")
-    mod = Module(version=((words[1] >> 16) & 0xFF, (words[1] >> 8) & 0xFF))
-    interface: list[int] | None = None
-    sets: dict[int, int] = {}
-    bindings: dict[int, int] = {}
-    push_vars: set[int] = set()
-    resource_vars: set[int] = set()
-    i = 5
-    n = len(words)
-    while i < n:
-        word = words[i]
-        op, count = word & 0xFFFF, word >> 16
-        if count == 0 or i + count > n:
-            raise ValueError("truncated SPIR-V instruction")
-        if op == _OP_CAPABILITY:
-            mod.capabilities.append(words[i + 1])
-        elif op == _OP_EXTENSION:
-            mod.extensions.append(_string(words, i + 1, i + count)[0])
-        elif op == _OP_ENTRY_POINT:
-            name, after = _string(words, i + 3, i + count)
-            if words[i + 1] == _EXECUTION_MODEL_GLCOMPUTE:
-                mod.entry_points.append(name)
-                if name == entry:
-                    interface = list(words[after : i + count])
-        elif op == _OP_DECORATE and count >= 4:
-            target, decoration = words[i + 1], words[i + 2]
-            if decoration == _DECORATION_DESCRIPTOR_SET:
-                sets[target] = words[i + 3]
-            elif decoration == _DECORATION_BINDING:
-                bindings[target] = words[i + 3]
-        elif op == _OP_VARIABLE and count >= 4:
-            result, storage = words[i + 2], words[i + 3]
-            if storage == _STORAGE_PUSH_CONSTANT:
-                push_vars.add(result)
-            else:
-                resource_vars.add(result)
-        elif op == _OP_FUNCTION:
-            break  # the globals are all declared before the first function
-        i += count
-    if interface is not None and mod.version >= (1, 4):
-        used = set(interface)
-        mod.resources = {(sets.get(v, 0), bindings[v]) for v in used & resource_vars if v in bindings}
-        mod.push_constants = bool(used & push_vars)
+    try:
+        p = parse(spirv)
+    except SpirvError as e:
+        raise ValueError(str(e)) from None
+    mod = Module(p.version, list(p.capabilities), list(p.extensions))
+    mod.entry_points = [n for n, model in p.entry_model.items() if model == GLCOMPUTE]
+    if entry in mod.entry_points and p.version >= (1, 4):
+        mod.resources, mod.push_constants = _interface(p, p.entry_interface[entry])
     return mod
+
+
+def _interface(p: Parsed, interface: tuple[int, ...]) -> tuple[set[tuple[int, int]], bool]:
+    """The (set, binding) of each resource in an entry's interface, and whether it lists a
+    push-constant block."""
+    resources: set[tuple[int, int]] = set()
+    push = False
+    for v in interface:
+        if v not in p.variables:
+            continue
+        if p.variables[v][1] == SC_PUSH_CONSTANT:
+            push = True
+            continue
+        binding = p.decoration(v, DEC_BINDING)
+        if binding is not None:
+            set_ = p.decoration(v, DEC_DESCRIPTOR_SET)
+            resources.add((set_[0] if set_ else 0, binding[0]))
+    return resources, push
 
 
 def missing(mod: Module, tokens: frozenset[str] | set[str]) -> list[str]:
     """What ``mod`` needs that ``tokens`` (a device's offer) lacks, one phrase per item."""
     out: list[str] = []
-    seen: set[int] = set()
+    seen: set[str] = set()
     for cap in mod.capabilities:
         need = CAPABILITIES.get(cap)
         if need is None or cap in seen:
             continue
         seen.add(cap)
-        name, what, any_of = need
+        what, any_of = need
         if not any(t in tokens for t in any_of):
-            out.append(f"the SPIR-V capability {name} ({what})")
+            out.append(f"the SPIR-V capability {cap} ({what})")
     for ext in dict.fromkeys(mod.extensions):
         ext_need = EXTENSIONS.get(ext)
         if ext_need is not None and not any(t in tokens for t in ext_need[1]):

@@ -1,38 +1,29 @@
 """SPIR-V, read as the ground truth of what a compute kernel needs: public, so that the build
-side (hatch-slang) and the runtime read a module the same way.
+side (hatch-slang) and the runtime read a module the same way, through one reader.
 
-- :func:`read_module` -> :class:`Module`: per entry point its thread-group size and its
-  :class:`Resource`\\ s (descriptor set, binding, kind, block layout, written or not), and the
-  module's capabilities and extensions; :func:`loaded_offsets`: which bytes of a params buffer an
-  entry reads.
-- The word-level reader (:func:`words`, :func:`instructions`, :func:`literal_string`) and the
-  opcodes and decorations it names, for readers of other facts (Slang's reflection).
+- :func:`read_module` -> :class:`Module`: per entry point (:class:`EntryInfo`) its thread-group
+  size and its :class:`Resource`\\ s (descriptor set, binding, kind, block layout as
+  :class:`Member`\\ s, written or not), and the module's capabilities and extensions;
+  :func:`loaded_offsets`: which bytes of a params buffer an entry reads. The build side takes
+  its bindings and layouts from here; the runtime checks a package's manifest against it.
+- :func:`little_endian`: whether bytes are a module in the byte order Vulkan takes.
+- The word-level reader (:func:`words`, :func:`instructions`) and the opcode it names, for the
+  build side's one rewrite of a module (marking its source language).
 
-Everything here is pure Python with no dependencies; malformed input raises
-:class:`~slangrt.SpirvError`.
+Only ``_format`` knows the binary format (the magic number, opcodes, decorations, storage
+classes, capability names); every other reader goes through it, and a module is parsed once
+per blob. Everything here is pure Python with no dependencies and runs on Python 3.10;
+malformed input raises :class:`~slangrt.SpirvError`.
 """
 
 from __future__ import annotations
 
 from .._errors import SpirvError
-from ._format import (
-    DEC_BINDING,
-    DEC_DESCRIPTOR_SET,
-    OP_DECORATE,
-    OP_ENTRY_POINT,
-    OP_SOURCE,
-    instructions,
-    literal_string,
-    words,
-)
+from ._format import OP_SOURCE, instructions, little_endian, words
 from ._layout import Member
 from ._module import EntryInfo, Module, Resource, loaded_offsets, read_module
 
 __all__ = [
-    "DEC_BINDING",
-    "DEC_DESCRIPTOR_SET",
-    "OP_DECORATE",
-    "OP_ENTRY_POINT",
     "OP_SOURCE",
     "EntryInfo",
     "Member",
@@ -40,7 +31,7 @@ __all__ = [
     "Resource",
     "SpirvError",
     "instructions",
-    "literal_string",
+    "little_endian",
     "loaded_offsets",
     "read_module",
     "words",

@@ -1,17 +1,20 @@
-"""The SPIR-V binary format, as far as compute kernels need it: opcode, decoration and storage
-class numbers, capability names, and a word-level reader.
+"""The SPIR-V binary format, as far as compute kernels need it: the one module that knows it
+(its magic number, opcode, decoration, storage class and execution model numbers, capability
+names), and a word-level reader.
 
 :func:`words` checks the header and gives the module's words; :func:`instructions` walks them;
-:class:`Parsed` indexes a module's names, decorations, types, constants, variables, entry points
-and function bodies; :func:`id_words` says which words of an instruction may be ids. Pure Python:
-nothing here knows what a resource or a layout is (:mod:`slangrt.spirv._module` does).
+:func:`parse` gives a module's :class:`Parsed` index (names, decorations, types, constants,
+variables, entry points, function bodies), once per blob; :func:`id_words` says which words of
+an instruction may be ids. Pure Python: nothing here knows what a resource or a layout is
+(:mod:`slangrt.spirv._module` does).
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .._errors import SpirvError
 
@@ -106,6 +109,7 @@ SC_PHYSICAL_STORAGE_BUFFER = 5349
 
 EXEC_LOCAL_SIZE = 17
 EXEC_LOCAL_SIZE_ID = 38
+GLCOMPUTE = 5  # the execution model of compute entry points
 
 CAPABILITIES: Mapping[int, str] = {
     0: "Matrix",
@@ -221,6 +225,12 @@ CAPABILITIES: Mapping[int, str] = {
 }
 
 
+def little_endian(spirv: bytes) -> bool:
+    """Whether ``spirv`` starts with a whole SPIR-V header in little-endian order: the order in
+    which Vulkan takes a module's words on every host slangrt runs on."""
+    return len(spirv) >= 20 and not len(spirv) % 4 and int.from_bytes(spirv[:4], "little") == MAGIC
+
+
 def words(spirv: bytes) -> tuple[int, ...]:
     """The module's 32-bit words, in its byte order (little- or big-endian, as its magic number
     says); raises :class:`SpirvError` unless it starts with a whole SPIR-V header."""
@@ -241,95 +251,147 @@ def instructions(module: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
     while i < len(module):
         count, op = module[i] >> 16, module[i] & 0xFFFF
         if count == 0 or i + count > len(module):
-            raise SpirvError(f"malformed SPIR-V module: bad instruction at word {i}")
+            raise SpirvError(f"malformed SPIR-V module: an empty or truncated instruction at word {i}")
         yield i, op, count
         i += count
 
 
-@dataclass(frozen=True)
-class Inst:
+class Inst(NamedTuple):
+    """One instruction (a tuple, for speed: a module has thousands)."""
+
     op: int
     words: tuple[int, ...]  # the whole instruction, word 0 included
 
 
+# Errors a malformed module raises from inside the reader (an operand missing, an id that names
+# nothing): :func:`parse` and :func:`slangrt.spirv.read_module` turn them into SpirvError.
+MALFORMED = (KeyError, IndexError, ValueError, struct.error, RecursionError)
+
+
+def parse(spirv: bytes) -> Parsed:
+    """The module indexed (:class:`Parsed`); raises :class:`SpirvError` if it is malformed.
+
+    Parsed once per blob: the runtime reads one kernel's SPIR-V when its package's library loads
+    it and again when it first runs on a device, and both get this one index (a Parsed is never
+    changed once built, so sharing it between threads is safe).
+    """
+    return _parse(bytes(spirv))
+
+
+@functools.lru_cache(maxsize=32)
+def _parse(spirv: bytes) -> Parsed:
+    try:
+        return Parsed(spirv)
+    except MALFORMED as e:
+        raise SpirvError(f"malformed SPIR-V module ({type(e).__name__}: {e})") from e
+
+
+def _sections(all_words: tuple[int, ...]) -> tuple[list[Inst], dict[int, list[Inst]]]:
+    """The module's instructions outside functions, and each function's body by its result id
+    (without its OpFunction and OpFunctionEnd)."""
+    outside: list[Inst] = []
+    functions: dict[int, list[Inst]] = {}
+    current: list[Inst] | None = None
+    for i, op, count in instructions(all_words):
+        inst = Inst(op, all_words[i : i + count])
+        if current is None and op == OP_FUNCTION:
+            current = functions.setdefault(inst.words[2], [])
+        elif current is None:
+            outside.append(inst)
+        elif op == OP_FUNCTION_END:
+            current = None
+        else:
+            current.append(inst)
+    if current is not None:
+        raise SpirvError("malformed SPIR-V module: a function has no OpFunctionEnd")
+    return outside, functions
+
+
+def _integer(inst: Inst, int_type: Inst) -> int:
+    """The value of an OpConstant or OpSpecConstant of an integer type (one or two words)."""
+    w = inst.words
+    v = w[3] | (w[4] << 32 if len(w) > 4 else 0)
+    bits = 32 * (len(w) - 3)
+    return v - (1 << bits) if int_type.words[3] and v >> (bits - 1) else v
+
+
 class Parsed:
-    """The module's instructions, indexed."""
+    """The module's instructions, indexed. Built by :func:`parse`; never changed afterwards."""
 
     def __init__(self, spirv: bytes) -> None:
         all_words = words(spirv)
         self.version = ((all_words[1] >> 16) & 0xFF, (all_words[1] >> 8) & 0xFF)
-        caps: list[str] = []
-        exts: list[str] = []
+        outside, self.functions = _sections(all_words)
+        self._caps: list[str] = []
+        self._exts: list[str] = []
         self.names: dict[int, str] = {}
         self.member_names: dict[tuple[int, int], str] = {}
         self.decorations: dict[int, dict[int, tuple[int, ...]]] = {}
         self.member_decorations: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
+        self.entry_function: dict[str, int] = {}
+        self.entry_interface: dict[str, tuple[int, ...]] = {}
+        self.entry_model: dict[str, int] = {}  # the execution model (GLCOMPUTE, ...)
+        self.local_size: dict[int, tuple[int, int, int]] = {}
+        self.local_size_ids: dict[int, tuple[int, int, int]] = {}
         self.types: dict[int, Inst] = {}
         self.constants: dict[int, int] = {}  # integer constants (OpConstant, OpConstantNull)
         self.spec_constants: dict[int, int] = {}  # default values of integer spec constants
         self.composites: dict[int, tuple[int, ...]] = {}  # constant composites' constituents
         self.variables: dict[int, tuple[int, int]] = {}  # global id -> (pointer type, storage)
-        self.entry_function: dict[str, int] = {}
-        self.entry_interface: dict[str, tuple[int, ...]] = {}
-        self.local_size: dict[int, tuple[int, int, int]] = {}
-        self.local_size_ids: dict[int, tuple[int, int, int]] = {}
-        self.functions: dict[int, list[Inst]] = {}
-        current: list[Inst] | None = None
-        for i, op, count in instructions(all_words):
-            inst = Inst(op, all_words[i : i + count])
-            w = inst.words
-            if current is not None:
-                if op == OP_FUNCTION_END:
-                    current = None
-                else:
-                    current.append(inst)
-                continue
-            if op == OP_FUNCTION:
-                current = self.functions.setdefault(w[2], [])
-            elif op == OP_CAPABILITY:
-                caps.append(CAPABILITIES.get(w[1], f"Capability{w[1]}"))
-            elif op == OP_EXTENSION:
-                exts.append(literal_string(w, 1)[0])
-            elif op == OP_NAME:
-                self.names[w[1]] = literal_string(w, 2)[0]
-            elif op == OP_MEMBER_NAME:
-                self.member_names[(w[1], w[2])] = literal_string(w, 3)[0]
-            elif op == OP_DECORATE:
-                self.decorations.setdefault(w[1], {})[w[2]] = w[3:]
-            elif op == OP_MEMBER_DECORATE:
-                self.member_decorations.setdefault((w[1], w[2]), {})[w[3]] = w[4:]
-            elif op == OP_ENTRY_POINT:
-                name, end = literal_string(w, 3)
-                if name not in self.entry_function:
-                    self.entry_function[name] = w[2]
-                    self.entry_interface[name] = w[end:]
-            elif op == OP_EXECUTION_MODE and w[2] == EXEC_LOCAL_SIZE:
-                self.local_size[w[1]] = (w[3], w[4], w[5])
-            elif op == OP_EXECUTION_MODE_ID and w[2] == EXEC_LOCAL_SIZE_ID:
-                self.local_size_ids[w[1]] = (w[3], w[4], w[5])
-            elif 19 <= op <= 39 or op in (OP_TYPE_ACCELERATION_STRUCTURE, 4472, 4456):
-                self.types[w[1]] = inst
-            elif op in (OP_CONSTANT, OP_SPEC_CONSTANT):
-                t = self.types.get(w[1])
-                if t is not None and t.op == OP_TYPE_INT:
-                    v = w[3] | (w[4] << 32 if len(w) > 4 else 0)
-                    bits = 32 * (len(w) - 3)
-                    if t.words[3] and v >> (bits - 1):
-                        v -= 1 << bits
-                    (self.constants if op == OP_CONSTANT else self.spec_constants)[w[2]] = v
-            elif op == OP_CONSTANT_NULL:
-                self.constants[w[2]] = 0
-            elif op in (OP_CONSTANT_COMPOSITE, OP_SPEC_CONSTANT_COMPOSITE):
-                self.composites[w[2]] = w[3:]
-            elif op == OP_VARIABLE:
-                self.variables[w[2]] = (w[1], w[3])
-        if current is not None:
-            raise SpirvError("malformed SPIR-V module: a function has no OpFunctionEnd")
-        self.capabilities = tuple(caps)
-        self.extensions = tuple(exts)
+        for inst in outside:
+            if not self._index_declaration(inst):
+                self._index_value(inst)
+        self.capabilities = tuple(self._caps)
+        self.extensions = tuple(self._exts)
         for name, fn in self.entry_function.items():
             if fn not in self.functions:
                 raise SpirvError(f"malformed SPIR-V module: entry `{name}` has no function")
+
+    def _index_declaration(self, inst: Inst) -> bool:
+        """Index a capability, extension, name, decoration, entry point or execution mode;
+        False for any other instruction."""
+        op, w = inst.op, inst.words
+        if op == OP_CAPABILITY:
+            self._caps.append(CAPABILITIES.get(w[1], f"Capability{w[1]}"))
+        elif op == OP_EXTENSION:
+            self._exts.append(literal_string(w, 1)[0])
+        elif op == OP_NAME:
+            self.names[w[1]] = literal_string(w, 2)[0]
+        elif op == OP_MEMBER_NAME:
+            self.member_names[(w[1], w[2])] = literal_string(w, 3)[0]
+        elif op == OP_DECORATE:
+            self.decorations.setdefault(w[1], {})[w[2]] = w[3:]
+        elif op == OP_MEMBER_DECORATE:
+            self.member_decorations.setdefault((w[1], w[2]), {})[w[3]] = w[4:]
+        elif op == OP_ENTRY_POINT:
+            name, end = literal_string(w, 3)
+            if name not in self.entry_function:
+                self.entry_function[name] = w[2]
+                self.entry_interface[name] = w[end:]
+                self.entry_model[name] = w[1]
+        elif op == OP_EXECUTION_MODE and w[2] == EXEC_LOCAL_SIZE:
+            self.local_size[w[1]] = (w[3], w[4], w[5])
+        elif op == OP_EXECUTION_MODE_ID and w[2] == EXEC_LOCAL_SIZE_ID:
+            self.local_size_ids[w[1]] = (w[3], w[4], w[5])
+        else:
+            return False
+        return True
+
+    def _index_value(self, inst: Inst) -> None:
+        """Index a type, an integer or composite constant, or a global variable."""
+        op, w = inst.op, inst.words
+        if 19 <= op <= 39 or op in (OP_TYPE_ACCELERATION_STRUCTURE, 4472, 4456):
+            self.types[w[1]] = inst
+        elif op in (OP_CONSTANT, OP_SPEC_CONSTANT):
+            t = self.types.get(w[1])
+            if t is not None and t.op == OP_TYPE_INT:
+                (self.constants if op == OP_CONSTANT else self.spec_constants)[w[2]] = _integer(inst, t)
+        elif op == OP_CONSTANT_NULL:
+            self.constants[w[2]] = 0
+        elif op in (OP_CONSTANT_COMPOSITE, OP_SPEC_CONSTANT_COMPOSITE):
+            self.composites[w[2]] = w[3:]
+        elif op == OP_VARIABLE:
+            self.variables[w[2]] = (w[1], w[3])
 
     def decoration(self, target: int, dec: int) -> tuple[int, ...] | None:
         return self.decorations.get(target, {}).get(dec)
@@ -405,23 +467,16 @@ IDS_UP_TO = {
 }
 
 
-def id_words(inst: Inst) -> Iterator[int]:
+def id_words(inst: Inst) -> tuple[int, ...]:
     """The words of a function-body instruction that may be ids (never fewer than those that are)."""
     w, op = inst.words, inst.op
     if op in IDS_UP_TO:
-        yield from w[1 : IDS_UP_TO[op]]
-    elif op == OP_EXT_INST:
-        yield from w[1:4]
-        yield from w[5:]
-    elif op == OP_VARIABLE:
-        yield from w[1:3]
-        yield from w[4:]
-    elif op in IMAGE_MASK_AT:
+        return w[1 : IDS_UP_TO[op]]
+    if op == OP_EXT_INST or op in GROUP_OPERATION:
+        return w[1:4] + w[5:]  # the extended-instruction number, the group operation
+    if op == OP_VARIABLE:
+        return w[1:3] + w[4:]
+    if op in IMAGE_MASK_AT:
         mask = IMAGE_MASK_AT[op]
-        yield from w[1:mask]
-        yield from w[mask + 1 :]
-    elif op in GROUP_OPERATION:
-        yield from w[1:4]
-        yield from w[5:]
-    else:
-        yield from w[1:]
+        return w[1:mask] + w[mask + 1 :]
+    return w[1:]

@@ -16,12 +16,11 @@ guessed.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .._errors import SpirvError
-from ._access import Analysis
+from ._access import Analysis, Uses, uses_of
 from ._format import (
     BUILTIN_WORKGROUP_SIZE,
     DEC_ARRAY_STRIDE,
@@ -30,6 +29,8 @@ from ._format import (
     DEC_BUILTIN,
     DEC_DESCRIPTOR_SET,
     DEC_NON_WRITABLE,
+    GLCOMPUTE,
+    MALFORMED,
     OP_TYPE_ACCELERATION_STRUCTURE,
     OP_TYPE_ARRAY,
     OP_TYPE_IMAGE,
@@ -42,7 +43,7 @@ from ._format import (
     SC_UNIFORM,
     SC_UNIFORM_CONSTANT,
     Parsed,
-    id_words,
+    parse,
 )
 from ._layout import Member, Place, byte_size, leaves, step
 
@@ -101,6 +102,11 @@ class Module:
     _infos: Mapping[str, EntryInfo] = field(repr=False)
     _parsed: Parsed = field(repr=False)
 
+    @property
+    def compute_entries(self) -> tuple[str, ...]:
+        """The GLCompute entry points, in declaration order."""
+        return tuple(n for n in self.entries if self._parsed.entry_model[n] == GLCOMPUTE)
+
     def entry(self, name: str) -> EntryInfo:
         info = self._infos.get(name)
         if info is None:
@@ -113,7 +119,7 @@ class Module:
         info = self.entry(entry)
         try:
             return self._loaded_offsets(info, resource)
-        except (KeyError, IndexError, ValueError, RecursionError) as e:
+        except MALFORMED as e:
             raise SpirvError(f"malformed SPIR-V module ({type(e).__name__}: {e})") from e
 
     def _loaded_offsets(self, info: EntryInfo, resource: Resource) -> frozenset[int] | None:
@@ -131,12 +137,12 @@ class Module:
             ]
         if resource.id not in ids:
             ids.append(resource.id)
-        functions = p.reachable(p.entry_function[info.name])
+        uses = uses_of(p, p.reachable(p.entry_function[info.name]))
         out: set[int] = set()
         for var in ids:
             if var not in p.variables:
                 return None
-            a = Analysis(p, functions, var)
+            a = Analysis(p, uses, var)
             if a.reads is None:
                 return None
             out |= a.reads
@@ -145,12 +151,10 @@ class Module:
 
 def read_module(spirv: bytes) -> Module:
     """Parse a SPIR-V module; raises :class:`SpirvError` if it is malformed."""
+    p = parse(spirv)
     try:
-        p = Parsed(spirv)
         infos = {name: _entry_info(p, name) for name in p.entry_function}
-    except SpirvError:
-        raise
-    except (KeyError, IndexError, ValueError, struct.error, RecursionError) as e:
+    except MALFORMED as e:
         raise SpirvError(f"malformed SPIR-V module ({type(e).__name__}: {e})") from e
     return Module(p.version, tuple(p.entry_function), p.capabilities, p.extensions, infos, p)
 
@@ -177,14 +181,10 @@ def loaded_offsets(spirv: bytes, entry: str, resource: Resource) -> frozenset[in
 
 def _entry_info(p: Parsed, name: str) -> EntryInfo:
     fn = p.entry_function[name]
-    functions = p.reachable(fn)
+    uses = uses_of(p, p.reachable(fn))
     used: dict[int, None] = {v: None for v in p.entry_interface[name] if v in p.variables}
-    for f in functions:
-        for inst in p.functions[f]:
-            for w in id_words(inst):
-                if w in p.variables:
-                    used[w] = None
-    resources = [r for r in (_resource(p, functions, v) for v in used) if r is not None]
+    used.update((v, None) for v in uses if v in p.variables)
+    resources = [r for r in (_resource(p, uses, v) for v in used) if r is not None]
     resources.sort(key=lambda r: (r.storage == "push_constant", r.set or 0, r.binding or 0, r.id))
     return EntryInfo(name, _local_size(p, fn), tuple(resources), p.capabilities, p.extensions)
 
@@ -202,83 +202,95 @@ def _local_size(p: Parsed, fn: int) -> tuple[int, int, int]:
     return (1, 1, 1)
 
 
-def _resource(p: Parsed, functions: tuple[int, ...], var: int) -> Resource | None:
+_RESOURCE_CLASSES = frozenset({SC_UNIFORM_CONSTANT, SC_UNIFORM, SC_PUSH_CONSTANT, SC_STORAGE_BUFFER})
+_TEXTS = {"storage": "storage buffer", "uniform": "uniform block", "push_constant": "push constant block"}
+
+
+def _resource(p: Parsed, uses: Uses, var: int) -> Resource | None:
+    """The resource a global variable is, or None for a variable of another storage class."""
     ptr_type, storage_class = p.variables[var]
-    if storage_class not in (SC_UNIFORM_CONSTANT, SC_UNIFORM, SC_PUSH_CONSTANT, SC_STORAGE_BUFFER):
+    if storage_class not in _RESOURCE_CLASSES:
         return None
-    t = p.pointee(ptr_type)
-    array_size = 1
-    inner = p.types[t]
-    if inner.op in (OP_TYPE_ARRAY, OP_TYPE_RUNTIME_ARRAY):  # an array of descriptors
-        array_size = p.int_value(inner.words[3]) if inner.op == OP_TYPE_ARRAY else 0
-        t = inner.words[2]
-        inner = p.types[t]
-    non_writable = p.decoration(var, DEC_NON_WRITABLE) is not None
-    set_ = p.decoration(var, DEC_DESCRIPTOR_SET)
-    binding = p.decoration(var, DEC_BINDING)
-    variable = p.names.get(var, "")
+    t, array_size = _descriptor_array(p, p.pointee(ptr_type))
     where: tuple[int | None, int | None] = (None, None)
     if storage_class != SC_PUSH_CONSTANT:
-        where = (set_[0] if set_ else 0, binding[0] if binding else 0)
-    suffix = "" if array_size == 1 else f"[{array_size or ''}]"
-    written = Analysis(p, functions, var).written
+        where = _set_and_binding(p, var)
+    layout: tuple[tuple[Member, ...], int, int] = ((), 0, 0)
     if storage_class == SC_UNIFORM_CONSTANT:
+        storage = "other"
         text, declared = _opaque(p, t)
-        declared = declared and not non_writable
-        return Resource(
-            var,
-            variable,
-            "other",
-            *where,
-            (),
-            0,
-            0,
-            declared and written,
-            declared,
-            text + suffix,
-            array_size,
-        )
-    if inner.op != OP_TYPE_STRUCT:
-        raise SpirvError(f"malformed SPIR-V module: buffer variable %{var} is not a struct")
-    storage = {SC_UNIFORM: "uniform", SC_PUSH_CONSTANT: "push_constant"}.get(storage_class, "storage")
-    if storage_class == SC_UNIFORM and p.decoration(t, DEC_BUFFER_BLOCK) is not None:
-        storage = "storage"
-    n_members = len(inner.words) - 2
-    if storage == "storage":
-        non_writable = non_writable or (
-            n_members > 0
-            and all(p.member_decoration(t, k, DEC_NON_WRITABLE) is not None for k in range(n_members))
-        )
-    block = Place(t, 0)
-    stride = 0
-    last = p.types[inner.words[-1]] if n_members else None
-    runtime = storage == "storage" and last is not None and last.op == OP_TYPE_RUNTIME_ARRAY
-    if runtime and last is not None:
-        s = p.decoration(last.words[1], DEC_ARRAY_STRIDE)
-        stride = s[0] if s else 0
-    if runtime and n_members == 1:
-        members = tuple(leaves(p, step(p, step(p, block, 0), 0)))
-        size = 0
     else:
-        members = tuple(leaves(p, block))
-        size = byte_size(p, block)
-        if storage == "uniform":
-            size = (size + 15) // 16 * 16
-    declared = storage == "storage" and not non_writable
-    texts = {"storage": "storage buffer", "uniform": "uniform block", "push_constant": "push constant block"}
+        if p.types[t].op != OP_TYPE_STRUCT:
+            raise SpirvError(f"malformed SPIR-V module: buffer variable %{var} is not a struct")
+        storage = _buffer_storage(p, storage_class, t)
+        text = _TEXTS[storage]
+        layout = _block_layout(p, t, storage)
+        declared = storage == "storage" and not _members_non_writable(p, t)
+    declared = declared and p.decoration(var, DEC_NON_WRITABLE) is None
     return Resource(
-        var,
-        variable,
-        storage,
-        *where,
-        members,
-        stride,
-        size,
-        declared and written,
-        declared,
-        texts[storage] + suffix,
-        array_size,
+        id=var,
+        variable=p.names.get(var, ""),
+        storage=storage,
+        set=where[0],
+        binding=where[1],
+        members=layout[0],
+        element_stride=layout[1],
+        size=layout[2],
+        writable=declared and Analysis(p, uses, var).written,
+        declared_writable=declared,
+        type_text=text if array_size == 1 else f"{text}[{array_size or ''}]",
+        array_size=array_size,
     )
+
+
+def _descriptor_array(p: Parsed, t: int) -> tuple[int, int]:
+    """(the type of one descriptor, how many: 1, N for an array of N, 0 for an unsized array)."""
+    inner = p.types[t]
+    if inner.op == OP_TYPE_ARRAY:
+        return inner.words[2], p.int_value(inner.words[3])
+    if inner.op == OP_TYPE_RUNTIME_ARRAY:
+        return inner.words[2], 0
+    return t, 1
+
+
+def _set_and_binding(p: Parsed, var: int) -> tuple[int, int]:
+    set_ = p.decoration(var, DEC_DESCRIPTOR_SET)
+    binding = p.decoration(var, DEC_BINDING)
+    return (set_[0] if set_ else 0, binding[0] if binding else 0)
+
+
+def _buffer_storage(p: Parsed, storage_class: int, block: int) -> str:
+    """storage, uniform or push_constant: what a buffer variable's block is bound as (a Uniform
+    block decorated BufferBlock is SPIR-V 1.0's storage buffer)."""
+    if storage_class == SC_PUSH_CONSTANT:
+        return "push_constant"
+    if storage_class == SC_UNIFORM and p.decoration(block, DEC_BUFFER_BLOCK) is None:
+        return "uniform"
+    return "storage"
+
+
+def _members_non_writable(p: Parsed, block: int) -> bool:
+    """Every member of the block is NonWritable (a read-only buffer, as some compilers say it)."""
+    n_members = len(p.types[block].words) - 2
+    return n_members > 0 and all(
+        p.member_decoration(block, k, DEC_NON_WRITABLE) is not None for k in range(n_members)
+    )
+
+
+def _block_layout(p: Parsed, block: int, storage: str) -> tuple[tuple[Member, ...], int, int]:
+    """(members, element stride, size) of a buffer's block (see :class:`Resource`): a storage
+    buffer's trailing runtime array gives the stride; a ``{T data[]}`` block is laid out as T."""
+    words = p.types[block].words
+    last = p.types[words[-1]] if len(words) > 2 else None
+    at = Place(block, 0)
+    if storage != "storage" or last is None or last.op != OP_TYPE_RUNTIME_ARRAY:
+        size = byte_size(p, at)
+        return tuple(leaves(p, at)), 0, (size + 15) // 16 * 16 if storage == "uniform" else size
+    s = p.decoration(last.words[1], DEC_ARRAY_STRIDE)
+    stride = s[0] if s else 0
+    if len(words) == 3:
+        return tuple(leaves(p, step(p, step(p, at, 0), 0))), stride, 0
+    return tuple(leaves(p, at)), stride, byte_size(p, at)
 
 
 def _opaque(p: Parsed, type_id: int) -> tuple[str, bool]:
