@@ -60,8 +60,9 @@ def flat(code: Code) -> str:
     if isinstance(code, str):
         return code
     if isinstance(code, Operation):
-        left = "" if code.left is None else flat(code.left) + " "
-        return f"({left}{code.op}{' ' if code.left is not None else ''}{flat(code.right)})"
+        if code.left is None:
+            return f"({code.op}{flat(code.right)})"
+        return f"({flat(code.left)} {code.op} {flat(code.right)})"
     inside = ", ".join(flat(i) for i in code.items)
     return code.opening + inside + ("," if code.tuple_of_one else "") + code.closing
 
@@ -73,9 +74,11 @@ def lines(code: Code, lead: str = "", trailing: str = "", depth: int = 0) -> lis
     if isinstance(code, str) or (len(one) <= LINE and not (isinstance(code, Group) and code.split)):
         return [one]
     if isinstance(code, Operation):
-        inner = [] if code.left is None else lines(code.left, depth=depth + 1)
-        spaced = code.op + " " if code.left is not None else code.op
-        return [pad + lead + "(", *inner, *lines(code.right, spaced, depth=depth + 1), pad + ")" + trailing]
+        if code.left is None:
+            inner = lines(code.right, code.op, depth=depth + 1)
+        else:
+            inner = [*lines(code.left, depth=depth + 1), *lines(code.right, code.op + " ", depth=depth + 1)]
+        return [pad + lead + "(", *inner, pad + ")" + trailing]
     items = [line for item in code.items for line in lines(item, trailing=",", depth=depth + 1)]
     return [pad + lead + code.opening, *items, pad + code.closing + trailing]
 

@@ -1,9 +1,9 @@
 """Generate the Python wrapper module of a shader, and the package manifest, from specs.
 
-Output is deterministic (same specs, same bytes), already formatted as ``ruff format`` would
-format it, fully annotated for ``mypy --strict``. Names in it are validated identifiers;
-expressions are the re-rendered whitelisted ASTs of :mod:`hatch_slang.comments.expr`; comment text only
-appears inside docstrings, escaped.
+Output is deterministic (same specs, same bytes), laid out so that ``ruff format`` keeps it as
+it is (:mod:`hatch_slang.codegen.layout`), fully annotated for ``mypy --strict``. Names in it
+are validated identifiers; expressions are the re-rendered whitelisted ASTs of
+:mod:`hatch_slang.comments.expr`; comment text only appears inside docstrings, escaped.
 """
 
 from __future__ import annotations
