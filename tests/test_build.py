@@ -77,30 +77,6 @@ def test_generated_code_is_ruff_formatted(package: Callable[[str], Path], tmp_pa
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-@pytest.mark.parametrize("n", [1, 3, 12])
-def test_long_dispatch_expressions_are_laid_out_as_ruff_formats_them(tmp_path: Path, n: int) -> None:
-    # A grid axis too long for one line (the persistent-workgroup GEMVs' Dispatch lines):
-    # nested calls are split as ruff splits them, at every depth that is still too long.
-    from hatch_slang.codegen import wrappers as codegen
-
-    inner = "_c.ceil(_c.div((_c.ceil(_c.div(rows, 32)) * n_tokens), 396))"
-    for _ in range(n // 4):
-        inner = f"_c.ceil(_c.div({inner}, _c.ceil(_c.div(rows, 16))))"
-    axis = f'_c.grid_dim("x", _c.ceil(_c.div((_c.ceil(_c.div(rows, 32)) * n_tokens), {inner})))'
-    body = codegen._call("_grid = (", [axis, '_c.grid_dim("y", 1)', "1"])
-    assert 8 + len(axis) > codegen.LINE, "not long enough to be split"
-    source = "def f(rows, n_tokens, _c):\n" + "".join(f"    {line}\n" for line in body) + "    return _grid\n"
-    path = tmp_path / "grid.py"
-    path.write_text(source)
-    run = subprocess.run(
-        [BIN / "ruff", "format", "--isolated", "--check", "--diff", path], capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    compile(source, "grid.py", "exec")
-    sum_of_calls = " + ".join([inner] * 3)  # not one call: left as it is, never cut wrong
-    assert codegen._wrap_call(sum_of_calls, 0, ",") == [sum_of_calls + ","]
-
-
 GOOD_CALL = """\
 import numpy as np
 from mypkg.kernels import moe_combine

@@ -307,7 +307,7 @@ def test_a_template_hard_coding_a_name_a_user_took_fails_clearly(
     tmp_path: Path, text: str, message: str
 ) -> None:
     root = write_project(tmp_path, {"k.slang": text})
-    shutil.copytree(Path(codegen.__file__).resolve().parent.parent / "templates", root / "tpl")
+    shutil.copytree(Path(codegen.__file__).resolve().parents[2] / "templates", root / "tpl")
     (root / "tpl" / "module.py.tmpl").write_text(OLD_MODULE_TEMPLATE, encoding="utf-8")
     with (root / "pyproject.toml").open("a") as f:
         f.write('templates = "tpl"\n')

@@ -23,6 +23,8 @@ import difflib
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -182,3 +184,16 @@ def test_a_missing_or_leftover_golden_file_is_a_difference(tmp_path: Path) -> No
     ]
     assert update(golden, generated) == ["a.py.golden", "old.py.golden"]
     assert compare(golden, generated) == []
+
+
+def test_the_golden_files_are_as_ruff_format_keeps_them(tmp_path: Path) -> None:
+    """The generator writes what ruff format would leave as it is (no formatter runs at build
+    time): every golden wrapper module, checked as the ``.py`` it is."""
+    for path in GOLDEN.glob(f"*.py{SUFFIX}"):
+        (tmp_path / path.name.removesuffix(SUFFIX)).write_bytes(path.read_bytes())
+    ruff = Path(sys.executable).parent / "ruff"
+    run = subprocess.run(
+        [ruff, "format", "--isolated", "--check", "--diff", tmp_path], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert len(list(tmp_path.glob("*.py"))) == len(SHADERS) + 1  # the wrappers and the __init__

@@ -35,9 +35,10 @@ def _emitted() -> set[str]:
     texts = [(REPO / "templates" / name).read_text() for name in codegen.TEMPLATE_FILES]
     texts += [Path(codegen.__file__).read_text(), Path(expr.__file__).read_text()]
     # The wrapper API is `_c` in a module unless a user's name takes it: `$helpers` in the
-    # templates, `{c}` / `{own.helpers}` / `{helpers}` where codegen and expr write it.
-    api = r"(?:_c|\$helpers|\{c\}|\{own\.helpers\}|\{helpers\})"
-    names = {m for t in texts for m in re.findall(api + r"\.(\w+)\(", t)}
+    # templates, `{c}` / `{at.helpers}` / `{own.helpers}` / `{helpers}` where codegen and expr
+    # write it; codegen names a call by its head (`layout.call(f"{c}.grid_dim", ...)`).
+    api = r"(?:_c|\$helpers|\{c\}|\{at\.helpers\}|\{own\.helpers\}|\{helpers\})"
+    names = {m for t in texts for m in re.findall(api + r"\.(\w+)[(\"]", t)}
     return names | {expr.DIVISION, *expr.FUNCTIONS}  # expr writes `_c.{name}(...)`
 
 

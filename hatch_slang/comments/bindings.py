@@ -74,45 +74,68 @@ class Group:
     raw: list[tuple[int, str]]
 
 
-def binding_sets(path: str, groups: list[Group], notes: list[Note]) -> list[BindingSet]:
-    """Read each group's lines; groups for one backend (or none) with disjoint bindings merge."""
+def binding_sets(path: str, groups: list[Group]) -> tuple[list[BindingSet], list[Note]]:
+    """Read each group's lines; groups for one backend (or none) with disjoint bindings merge.
+    The sets, and the notes on the lines not read as written."""
     sets: list[BindingSet] = []
+    notes: list[Note] = []
     for g in groups:
-        docs: list[BindingDoc] = []
-        unread: list[int] = []
-        for number, text in g.raw:
-            ref = dialect.binding_ref(text)
-            assert ref is not None
-            try:
-                docs.append(_read_binding(ref, number, notes))
-            except Unreadable as e:
-                unread.append(ref.index)
-                notes.append(
-                    Note(
-                        number,
-                        f"binding {ref.index} (`{ref.name}`): {e}; "
-                        "the wrapper takes it as reflection describes it",
-                    )
-                )
+        docs, unread, read_notes = _read_group(g)
+        notes += read_notes
         if not docs and not unread:
             continue
         prev = sets[-1] if sets else None
-        if (
-            prev is not None
-            and prev.label == g.label
-            and not {d.name for d in prev.bindings} & {d.name for d in docs}
-            and not {(d.set or 0, d.index) for d in prev.bindings} & {(d.set or 0, d.index) for d in docs}
-        ):
+        if prev is not None and _merges(prev, g.label, docs):
             sets[-1] = BindingSet(
                 prev.label, prev.line, prev.bindings + tuple(docs), prev.unread + tuple(unread)
             )
         else:
             sets.append(BindingSet(g.label, g.line, tuple(docs), tuple(unread)))
-    return [_unique(s, notes) for s in sets]
+    unique: list[BindingSet] = []
+    for s in sets:
+        kept, repeated = _unique(s)
+        unique.append(kept)
+        notes += repeated
+    return unique, notes
 
 
-def _unique(s: BindingSet, notes: list[Note]) -> BindingSet:
+def _read_group(g: Group) -> tuple[list[BindingDoc], list[int], list[Note]]:
+    """The bindings of one group's lines, the indices of those that cannot be read, and notes."""
+    docs: list[BindingDoc] = []
+    unread: list[int] = []
+    notes: list[Note] = []
+    for number, text in g.raw:
+        ref = dialect.binding_ref(text)
+        assert ref is not None
+        doc, doc_notes = _read_binding(ref, number)
+        notes += doc_notes
+        if isinstance(doc, Unreadable):
+            unread.append(ref.index)
+            notes.append(
+                Note(
+                    number,
+                    f"binding {ref.index} (`{ref.name}`): {doc}; "
+                    "the wrapper takes it as reflection describes it",
+                )
+            )
+            continue
+        docs.append(doc)
+    return docs, unread, notes
+
+
+def _merges(prev: BindingSet, label: str, docs: list[BindingDoc]) -> bool:
+    """Whether a group continues the set before it: the same backend, no binding or name twice."""
+    return (
+        prev.label == label
+        and not {d.name for d in prev.bindings} & {d.name for d in docs}
+        and not {(d.set or 0, d.index) for d in prev.bindings} & {(d.set or 0, d.index) for d in docs}
+    )
+
+
+def _unique(s: BindingSet) -> tuple[BindingSet, list[Note]]:
+    """The set without the bindings documented twice, and a note for each one dropped."""
     kept: list[BindingDoc] = []
+    notes: list[Note] = []
     for b in s.bindings:
         same = next(
             (k for k in kept if (k.set or 0, k.index) == (b.set or 0, b.index) or k.name == b.name), None
@@ -124,7 +147,7 @@ def _unique(s: BindingSet, notes: list[Note]) -> BindingSet:
             )
             continue
         kept.append(b)
-    return BindingSet(s.label, s.line, tuple(kept), s.unread)
+    return BindingSet(s.label, s.line, tuple(kept), s.unread), notes
 
 
 def _integer_words(text: str) -> bool:
@@ -134,16 +157,48 @@ def _integer_words(text: str) -> bool:
     return bool(words) and all(f is not None and f[0][0] in "ui" and not f[1] for f in found)
 
 
-def _read_binding(ref: dialect.BindingRef, number: int, notes: list[Note]) -> BindingDoc:
+def _read_binding(ref: dialect.BindingRef, number: int) -> tuple[BindingDoc | Unreadable, list[Note]]:
+    """The binding one line documents, or why it cannot be read; and the notes on what was read."""
+    try:
+        _check_reference(ref)
+        found = dialect.find_access(ref.rest)
+        access = found[0] if found else None
+        body = _params_text(ref, found)
+        if not params_tuple.looks_like_params(body, ref.name):
+            return _data_binding(ref, number, body, access)
+        params = params_tuple.read_params(body)
+        fields = _fields(params)
+    except Unreadable as e:
+        return e, []
+    return BindingDoc(
+        number,
+        ref.register,
+        ref.index,
+        ref.name,
+        "params",
+        None,
+        None,
+        fields,
+        params.doc,
+        set=ref.set,
+        access=access,
+    ), []
+
+
+def _check_reference(ref: dialect.BindingRef) -> None:
+    """:class:`Unreadable` for a line too long, an index past the bounds or a name no argument can take."""
     if len(ref.rest) > MAX_LINE_LEN:
         raise Unreadable(f"the line is longer than {MAX_LINE_LEN} characters")
     if ref.index > dialect.MAX_INDEX or (ref.set or 0) > dialect.MAX_INDEX:
         raise Unreadable(f"binding index or set is more than {dialect.MAX_INDEX}")
     if why := check_argument(ref.name):
         raise Unreadable(f"the name {why}")
+
+
+def _params_text(ref: dialect.BindingRef, found: tuple[Access, tuple[int, int]] | None) -> str:
+    """The line after its reference, as a params tuple would be read: a leading access word
+    dropped, a bare field list or a listed ``[n, k, dim]`` of a params buffer put in parentheses."""
     rest = ref.rest
-    found = dialect.find_access(rest)
-    access = found[0] if found else None
     body = rest
     if found and found[1][0] < 3:  # a leading access word: drop it before reading the rest
         body = rest[found[1][1] :].lstrip(" ,:;")
@@ -153,24 +208,18 @@ def _read_binding(ref: dialect.BindingRef, number: int, notes: list[Note]) -> Bi
     if listed and ref.name.lower() in params_tuple.PARAMS_NAMES and _integer_words(body[: listed.start()]):
         # `params  u32, read, [n, k, dim]`: the values a params buffer holds, listed in order.
         body = f"({listed.group(1)})  {body[listed.end() :].strip()}"
-    if params_tuple.looks_like_params(body, ref.name):
-        params = params_tuple.read_params(body)
-        fields = _fields(params)
-        return BindingDoc(
-            number,
-            ref.register,
-            ref.index,
-            ref.name,
-            "params",
-            None,
-            None,
-            fields,
-            params.doc,
-            set=ref.set,
-            access=access,
-        )
+    return body
+
+
+def _data_binding(
+    ref: dialect.BindingRef, number: int, body: str, access: Access | None
+) -> tuple[BindingDoc | Unreadable, list[Note]]:
+    """A data binding: its dtype, shape and description, and a note for a dtype word not known;
+    :class:`Unreadable` where its shape cannot be read."""
+    rest = ref.rest
     shape = dialect.find_shape(rest)
     dtype, quantised = _dtype(rest, shape)
+    notes: list[Note] = []
     unknown = next(filter(None, map(dialect.unknown_dtype_word, rest.split()[:4])), None)
     if dtype is None and unknown is not None:
         notes.append(
@@ -181,20 +230,8 @@ def _read_binding(ref: dialect.BindingRef, number: int, notes: list[Note]) -> Bi
             )
         )
     if shape is None and dtype is None and body.lstrip().startswith("("):
-        raise Unreadable(f"cannot read `{body.strip()}` as a params tuple or a dtype and shape")
-    doc = rest
-    if shape is not None:
-        doc = rest[: shape.span[0]] + " " + rest[shape.span[1] :]
-    doc = re.sub(r"\s+", " ", doc).strip(" ,;:-")
-    # The dtype and access words that open the line are read above; the rest is its description.
-    typed = False  # one dtype word opens the line at most; a second one is the description's
-    while (first := re.match(r"^([\w`-]+)[\s,;:]*", doc)) and (
-        (not typed and dialect.dtype_word(first.group(1)))
-        or first.group(1).strip("`").lower() in _LEADING_WORDS
-    ):
-        typed = typed or dialect.dtype_word(first.group(1)) is not None
-        doc = doc[first.end() :]
-    doc = re.sub(r"^\(\s*\w*\s*\)\s*", "", doc).strip()
+        return Unreadable(f"cannot read `{body.strip()}` as a params tuple or a dtype and shape"), notes
+    doc = _description(rest, shape)
     if quantised and not (dtype not in (None, "u8") and shape is not None and "/" in shape.dims[-1].text):
         # Counted in blocks or weights, not in the elements the buffer holds. (A shape whose last
         # dimension is divided, `[rows][cols / 8]` over u32, already counts the words: kept.)
@@ -213,7 +250,24 @@ def _read_binding(ref: dialect.BindingRef, number: int, notes: list[Note]) -> Bi
         set=ref.set,
         access=access,
         quantised=quantised,
-    )
+    ), notes
+
+
+def _description(rest: str, shape: dialect.Shape | None) -> str:
+    """The line's prose: without its shape, and without the dtype and access words that open it
+    (they are read above)."""
+    doc = rest
+    if shape is not None:
+        doc = rest[: shape.span[0]] + " " + rest[shape.span[1] :]
+    doc = re.sub(r"\s+", " ", doc).strip(" ,;:-")
+    typed = False  # one dtype word opens the line at most; a second one is the description's
+    while (first := re.match(r"^([\w`-]+)[\s,;:]*", doc)) and (
+        (not typed and dialect.dtype_word(first.group(1)))
+        or first.group(1).strip("`").lower() in _LEADING_WORDS
+    ):
+        typed = typed or dialect.dtype_word(first.group(1)) is not None
+        doc = doc[first.end() :]
+    return re.sub(r"^\(\s*\w*\s*\)\s*", "", doc).strip()
 
 
 _LEADING_WORDS = frozenset(

@@ -146,106 +146,124 @@ def parse_contract(path: Path | str, source: str) -> Contract:
     """Read the comment contract of one shader. Unreadable lines become notes, never errors."""
     path = str(path)
     lines = leading_comment(source)
-    notes: list[Note] = []
-    entries: list[str] = []
-    entries_line: int | None = None
-    prose: list[str] = []
-    groups: list[Group] = []
-    open_group: Group | None = None
-    dispatch: DispatchDoc | None = None
-    entry_dispatch: list[DispatchDoc] = []
+    block = _walk(lines)
+    dispatch = block.dispatch
+    if dispatch is None and not block.entry_dispatch:
+        dispatch = _single_group(lines)
+    sets, binding_notes = binding_sets(path, block.groups)
+    first = sets[0] if sets else None
+    return Contract(
+        path=path,
+        entries=tuple(block.entries),
+        entries_line=block.entries_line,
+        prose=_tidy_prose(block.prose),
+        bindings=first.bindings if first else None,
+        bindings_line=first.line if first else None,
+        dispatch=dispatch,
+        entry_dispatch=tuple(block.entry_dispatch),
+        notes=(*block.notes, *binding_notes, *_unlisted(block.entry_dispatch, block.entries)),
+        binding_sets=tuple(sets),
+    )
 
+
+@dataclass
+class _Block:
+    """What a walk over the comment block found, each kind in the block's order."""
+
+    entries: list[str] = field(default_factory=list)
+    entries_line: int | None = None
+    prose: list[str] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
+    dispatch: DispatchDoc | None = None
+    entry_dispatch: list[DispatchDoc] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+
+    def add_entries(self, number: int, names: list[str], notes: list[Note]) -> None:
+        self.entries += [n for n in names if n not in self.entries]
+        self.entries_line = self.entries_line or number
+        self.notes += notes
+
+    def add_dispatch(self, d: DispatchDoc) -> None:
+        """The first Dispatch line for all entries, and the first for each entry, is used."""
+        if not d.entries:
+            if self.dispatch is None:
+                self.dispatch = d
+            else:
+                self.notes.append(
+                    Note(d.line, f"a second Dispatch line (the first, line {self.dispatch.line}, is used)")
+                )
+            return
+        taken = [n for n in d.entries if any(n in e.entries for e in self.entry_dispatch)]
+        if taken:
+            self.notes.append(Note(d.line, f"a second Dispatch line for `{taken[0]}` (the first is used)"))
+        else:
+            self.entry_dispatch.append(d)
+
+
+def _walk(lines: list[tuple[int, str]]) -> _Block:
+    """Sort the block's lines into entries, Dispatch lines, binding groups and prose."""
+    block = _Block()
+    open_group: Group | None = None  # the group the binding lines that follow belong to
     i = 0
     while i < len(lines):
         number, text = lines[i]
         if not text.strip():
             open_group = None
-            prose.append("")
+            block.prose.append("")
             i += 1
-            continue
-        if (m := _ENTRIES.match(text)) and _entry_names(m.group("names"), number, notes, entries):
-            entries_line = entries_line or number
+        elif (m := _ENTRIES.match(text)) and (read := _entry_names(m.group("names"), number)) is not None:
+            block.add_entries(number, *read)
             i += 1
-            continue
-        if _DISPATCH_HEAD.match(text):
-            d, i = _read_dispatch(lines, i, notes)
-            if d is None:
-                continue
-            if not d.entries:
-                if dispatch is not None:
-                    notes.append(
-                        Note(number, f"a second Dispatch line (the first, line {dispatch.line}, is used)")
-                    )
-                else:
-                    dispatch = d
-                continue
-            taken = [n for n in d.entries if any(n in e.entries for e in entry_dispatch)]
-            if taken:
-                notes.append(Note(number, f"a second Dispatch line for `{taken[0]}` (the first is used)"))
-            else:
-                entry_dispatch.append(d)
-            continue
-        if (h := _HEADER.match(text)) and not dialect.binding_ref(text):
-            label = _backend(h.group("note"))
-            open_group = Group(label, number, [])
-            groups.append(open_group)
+        elif _DISPATCH_HEAD.match(text):
+            d, i, notes = _read_dispatch(lines, i)
+            block.notes += notes
+            if d is not None:
+                block.add_dispatch(d)
+        elif (header := _group_header(lines, i)) is not None:
+            open_group = header
+            block.groups.append(open_group)
             i += 1
-            continue
-        sub = _SUBHEADER.match(text)
-        if sub is None and (labelled := _BACKEND_HEADER.match(text)) and _backend(labelled.group("label")):
-            sub = labelled
-        if sub and i + 1 < len(lines) and dialect.binding_ref(lines[i + 1][1]) is not None:
-            label = _backend(sub.group("label")) or sub.group("label").strip()
-            open_group = Group(label, number, [])
-            groups.append(open_group)
-            i += 1
-            continue
-        ref = dialect.binding_ref(text)
-        if ref is not None and (open_group is not None or _evidence(ref)):
+        elif (ref := dialect.binding_ref(text)) is not None and (open_group is not None or _evidence(ref)):
             if open_group is None:
                 open_group = Group("", number, [])
-                groups.append(open_group)
+                block.groups.append(open_group)
             joined, i = _continued(lines, i)
             open_group.raw.append((number, joined))
-            continue
-        if (
-            open_group is not None
-            and open_group.raw
-            and text[:1].isspace()
-            and len(text) - len(text.lstrip()) > 1
-        ):
+        elif open_group is not None and open_group.raw and len(text) - len(text.lstrip()) > 1:
             # An indented line under a binding that is no binding: it continues the one above.
             prev_number, prev = open_group.raw[-1]
             open_group.raw[-1] = (prev_number, f"{prev} {text.strip()}")
             i += 1
-            continue
-        open_group = None
-        prose.append(text[1:] if text.startswith(" ") else text)
-        i += 1
+        else:
+            open_group = None
+            block.prose.append(text[1:] if text.startswith(" ") else text)
+            i += 1
+    return block
 
-    if dispatch is None and not entry_dispatch:
-        dispatch = _single_group(lines)
-    sets = binding_sets(path, groups, notes)
-    if entries:
-        for d in entry_dispatch:
-            for name in d.entries:
-                if name not in entries:
-                    notes.append(
-                        Note(d.line, f"Dispatch names entry `{name}`, which `slang-entries` does not list")
-                    )
-    first = sets[0] if sets else None
-    return Contract(
-        path=path,
-        entries=tuple(entries),
-        entries_line=entries_line,
-        prose=_tidy_prose(prose),
-        bindings=first.bindings if first else None,
-        bindings_line=first.line if first else None,
-        dispatch=dispatch,
-        entry_dispatch=tuple(entry_dispatch),
-        notes=tuple(notes),
-        binding_sets=tuple(sets),
-    )
+
+def _group_header(lines: list[tuple[int, str]], i: int) -> Group | None:
+    """The group a header line opens (``Bindings:``, ``Metal:`` above a binding line), or None."""
+    number, text = lines[i]
+    if (h := _HEADER.match(text)) and not dialect.binding_ref(text):
+        return Group(_backend(h.group("note")), number, [])
+    sub = _SUBHEADER.match(text)
+    if sub is None and (labelled := _BACKEND_HEADER.match(text)) and _backend(labelled.group("label")):
+        sub = labelled
+    if sub and i + 1 < len(lines) and dialect.binding_ref(lines[i + 1][1]) is not None:
+        return Group(_backend(sub.group("label")) or sub.group("label").strip(), number, [])
+    return None
+
+
+def _unlisted(entry_dispatch: list[DispatchDoc], entries: list[str]) -> list[Note]:
+    """A note for each entry a Dispatch line names that the entries line does not list."""
+    if not entries:
+        return []
+    return [
+        Note(d.line, f"Dispatch names entry `{name}`, which `slang-entries` does not list")
+        for d in entry_dispatch
+        for name in d.entries
+        if name not in entries
+    ]
 
 
 _SINGLE_GROUP = re.compile(
@@ -269,21 +287,22 @@ def _single_group(lines: list[tuple[int, str]]) -> DispatchDoc | None:
     return None
 
 
-def _entry_names(text: str, number: int, notes: list[Note], entries: list[str]) -> bool:
-    """Add the names of an entries line; False if the line is prose that only starts like one."""
+def _entry_names(text: str, number: int) -> tuple[list[str], list[Note]] | None:
+    """The names of an entries line and its notes; None if the line is prose that only starts like one."""
     names = [n for n in re.split(r"[\s,]+", text.strip().strip(".")) if n and n.lower() != "and"]
     names = [n.strip("`") for n in names]
     if not names or (len(names) > 6 and not all(n.isidentifier() for n in names)):
-        return False
+        return None
     if len(text) > MAX_LINE_LEN:
-        notes.append(Note(number, f"the entries line is longer than {MAX_LINE_LEN} characters; not read"))
-        return True
+        return [], [Note(number, f"the entries line is longer than {MAX_LINE_LEN} characters; not read")]
+    read: list[str] = []
+    notes: list[Note] = []
     for name in names:
         if why := check_argument(name):  # any identifier is an entry (hatch_slang.compile.discover names it)
             notes.append(Note(number, f"entry point {why}; it is left out"))
-        elif name not in entries:
-            entries.append(name)
-    return True
+        elif name not in read:
+            read.append(name)
+    return read, notes
 
 
 def _backend(text: str) -> str:
@@ -327,16 +346,20 @@ def _continued(lines: list[tuple[int, str]], i: int) -> tuple[str, int]:
     return joined, i
 
 
-def _read_dispatch(lines: list[tuple[int, str]], i: int, notes: list[Note]) -> tuple[DispatchDoc | None, int]:
-    """Read a Dispatch line, joining the lines it wraps onto while that helps."""
+def _read_dispatch(lines: list[tuple[int, str]], i: int) -> tuple[DispatchDoc | None, int, list[Note]]:
+    """Read a Dispatch line, joining the lines it wraps onto while that helps; the index of the
+    line after it, and its note where it cannot be read."""
     number, text = lines[i]
     m = _DISPATCH_HEAD.match(text)
     assert m is not None
     qualifier = next((q for q in m.group("q1", "q2", "q3") if q is not None), None)
     entries = _qualifier(qualifier)
     if entries is None:
-        notes.append(Note(number, f"cannot read which entries `{text.strip()}` is for; the line is ignored"))
-        return None, i + 1
+        return (
+            None,
+            i + 1,
+            [Note(number, f"cannot read which entries `{text.strip()}` is for; the line is ignored")],
+        )
     body = m.group("rest").strip()
     parts = [body]
     j = i + 1
@@ -362,11 +385,10 @@ def _read_dispatch(lines: list[tuple[int, str]], i: int, notes: list[Note]) -> t
             break
     if best is None:
         assert error is not None
-        notes.append(Note(number, f"{error}; wrappers of this kernel take `grid=(x, y, z)` instead"))
-        return None, i + 1
+        return None, i + 1, [Note(number, f"{error}; wrappers of this kernel take `grid=(x, y, z)` instead")]
     g, k = best
     shown = " ".join(parts[:k])
-    return DispatchDoc(number, f"Dispatch: {shown}", g.grid, g.group_size, entries), i + k
+    return DispatchDoc(number, f"Dispatch: {shown}", g.grid, g.group_size, entries), i + k, []
 
 
 def _qualifier(text: str | None) -> tuple[str, ...] | None:
