@@ -341,14 +341,9 @@ def _choose_set(sets: tuple[BindingSet, ...], bindings: dict[tuple[int, int], Bi
     return max(sets, key=score)  # the first of equals
 
 
-def _register(b: Binding) -> str:
-    """The register letter of the binding's kind: `b` uniform, `u` read-write, `t` read-only."""
-    return "b" if b.kind == "uniform" else "u" if b.writable else "t"
-
-
 def _kind_matches(doc: BindingDoc, b: Binding) -> bool:
     if doc.register is not None:
-        return doc.register == _register(b)
+        return doc.register == b.register
     return doc.role == "params" or b.kind == "storage"
 
 
@@ -393,7 +388,7 @@ def _from_doc(doc: BindingDoc, b: Binding) -> tuple[BufferSpec, _Problems]:
 def _access_problems(doc: BindingDoc, b: Binding) -> _Problems:
     """A register or access word that is not the binding's kind."""
     if doc.register is not None:
-        actual = _register(b)
+        actual = b.register
         if actual != doc.register:
             return [
                 (

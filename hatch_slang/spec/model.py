@@ -26,6 +26,11 @@ from hatch_slang.spec.reflection import ReflectedBinding, Scalar
 GRID_ARGUMENT = "grid"
 
 
+def register(kind: str, writable: bool) -> str:
+    """The HLSL register letter of a binding: `b` a uniform buffer, `u` read-write, `t` read-only."""
+    return "b" if kind == "uniform" else "u" if writable else "t"
+
+
 def is_float(scalar: str) -> bool:
     """Whether a packed scalar type (``f32``, ``u32`` ...) holds a float."""
     return scalar in DTYPES and DTYPES[scalar].is_float
@@ -76,6 +81,11 @@ class Binding:
         """The element's scalar type when all its components share one."""
         kinds = {s.scalar for s in self.scalars}
         return kinds.pop() if len(kinds) == 1 else None
+
+    @property
+    def register(self) -> str:
+        """The register letter a binding line must write for it (:func:`register`)."""
+        return register(self.kind, self.writable)
 
     @classmethod
     def merged(cls, reflected: ReflectedBinding | None, resource: Resource | None) -> Binding:
@@ -171,6 +181,11 @@ class BufferSpec:
     @property
     def key(self) -> tuple[int, int]:
         return (self.set, self.index)
+
+    @property
+    def register(self) -> str:
+        """The register of the argument as bound (:func:`register`), index included: `u1`."""
+        return register(self.kind, self.writable) + str(self.index)
 
 
 @dataclass(frozen=True)

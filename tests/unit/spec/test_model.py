@@ -3,6 +3,7 @@ and a committed module's SPIR-V (no Slang needed)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,11 @@ def test_key_and_float_slots() -> None:
     spec = BufferSpec(2, "x", "data", "storage", False, "f32", None, False, "", None, set=3)
     assert spec.key == (3, 2) and spec.binding is None
     assert is_float("f32") and is_float("f16") and not is_float("u32") and not is_float("ptr")
+
+
+def test_the_register_a_binding_line_writes() -> None:
+    assert Binding.merged(reflected(0, "x"), None).register == "t"
+    assert Binding.merged(reflected(0, "y", writable=True), None).register == "u"
+    assert Binding.merged(reflected(0, "p", kind="uniform"), None).register == "b"
+    spec = BufferSpec(2, "y", "data", "storage", True, "f32", None, False, "", None)
+    assert spec.register == "u2" and replace(spec, kind="uniform").register == "b2"
