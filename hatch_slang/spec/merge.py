@@ -5,6 +5,14 @@ disagreement between comment and code (a ``t`` register on a read-write buffer, 
 not the element type, a group size that is not the entry's ``[numthreads]``) names the comment's
 line; with ``strict = false`` it becomes a warning and reflection wins where it can.
 
+:func:`build_spec` runs in stages, each returning what it found and the problems it saw: each
+entry's SPIR-V is parsed once (:func:`_read_entry`); reflection and SPIR-V are merged into one
+:class:`~hatch_slang.spec.model.Binding` per binding (:meth:`Binding.merged`), which every check
+reads; the chosen binding list is checked line by line (:func:`_documented`); then each entry's
+arguments, sizes and grid (:func:`_entry_spec`). Problems are ``(line, message)`` pairs until
+the end, where ``strict`` decides whether they are errors or warnings; what cannot be bound is an
+error either way.
+
 The spec's dataclasses are :mod:`hatch_slang.spec.model`'s; what the SPIR-V needs bound beyond the
 documented bindings (uncommented uniform and push-constant blocks, buffers reflection missed) and
 the check that everything is bound are :mod:`hatch_slang.spec.resources`'.
