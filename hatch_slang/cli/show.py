@@ -23,10 +23,6 @@ if TYPE_CHECKING:
     from slangrt import DeviceInfo
 
 
-def _register(b: BufferSpec) -> str:
-    return ("b" if b.kind == "uniform" else "u" if b.writable else "t") + str(b.index)
-
-
 def _origin(line: int | None) -> str:
     """Where a piece of a wrapper comes from: the comment (with its line) or reflection."""
     return f"comment line {line}" if line is not None else "reflection"
@@ -73,11 +69,11 @@ def show_data(spec: ShaderSpec) -> dict[str, Any]:
     bindings = []
     for b in sorted(buffers.values(), key=lambda b: b.index):
         shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape is not None else None
-        if shape is not None and getattr(b, "flat", False):
+        if shape is not None and b.flat:
             shape = f"flat{shape}"
         bindings.append(
             {
-                "register": _register(b),
+                "register": b.register,
                 "binding": b.index,
                 "name": b.name,
                 "role": b.role,
@@ -103,7 +99,7 @@ def show_data(spec: ShaderSpec) -> dict[str, Any]:
             "threads_per_group": e.threads[0] * e.threads[1] * e.threads[2],
             "dispatch": re.sub(r"(?i)^\s*dispatch\s*:\s*", "", e.grid_text) if e.grid_text else None,
             "grid": [g.text for g in e.grid] if e.grid is not None else None,
-            "uses": [_register(b) + " " + b.name for b in e.buffers],
+            "uses": [b.register + " " + b.name for b in e.buffers],
             "params_required": list(e.params_required),
             "params_inferred": list(e.params_optional),
             "grid_from": _origin(e.grid_line) if e.grid is not None else "caller (grid=)",

@@ -5,6 +5,14 @@ disagreement between comment and code (a ``t`` register on a read-write buffer, 
 not the element type, a group size that is not the entry's ``[numthreads]``) names the comment's
 line; with ``strict = false`` it becomes a warning and reflection wins where it can.
 
+:func:`build_spec` runs in stages, each returning what it found and the problems it saw: each
+entry's SPIR-V is parsed once (:func:`_read_entry`); reflection and SPIR-V are merged into one
+:class:`~hatch_slang.spec.model.Binding` per binding (:meth:`Binding.merged`), which every check
+reads; the chosen binding list is checked line by line (:func:`_documented`); then each entry's
+arguments, sizes and grid (:func:`_entry_spec`). Problems are ``(line, message)`` pairs until
+the end, where ``strict`` decides whether they are errors or warnings; what cannot be bound is an
+error either way.
+
 The spec's dataclasses are :mod:`hatch_slang.spec.model`'s; what the SPIR-V needs bound beyond the
 documented bindings (uncommented uniform and push-constant blocks, buffers reflection missed) and
 the check that everything is bound are :mod:`hatch_slang.spec.resources`'.
@@ -13,26 +21,31 @@ the check that everything is bound are :mod:`hatch_slang.spec.resources`'.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from slangrt.dtypes import DTYPES
-from slangrt.spirv import EntryInfo, Module, Resource, read_module
+from slangrt.spirv import EntryInfo, Module, read_module
 
 from hatch_slang.comments.contract import BindingDoc, BindingSet, DispatchDoc
 from hatch_slang.comments.expr import argument_name, entry_name
 from hatch_slang.compile.compiler import CompileResult
 from hatch_slang.compile.discover import Shader, entry_functions
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
-from hatch_slang.spec.model import GRID_ARGUMENT, BufferSpec, EntrySpec, ParamSlot, ShaderSpec, is_float
+from hatch_slang.spec.model import (
+    GRID_ARGUMENT,
+    Binding,
+    BufferSpec,
+    EntrySpec,
+    ParamSlot,
+    ShaderSpec,
+    is_float,
+)
 from hatch_slang.spec.reflection import (
-    ReflectedBinding,
     ReflectedEntry,
     normalize_spirv,
     read_all_bindings,
     read_entry,
     scalar_size,
-    used_bindings,
 )
 from hatch_slang.spec.resources import (
     article,
@@ -45,7 +58,6 @@ from hatch_slang.spec.resources import (
     has_push,
     push_block,
     push_range,
-    push_view,
     python_name,
     unclash,
     unique_names,
@@ -55,144 +67,235 @@ from hatch_slang.spec.resources import (
 # The spec's dataclasses live in hatch_slang.spec.model; importing them from here keeps working.
 __all__ = ["BufferSpec", "EntrySpec", "ParamSlot", "ShaderSpec", "build_spec"]
 
-_Problem = Callable[[int | None, str], None]
+# What a stage finds wrong with the comment: (its line, the message). build_spec makes them
+# errors, or warnings with `strict = false`.
+_Problems = list[tuple[int | None, str]]
 
 
 _KIND_WORDS = {"t": "read-only storage buffer", "u": "read-write storage buffer", "b": "uniform buffer"}
 
 
+@dataclass(frozen=True)
+class _Compiled:
+    """One compiled entry, its SPIR-V parsed once for every stage that reads it."""
+
+    spirv: bytes  # as shipped (normalized)
+    reflected: ReflectedEntry
+    module: Module
+    info: EntryInfo
+
+
+@dataclass(frozen=True)
+class _Documented:
+    """The binding lines of the chosen list checked against the compiled code."""
+
+    buffers: dict[tuple[int, int], BufferSpec]  # by (set, binding)
+    push: tuple[BindingDoc, ...]  # params lines for the push-constant range (no descriptor)
+    problems: _Problems
+
+
+@dataclass(frozen=True)
+class _Built:
+    """One entry's spec, or what stops it."""
+
+    spec: EntrySpec
+    warnings: list[str]
+    problems: _Problems
+    hard: list[HatchSlangError]  # what cannot be bound: an error whatever `strict` says
+
+
 def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) -> ShaderSpec:
     if result.error is not None:
         raise result.error
-    c = shader.contract
-    problems: list[ShaderError] = []
+    warnings = _compiler_notes(shader, result)
+    reflected_all = {b.key: b for b in read_all_bindings(result.entries[0].reflection)}
+    compiled = [_read_entry(e.name, e.spirv, e.reflection) for e in result.entries]
+    declared = declared_descriptors(e.info for e in compiled)
+    bindings = {k: Binding.merged(r, declared.get(k)) for k, r in reflected_all.items()}
+    chosen = _chosen_set(shader, compiled, bindings)
+    warnings += _chosen_notes(shader, chosen)
+    documented = _documented(chosen, bindings, has_push(e.info for e in compiled))
+    problems = [*documented.problems, *_dispatch_problems(shader, compiled)]
+    pending = {d.name: d for d in documented.push}
+    built: list[_Built] = []
+    for e in compiled:
+        push_doc = pending.pop(next(iter(pending)), None) if pending and _push_blocks(e.info) == 1 else None
+        built.append(_entry_spec(shader, e, documented.buffers, chosen, push_doc))
+    problems += [p for b in built for p in b.problems]
+    problems += [
+        (pd.line, f"binding {pd.index} (`{pd.name}`) is not a binding or push-constant block of the shader")
+        for pd in pending.values()
+    ]
+    hard = [h for b in built for h in b.hard]
+    if hard:
+        raise hard[0] if len(hard) == 1 else BuildErrors(list(hard))
+    warnings += [w for b in built for w in b.warnings]
+    errors = [ShaderError(shader.rel, line, msg) for line, msg in problems]
+    if errors:
+        if strict:
+            raise errors[0] if len(errors) == 1 else BuildErrors(list(errors))
+        warnings += [str(p) for p in errors]
+    return ShaderSpec(shader, tuple(b.spec for b in built), result.dependencies, tuple(warnings))
 
-    def problem(line: int | None, msg: str) -> None:
-        problems.append(ShaderError(shader.rel, line, msg))
 
+def _compiler_notes(shader: Shader, result: CompileResult) -> list[str]:
+    """What Slang and the comment's parser said, and the entries a wrapper spells otherwise."""
     warnings: list[str] = []
     if result.warnings.strip():
         # Slang's diagnostics name a location only sometimes: say which file they are about.
         said = result.warnings.strip()
         warnings.append(said if said.startswith(shader.rel) else f"{shader.rel}: Slang says:\n{said}")
-    warnings += [f"{shader.rel}:{n.line}: warning: {n.message}" for n in c.notes]
-    warnings += _entry_notes(shader)
-    reflected_all = {b.key: b for b in read_all_bindings(result.entries[0].reflection)}
+    warnings += [f"{shader.rel}:{n.line}: warning: {n.message}" for n in shader.contract.notes]
+    return warnings + _entry_notes(shader)
 
-    # Several backends' lists: match them against what the entries use, not every global the
-    # file declares (a file may keep another backend's buffers it never reads).
-    used: set[tuple[int, int]] = set()
-    for compiled in result.entries:
-        used |= {(s, b) for s, b in used_bindings(compiled.spirv)}
-    chosen = _choose_set(
-        c.binding_sets, {k: r for k, r in reflected_all.items() if k in used} or reflected_all
+
+def _read_entry(name: str, spirv: bytes, reflection: str) -> _Compiled:
+    module = read_module(spirv)
+    return _Compiled(normalize_spirv(spirv), read_entry(reflection, name, module), module, module.entry(name))
+
+
+def _chosen_set(
+    shader: Shader, compiled: list[_Compiled], bindings: dict[tuple[int, int], Binding]
+) -> BindingSet | None:
+    """Several backends' lists: matched against what the entries use, not every global the file
+    declares (a file may keep another backend's buffers it never reads)."""
+    used = {k for e in compiled for k in e.reflected.used}
+    return _choose_set(
+        shader.contract.binding_sets, {k: b for k, b in bindings.items() if k in used} or bindings
     )
-    if len(c.binding_sets) > 1 and chosen is not None:
-        others = ", ".join(f"line {s.line}" for s in c.binding_sets if s is not chosen)
+
+
+def _chosen_notes(shader: Shader, chosen: BindingSet | None) -> list[str]:
+    """Which binding list is used, or that there is none; the argument names it spells otherwise."""
+    sets = shader.contract.binding_sets
+    if chosen is None:
+        return [
+            f"{shader.rel}: no Bindings block; wrappers are built from reflection alone "
+            "(argument shapes are not checked and the grid must be passed)"
+        ]
+    notes: list[str] = []
+    if len(sets) > 1:
+        others = ", ".join(f"line {s.line}" for s in sets if s is not chosen)
         label = f"the {chosen.label} binding list" if chosen.label else "the binding list"
-        warnings.append(
+        notes.append(
             f"{shader.rel}:{chosen.line}: note: {label} matches the compiled code "
             f"and is used ({others} ignored)"
         )
-    documented: dict[tuple[int, int], BufferSpec] = {}
-    modules = {e.name: read_module(e.spirv) for e in result.entries}
-    declared = declared_descriptors(m.entry(name) for name, m in modules.items())
+    return notes + _argument_names(shader, chosen)
+
+
+def _documented(
+    chosen: BindingSet | None, bindings: dict[tuple[int, int], Binding], push: bool
+) -> _Documented:
+    """Each binding line of the chosen list as the argument it documents, checked against the
+    binding it is; a params line no descriptor has documents the push-constant range."""
+    buffers: dict[tuple[int, int], BufferSpec] = {}
     push_docs: list[BindingDoc] = []
-    hard: list[HatchSlangError] = []  # what cannot be bound: an error whatever `strict` says
-    unread: set[int] = set(chosen.unread) if chosen else set()
-    if chosen is None:
-        warnings.append(
-            f"{shader.rel}: no Bindings block; wrappers are built from reflection alone "
-            "(argument shapes are not checked and the grid must be passed)"
-        )
-    else:
-        warnings += _argument_names(shader, chosen)
-        for doc in chosen.bindings:
-            r = _lookup(doc, reflected_all)
-            if r is None and doc.role == "params" and has_push(result):
-                push_docs.append(doc)  # a documented push-constant block (no descriptor binding)
-                continue
-            if r is None:
-                where = f"set {doc.set}, binding {doc.index}" if doc.set else f"binding {doc.index}"
-                have = sorted(f"{k[1]}" if not k[0] else f"set {k[0]} binding {k[1]}" for k in reflected_all)
-                problem(
+    problems: _Problems = []
+    for doc in chosen.bindings if chosen else ():
+        b = _lookup(doc, bindings)
+        if b is None and doc.role == "params" and push:
+            push_docs.append(doc)
+        elif b is None:
+            where = f"set {doc.set}, binding {doc.index}" if doc.set else f"binding {doc.index}"
+            have = sorted(f"{k[1]}" if not k[0] else f"set {k[0]} binding {k[1]}" for k in bindings)
+            problems.append(
+                (
                     doc.line,
                     f"{where} (`{doc.name}`) is not a binding of the shader "
                     f"(it has {', '.join(have) or 'none'})",
                 )
-                continue
-            res = declared.get(r.key)
-            if r.opaque or (res is not None and res.storage == "other"):
-                _opaque_doc(doc, r, res, problem)  # no wrapper binds it yet: check_bound says so
-                continue
-            documented[r.key] = _from_doc(doc, r, problem)
+            )
+        elif b.opaque or b.descriptor == "other":
+            problems += _opaque_doc(doc, b)  # no wrapper binds it yet: check_bound says so
+        else:
+            buffers[b.key], found = _from_doc(doc, b)
+            problems += found
+    return _Documented(buffers, tuple(push_docs), problems)
 
-    compiled_names = {e.name for e in result.entries}
-    for d in c.entry_dispatch:
-        for name in d.entries:
-            if name not in compiled_names:
-                problem(
-                    d.line,
-                    f"Dispatch names entry `{name}`, which is not an entry point of this shader "
-                    f"(it has {', '.join(sorted(compiled_names))})",
-                )
-    entries = []
-    pending = {d.name: d for d in push_docs}
-    for compiled in result.entries:
-        spirv = normalize_spirv(compiled.spirv)
-        refl = read_entry(compiled.reflection, compiled.name, compiled.spirv)
-        module = modules[compiled.name]
-        info = module.entry(compiled.name)
-        by_key = {(r.set or 0, r.binding or 0): r for r in info.resources if r.storage != "push_constant"}
-        buffers = []
-        for r in refl.bindings:
-            if r.key in documented:
-                buffers.append(documented[r.key])
-                continue
-            res = by_key.get(r.key)
-            if res is not None and res.storage not in ("storage", "uniform"):
-                continue  # an image or sampler: check_bound says it cannot be bound
-            if chosen is not None and r.index not in unread:
-                # Left out of the comment: not a contradiction, so reflection fills it in.
-                warnings.append(
-                    f"{shader.rel}:{chosen.line}: warning: binding {r.index} (`{r.variable}`) is used by "
-                    f"entry `{refl.name}` but missing from the binding lines; its argument comes from "
-                    "reflection"
-                )
-            if r.kind == "uniform" and res is not None and res.storage == "uniform":
-                buffers.append(block(shader, res, r.variable, "uniform", hard))
-            else:
-                buffers.append(_from_reflection(r))
-        covered = {b.key for b in buffers if b.kind != "push"}
-        for key, res in sorted(by_key.items()):
-            if key in covered:
-                continue
-            if res.storage == "uniform":  # the default uniform buffer of global `uniform` values
-                buffers.append(block(shader, res, res.variable, "uniform", hard))
-            elif res.storage == "storage":
-                buffers.append(from_spirv(res))
-            # Anything else (an image, a sampler ...) cannot be bound: check_bound says so.
-        push = _push_block(shader, info, pending, problem, hard)
-        if push is not None:
-            buffers.append(push)
-        buffers = unique_names(as_declared(info, buffers))
-        check_bound(shader, info, buffers, hard)
-        check_blocks(shader, module, info, buffers, hard)
-        entries.append(
-            _entry(shader, refl, tuple(buffers), spirv, c.dispatch_for(refl.name), problem, warnings, module)
-        )
-    for pd in pending.values():
-        problem(
-            pd.line, f"binding {pd.index} (`{pd.name}`) is not a binding or push-constant block of the shader"
-        )
-    if hard:
-        raise hard[0] if len(hard) == 1 else BuildErrors(list(hard))
 
-    if problems:
-        if strict:
-            raise problems[0] if len(problems) == 1 else BuildErrors(list(problems))
-        warnings += [str(p) for p in problems]
-    return ShaderSpec(shader, tuple(entries), result.dependencies, tuple(warnings))
+def _dispatch_problems(shader: Shader, compiled: list[_Compiled]) -> _Problems:
+    """Dispatch lines that name an entry the shader does not have."""
+    names = {e.info.name for e in compiled}
+    return [
+        (
+            d.line,
+            f"Dispatch names entry `{name}`, which is not an entry point of this shader "
+            f"(it has {', '.join(sorted(names))})",
+        )
+        for d in shader.contract.entry_dispatch
+        for name in d.entries
+        if name not in names
+    ]
+
+
+def _entry_spec(
+    shader: Shader,
+    e: _Compiled,
+    documented: dict[tuple[int, int], BufferSpec],
+    chosen: BindingSet | None,
+    push_doc: BindingDoc | None,
+) -> _Built:
+    """One entry: its arguments (documented, else from reflection, else from the SPIR-V), checked
+    to bind everything it uses, then its sizes and grid."""
+    found, warnings, hard = _undocumented(shader, e, documented, chosen)
+    push, problems, more = _push_block(shader, e.info, push_doc)
+    buffers = unique_names(as_declared(e.info, [*found, *([push] if push else [])]))
+    hard += more + check_bound(shader, e.info, buffers) + check_blocks(shader, e.module, e.info, buffers)
+    refl = e.reflected
+    spec, entry_problems, entry_warnings = _entry(
+        shader, refl, tuple(buffers), e.spirv, shader.contract.dispatch_for(refl.name), e.module
+    )
+    return _Built(spec, warnings + entry_warnings, problems + entry_problems, hard)
+
+
+def _undocumented(
+    shader: Shader,
+    e: _Compiled,
+    documented: dict[tuple[int, int], BufferSpec],
+    chosen: BindingSet | None,
+) -> tuple[list[BufferSpec], list[str], list[HatchSlangError]]:
+    """The entry's descriptor bindings, by reflection's order then the SPIR-V's: documented ones
+    as their lines say, the others from the compiled code (a warning where a list left one out)."""
+    by_key = {(r.set or 0, r.binding or 0): r for r in e.info.resources if r.storage != "push_constant"}
+    unread = set(chosen.unread) if chosen else set()
+    buffers: list[BufferSpec] = []
+    warnings: list[str] = []
+    hard: list[HatchSlangError] = []
+    for r in e.reflected.bindings:
+        res = by_key.get(r.key)
+        if r.key in documented:
+            buffers.append(documented[r.key])
+            continue
+        if res is not None and res.storage not in ("storage", "uniform"):
+            continue  # an image or sampler: check_bound says it cannot be bound
+        if chosen is not None and r.index not in unread:
+            # Left out of the comment: not a contradiction, so reflection fills it in.
+            warnings.append(
+                f"{shader.rel}:{chosen.line}: warning: binding {r.index} (`{r.variable}`) is used by "
+                f"entry `{e.info.name}` but missing from the binding lines; its argument comes from "
+                "reflection"
+            )
+        b = Binding.merged(r, res)
+        if r.kind == "uniform" and b.descriptor == "uniform":
+            spec, errors = block(shader, b, r.variable, "uniform")
+            buffers.append(spec)
+            hard += errors
+        else:
+            buffers.append(_from_reflection(b))
+    covered = {b.key for b in buffers}
+    for key, res in sorted(by_key.items()):
+        if key in covered:
+            continue
+        b = Binding.merged(None, res)  # no reflection of it: the SPIR-V alone
+        if res.storage == "uniform":  # the default uniform buffer of global `uniform` values
+            spec, errors = block(shader, b, res.variable, "uniform")
+            buffers.append(spec)
+            hard += errors
+        elif res.storage == "storage":
+            buffers.append(from_spirv(b))
+        # Anything else (an image, a sampler ...) cannot be bound: check_bound says so.
+    return buffers, warnings, hard
 
 
 def _argument_names(shader: Shader, chosen: BindingSet) -> list[str]:
@@ -231,45 +334,43 @@ def _entry_notes(shader: Shader) -> list[str]:
     ]
 
 
-def _choose_set(
-    sets: tuple[BindingSet, ...], reflected: dict[tuple[int, int], ReflectedBinding]
-) -> BindingSet | None:
+def _choose_set(sets: tuple[BindingSet, ...], bindings: dict[tuple[int, int], Binding]) -> BindingSet | None:
     """The documented set that matches the compiled code best (several backends, one SPIR-V)."""
     if not sets:
         return None
 
     def score(s: BindingSet) -> tuple[int, int, int]:
-        hits = [(d, _lookup(d, reflected)) for d in s.bindings]
-        found = [(d, r) for d, r in hits if r is not None]
-        agree = sum(_kind_matches(d, r) + _dtype_matches(d, r) for d, r in found)
-        names = sum(d.name == r.variable for d, r in found)
+        hits = [(d, _lookup(d, bindings)) for d in s.bindings]
+        found = [(d, b) for d, b in hits if b is not None]
+        agree = sum(_kind_matches(d, b) + _dtype_matches(d, b) for d, b in found)
+        names = sum(d.name == b.variable for d, b in found)
         return (len(found) - (len(hits) - len(found)), agree, names)
 
     return max(sets, key=score)  # the first of equals
 
 
-def _kind_matches(doc: BindingDoc, r: ReflectedBinding) -> bool:
+def _kind_matches(doc: BindingDoc, b: Binding) -> bool:
     if doc.register is not None:
-        return doc.register == ("b" if r.kind == "uniform" else "u" if r.writable else "t")
-    return doc.role == "params" or r.kind == "storage"
+        return doc.register == b.register
+    return doc.role == "params" or b.kind == "storage"
 
 
-def _dtype_matches(doc: BindingDoc, r: ReflectedBinding) -> bool:
+def _dtype_matches(doc: BindingDoc, b: Binding) -> bool:
     if doc.role == "params":
-        return r.kind == "uniform" or bool(r.scalars)
-    held = r.scalar_types
+        return b.kind == "uniform" or bool(b.scalars)
+    held = b.scalar_types
     return (
         doc.dtype is None or not held or doc.dtype in held or bool(held & _REINTERPRET.get(doc.dtype, set()))
     )
 
 
-def _lookup(doc: BindingDoc, reflected: dict[tuple[int, int], ReflectedBinding]) -> ReflectedBinding | None:
-    """The reflected binding a documented one is: by set and index; by index alone if unique."""
+def _lookup(doc: BindingDoc, bindings: dict[tuple[int, int], Binding]) -> Binding | None:
+    """The binding a documented one is: by set and index; by index alone if unique."""
     if doc.set is not None:
-        return reflected.get((doc.set, doc.index))
-    if (0, doc.index) in reflected:
-        return reflected[(0, doc.index)]
-    found = [r for k, r in reflected.items() if k[1] == doc.index]
+        return bindings.get((doc.set, doc.index))
+    if (0, doc.index) in bindings:
+        return bindings[(0, doc.index)]
+    found = [b for k, b in bindings.items() if k[1] == doc.index]
     return found[0] if len(found) == 1 else None
 
 
@@ -285,93 +386,155 @@ _REINTERPRET = {
 }
 
 
-def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> BufferSpec:
-    kind, writable = r.kind, r.writable
-    if doc.register is not None:
-        actual = "b" if r.kind == "uniform" else "u" if r.writable else "t"
-        if actual != doc.register:
-            problem(
-                doc.line,
-                f"binding `{doc.name}` is declared `{doc.register}{doc.index}` "
-                f"({_KIND_WORDS[doc.register]}) but the shader's `{r.variable}` is a "
-                f"{_KIND_WORDS[actual]}; write `{actual}{doc.index}`",
-            )
-    elif doc.access is not None and doc.role == "data" and (doc.access == "read") == r.writable:
-        problem(
-            doc.line,
-            f"binding `{doc.name}` is documented as {_WORDS[doc.access]} but the shader's "
-            f"`{r.variable}` is a {'read-write' if r.writable else 'read-only'} buffer",
-        )
-    if doc.role == "data":
-        held = r.scalar_types
-        dtype = doc.dtype
-        if dtype is None:
-            dtype = r.scalar_type if r.scalar_type in DTYPES and r.kind == "storage" else None
-        elif held and dtype not in held and not (held & _REINTERPRET.get(dtype, set())):
-            views = " / ".join(sorted(held))
-            problem(
-                doc.line,
-                f"binding `{doc.name}` is declared {dtype} but the shader's `{r.variable}` holds {views}",
-            )
-        return BufferSpec(
-            r.index,
-            argument_name(doc.name),
-            "data",
-            kind,
-            writable,
-            dtype,
-            doc.shape,
-            doc.shape is not None,
-            doc.doc,
-            doc.line,
-            flat=doc.flat,
-            set=r.set,
-            raw=_holds_bytes(r, dtype),
-        )
+def _from_doc(doc: BindingDoc, b: Binding) -> tuple[BufferSpec, _Problems]:
+    """The argument a binding line documents, and where the line contradicts the binding."""
+    problems = _access_problems(doc, b)
+    spec, found = _data_from_doc(doc, b) if doc.role == "data" else _params_from_doc(doc, b)
+    return spec, problems + found
 
-    slots: list[ParamSlot] = []
-    per_element = len(r.scalars)
-    if per_element == 0:
-        problem(
-            doc.line,
-            f"params binding `{doc.name}`: the shader's `{r.variable}` has no "
-            "element layout hatch-slang can pack (use uint, uintN or a struct of scalars)",
+
+def _access_problems(doc: BindingDoc, b: Binding) -> _Problems:
+    """A register or access word that is not the binding's kind."""
+    if doc.register is not None:
+        actual = b.register
+        if actual != doc.register:
+            return [
+                (
+                    doc.line,
+                    f"binding `{doc.name}` is declared `{doc.register}{doc.index}` "
+                    f"({_KIND_WORDS[doc.register]}) but the shader's `{b.variable}` is a "
+                    f"{_KIND_WORDS[actual]}; write `{actual}{doc.index}`",
+                )
+            ]
+    elif doc.access is not None and doc.role == "data" and (doc.access == "read") == b.writable:
+        return [
+            (
+                doc.line,
+                f"binding `{doc.name}` is documented as {_WORDS[doc.access]} but the shader's "
+                f"`{b.variable}` is a {'read-write' if b.writable else 'read-only'} buffer",
+            )
+        ]
+    return []
+
+
+def _data_from_doc(doc: BindingDoc, b: Binding) -> tuple[BufferSpec, _Problems]:
+    """An array argument: the line's dtype (else the element type's) and shape."""
+    problems: _Problems = []
+    held = b.scalar_types
+    dtype = doc.dtype
+    if dtype is None:
+        dtype = b.scalar_type if b.scalar_type in DTYPES and b.kind == "storage" else None
+    elif held and dtype not in held and not (held & _REINTERPRET.get(dtype, set())):
+        views = " / ".join(sorted(held))
+        problems.append(
+            (
+                doc.line,
+                f"binding `{doc.name}` is declared {dtype} but the shader's `{b.variable}` holds {views}",
+            )
         )
-        per_element = 1
+    spec = BufferSpec(
+        b.index,
+        argument_name(doc.name),
+        "data",
+        b.kind,
+        b.writable,
+        dtype,
+        doc.shape,
+        doc.shape is not None,
+        doc.doc,
+        doc.line,
+        flat=doc.flat,
+        set=b.set,
+        raw=_holds_bytes(b, dtype),
+        binding=b,
+    )
+    return spec, problems
+
+
+def _params_from_doc(doc: BindingDoc, b: Binding) -> tuple[BufferSpec, _Problems]:
+    """A params buffer: the line's fields packed into the binding's element layout."""
+    problems = _params_layout_problems(doc, b)
+    slots, size, found = _params_slots(doc, b)
+    spec = BufferSpec(
+        b.index,
+        argument_name(doc.name),
+        "params",
+        b.kind,
+        b.writable,
+        None,
+        None,
+        True,
+        doc.doc,
+        doc.line,
+        slots,
+        size,
+        set=b.set,
+        binding=b,
+    )
+    return spec, problems + found
+
+
+def _params_layout_problems(doc: BindingDoc, b: Binding) -> _Problems:
+    """Fields a params line lists that the binding's elements cannot hold."""
+    problems: _Problems = []
+    if not b.scalars:
+        problems.append(
+            (
+                doc.line,
+                f"params binding `{doc.name}`: the shader's `{b.variable}` has no "
+                "element layout hatch-slang can pack (use uint, uintN or a struct of scalars)",
+            )
+        )
+    per_element = len(b.scalars) or 1  # as if one word, to say what else is wrong
     n_fields = len(doc.fields)
-    by_element = any(f.element is not None for f in doc.fields)
-    if by_element:
+    if any(f.element is not None for f in doc.fields):
         longest = max(f.slot + 1 for f in doc.fields)
         if longest > per_element:
-            problem(
-                doc.line,
-                f"params binding `{doc.name}` lists {longest} fields for one element but an "
-                f"element of `{r.variable}` holds {per_element}",
+            problems.append(
+                (
+                    doc.line,
+                    f"params binding `{doc.name}` lists {longest} fields for one element but an "
+                    f"element of `{b.variable}` holds {per_element}",
+                )
             )
-        if r.kind == "uniform" and any(f.element for f in doc.fields):
-            problem(doc.line, f"params binding `{doc.name}`: a uniform buffer holds one element, [0]")
-    elif r.kind == "uniform" and n_fields > per_element:
-        problem(
-            doc.line,
-            f"params binding `{doc.name}` lists {n_fields} fields but the shader's "
-            f"`{r.variable}` holds only {per_element}",
+        if b.kind == "uniform" and any(f.element for f in doc.fields):
+            problems.append(
+                (doc.line, f"params binding `{doc.name}`: a uniform buffer holds one element, [0]")
+            )
+    elif b.kind == "uniform" and n_fields > per_element:
+        problems.append(
+            (
+                doc.line,
+                f"params binding `{doc.name}` lists {n_fields} fields but the shader's "
+                f"`{b.variable}` holds only {per_element}",
+            )
         )
-    elif len(r.scalars) > 1 and len({s.scalar for s in r.scalars}) > 1 and n_fields > per_element:
+    elif len({s.scalar for s in b.scalars}) > 1 and n_fields > per_element:
         # A struct of mixed types cannot be continued into a second element by position.
-        problem(
-            doc.line,
-            f"params binding `{doc.name}` lists {n_fields} fields but one element of "
-            f"`{r.variable}` (a struct) holds only {per_element}",
+        problems.append(
+            (
+                doc.line,
+                f"params binding `{doc.name}` lists {n_fields} fields but one element of "
+                f"`{b.variable}` (a struct) holds only {per_element}",
+            )
         )
-    stride = r.element_size or 4
+    return problems
+
+
+def _params_slots(doc: BindingDoc, b: Binding) -> tuple[tuple[ParamSlot, ...], int, _Problems]:
+    """The fields of a params line at their offsets, and the buffer's size (whole 16 bytes)."""
+    per_element = len(b.scalars) or 1
+    stride = b.element_size or 4
+    slots: list[ParamSlot] = []
+    problems: _Problems = []
     size = 0
     elements = 1
     for f in doc.fields:
         element, k = (f.element, f.slot) if f.element is not None else divmod(f.slot, per_element)
         if k >= per_element:
-            continue  # reported above
+            continue  # reported by _params_layout_problems
         elements = max(elements, element + 1)
-        sc = r.scalars[k] if r.scalars else None
+        sc = b.scalars[k] if b.scalars else None
         scalar = sc.scalar if sc else "u32"
         offset = element * stride + (sc.offset if sc else 4 * k)
         size = max(size, offset + scalar_size(scalar))
@@ -379,7 +542,9 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
             bounds = DTYPES[scalar].range if scalar in DTYPES else None
             if bounds is not None and not bounds[0] <= f.literal <= bounds[1]:
                 # Else every call would fail packing it.
-                problem(doc.line, f"params literal {f.literal} does not fit its {scalar} slot {bounds}")
+                problems.append(
+                    (doc.line, f"params literal {f.literal} does not fit its {scalar} slot {bounds}")
+                )
                 continue
             slots.append(ParamSlot("", scalar, offset, is_float(scalar), literal=f.literal))
             continue
@@ -387,29 +552,17 @@ def _from_doc(doc: BindingDoc, r: ReflectedBinding, problem: _Problem) -> Buffer
             continue
         is_bits = f.is_bits or (f.declared in ("f32", "f16") and scalar in ("u32", "i32"))
         if is_bits and scalar not in ("u32", "i32", "f32"):
-            problem(
-                doc.line, f"params field `{f.name}` holds f32 bits, which need a 32-bit slot, not {scalar}"
+            problems.append(
+                (doc.line, f"params field `{f.name}` holds f32 bits, which need a 32-bit slot, not {scalar}")
             )
         as_float = is_bits or is_float(scalar)
-        python = argument_name(f.name)
-        slots.append(ParamSlot(python, "f32" if is_bits else scalar, offset, as_float, derived=f.derived))
+        slots.append(
+            ParamSlot(
+                argument_name(f.name), "f32" if is_bits else scalar, offset, as_float, derived=f.derived
+            )
+        )
     size = max(size, stride * elements)
-    size = -(-size // 16) * 16
-    return BufferSpec(
-        r.index,
-        argument_name(doc.name),
-        "params",
-        kind,
-        writable,
-        None,
-        None,
-        True,
-        doc.doc,
-        doc.line,
-        tuple(slots),
-        size,
-        set=r.set,
-    )
+    return tuple(slots), -(-size // 16) * 16, problems
 
 
 # What reflection calls a descriptor that is no buffer, for messages about one no entry uses.
@@ -420,62 +573,70 @@ _OPAQUE_WORDS = {
 }
 
 
-def _opaque_doc(doc: BindingDoc, r: ReflectedBinding, res: Resource | None, problem: _Problem) -> None:
+def _opaque_doc(doc: BindingDoc, b: Binding) -> _Problems:
     """A binding line for an image, sampler, texel buffer or acceleration structure: the comment
     names it; what it cannot say of one (fields, a dtype and shape for a sampler, `u` for a
     read-only one) is a contradiction. The descriptor type is the SPIR-V's (reflection's for a
     binding no entry uses)."""
-    what = res.type_text if res is not None else _OPAQUE_WORDS.get(r.opaque, "image")
-    writable = res.declared_writable if res is not None else r.writable
+    spirv = b.descriptor is not None
+    what = b.type_text if spirv else _OPAQUE_WORDS.get(b.opaque, "image")
+    writable = b.declared_writable if spirv else b.writable
     data_like = "image" in what or "texel buffer" in what  # read and written as arrays
-    shown = f"the shader's `{r.variable}` is {article(what)}"
+    shown = f"the shader's `{b.variable}` is {article(what)}"
+    problems: _Problems = []
     if doc.role == "params":
-        problem(doc.line, f"binding `{doc.name}` is documented as a params buffer but {shown}")
+        problems.append((doc.line, f"binding `{doc.name}` is documented as a params buffer but {shown}"))
     elif not data_like and (doc.dtype is not None or doc.shape is not None):
-        problem(doc.line, f"binding `{doc.name}` is documented with a dtype or shape but {shown}")
+        problems.append((doc.line, f"binding `{doc.name}` is documented with a dtype or shape but {shown}"))
     if doc.register is not None:
         actual = "u" if writable else "t"
         if doc.register != actual or what == "sampler":
             fix = "a sampler's register is `s`" if what == "sampler" else f"write `{actual}{doc.index}`"
-            problem(
-                doc.line,
-                f"binding `{doc.name}` is declared `{doc.register}{doc.index}` "
-                f"({_KIND_WORDS[doc.register]}) but {shown}; {fix}",
+            problems.append(
+                (
+                    doc.line,
+                    f"binding `{doc.name}` is declared `{doc.register}{doc.index}` "
+                    f"({_KIND_WORDS[doc.register]}) but {shown}; {fix}",
+                )
             )
     elif doc.access is not None and doc.role == "data" and (doc.access == "read") == writable:
-        problem(
-            doc.line,
-            f"binding `{doc.name}` is documented as {_WORDS[doc.access]} but {shown}, "
-            f"{'read-write' if writable else 'read-only'}",
+        problems.append(
+            (
+                doc.line,
+                f"binding `{doc.name}` is documented as {_WORDS[doc.access]} but {shown}, "
+                f"{'read-write' if writable else 'read-only'}",
+            )
         )
+    return problems
 
 
-def _from_reflection(r: ReflectedBinding) -> BufferSpec:
-    name = python_name(r.variable, f"binding{r.index}")
-    dtype = r.scalar_type if r.scalar_type in DTYPES and r.kind == "storage" else None
+def _from_reflection(b: Binding) -> BufferSpec:
+    """An argument for a binding the entry uses and no line documents: its element type and access."""
+    dtype = b.scalar_type if b.scalar_type in DTYPES and b.kind == "storage" else None
     return BufferSpec(
-        r.index,
-        name,
+        b.index,
+        python_name(b.variable, f"binding{b.index}"),
         "data",
-        r.kind,
-        r.writable,
+        b.kind,
+        b.writable,
         dtype,
         None,
         False,
-        f"`{r.variable}` (from reflection)",
+        f"`{b.variable}` (from reflection)",
         None,
-        set=r.set,
-        raw=_holds_bytes(r, dtype),
+        set=b.set,
+        raw=_holds_bytes(b, dtype),
+        binding=b,
     )
 
 
-def _holds_bytes(r: ReflectedBinding, dtype: str | None) -> bool:
+def _holds_bytes(b: Binding, dtype: str | None) -> bool:
     """Whether the shader reads the binding as bytes packed in wider words: a byte-address
     buffer, or a buffer of 32-bit (or wider) words the comment declares as a narrower type (bytes,
     quantised blocks, f16 or bf16 pairs): an argument of an odd number of halves is padded."""
-    if any(v.shape == "byteAddressBuffer" for v in (r, *r.aliases)):
+    if b.byte_address:
         return True
-    held = r.scalar_types
+    held = b.scalar_types
     narrow = dtype is not None and dtype in DTYPES and DTYPES[dtype].size < 4  # u8, f16, bf16 ...
     wider = all(h in DTYPES and DTYPES[h].size >= 4 for h in held)  # held in 32-bit words or wider
     return narrow and bool(held) and dtype not in held and wider
@@ -487,29 +648,77 @@ def _entry(
     buffers: tuple[BufferSpec, ...],
     spirv: bytes,
     d: DispatchDoc | None,
-    problem: _Problem,
-    warnings: list[str],
     module: Module,
-) -> EntrySpec:
+) -> tuple[EntrySpec, _Problems, list[str]]:
+    """An entry's arguments: the sizes its wrapper reads off arrays, takes, computes or leaves
+    optional; a name used twice or a grid it cannot compute is an error whatever `strict` says."""
     data_names = {b.name for b in buffers if b.role == "data"}
     buffers = unclash(buffers, data_names)
+    fields = _fields(shader, refl.name, buffers, data_names)
+    _check_grid_argument(shader, refl.name, buffers, data_names | set(fields), d)
+    inferable = _inferable(shader, buffers, data_names)
+    known = set(inferable) | set(fields)
+    grid_only = _grid_only(shader, d, known, data_names)
+    sizes = known | set(grid_only)
+    buffers, warnings = _readable_formulas(shader, buffers, sizes)
+    checked, unchecked = _checked_shapes(shader, buffers, sizes)
+    fields = {p.name: p for b in checked for p in b.params if p.name}  # the formulas made plain
+    derived = {p.name for p in fields.values() if p.derived is not None}
+    grid = d.grid if d is not None else None
+    used_by_sizes = set(grid_only) | {n for e in grid or () for n in e.names}
+    for b in checked:
+        used_by_sizes.update(n for dim in b.shape or () for n in dim.names)
+        used_by_sizes.update(n for p in b.params if p.derived for n in p.derived.names)
+    unread = unread_fields(module, refl.name, checked) - used_by_sizes - set(inferable) - derived
+    spec = EntrySpec(
+        refl.name,
+        entry_name(refl.name),
+        refl.threads,
+        tuple(checked),
+        spirv,
+        grid,
+        d.text if d else None,
+        tuple(inferable),
+        tuple(n for n in fields if n not in inferable and n not in derived and n not in unread),
+        tuple(n for n in fields if n in inferable and n not in derived),
+        grid_only=tuple(grid_only),
+        params_unread=tuple(n for n in fields if n in unread),
+        grid_line=d.line if d else None,
+    )
+    return spec, _group_size_problems(d, refl), warnings + unchecked
+
+
+def _fields(
+    shader: Shader, entry: str, buffers: tuple[BufferSpec, ...], data_names: set[str]
+) -> dict[str, ParamSlot]:
+    """The entry's params fields by name (each an argument, or written by the wrapper)."""
     fields: dict[str, ParamSlot] = {}
     for b in buffers:
         for p in b.params:
             if not p.name:
                 continue
             if p.name in data_names or p.name in fields:
-                raise ShaderError(shader.rel, b.line, f"name `{p.name}` is used twice in entry `{refl.name}`")
+                raise ShaderError(shader.rel, b.line, f"name `{p.name}` is used twice in entry `{entry}`")
             fields[p.name] = p
-    if d is None and GRID_ARGUMENT in data_names | set(fields):
+    return fields
+
+
+def _check_grid_argument(
+    shader: Shader, entry: str, buffers: tuple[BufferSpec, ...], names: set[str], d: DispatchDoc | None
+) -> None:
+    """Without a Dispatch line the wrapper takes `grid=`: no argument may be called so."""
+    if d is None and GRID_ARGUMENT in names:
         line = next(b.line for b in buffers if GRID_ARGUMENT in (b.name, *(p.name for p in b.params)))
         raise ShaderError(
             shader.rel,
             line,
-            f"`{GRID_ARGUMENT}` names an argument of entry `{refl.name}`, which has no Dispatch line: "
+            f"`{GRID_ARGUMENT}` names an argument of entry `{entry}`, which has no Dispatch line: "
             f"its wrapper takes the grid as `{GRID_ARGUMENT}=`; add a Dispatch line or rename it",
         )
 
+
+def _inferable(shader: Shader, buffers: tuple[BufferSpec, ...], data_names: set[str]) -> list[str]:
+    """The dimensions read off array shapes (a bare name in a shape), in order."""
     inferable: list[str] = []
     for b in buffers:
         for dim in b.shape or ():
@@ -519,46 +728,71 @@ def _entry(
                         shader.rel, b.line, f"dimension `{dim.names[0]}` is also a binding name"
                     )
                 inferable.append(dim.names[0])
-    known = set(inferable) | set(fields)
-    derived = {p.name for p in fields.values() if p.derived is not None}
+    return inferable
+
+
+def _grid_only(shader: Shader, d: DispatchDoc | None, known: set[str], data_names: set[str]) -> list[str]:
+    """Names only the Dispatch line uses: the wrapper takes them as int arguments."""
     grid_only: list[str] = []
-    grid = None
-    if d is not None:
-        for e in d.grid:
-            for name in e.names:
-                if name not in known and name not in grid_only:
-                    if name in data_names:
-                        raise ShaderError(
-                            shader.rel, d.line, f"Dispatch uses `{name}`, which is an array argument"
-                        )
-                    grid_only.append(name)
-        if d.group_size is not None:
-            total = refl.threads[0] * refl.threads[1] * refl.threads[2]
-            if d.group_size != total:
-                problem(
-                    d.line,
-                    f"Dispatch says groups of {d.group_size} but entry `{refl.name}` has "
-                    f"[numthreads({', '.join(map(str, refl.threads))})] = {total} threads",
-                )
-        grid = d.grid
-    sizes = known | set(grid_only)
-    for p in list(fields.values()):
+    if d is None:
+        return grid_only
+    for e in d.grid:
+        for name in e.names:
+            if name not in known and name not in grid_only:
+                if name in data_names:
+                    raise ShaderError(
+                        shader.rel, d.line, f"Dispatch uses `{name}`, which is an array argument"
+                    )
+                grid_only.append(name)
+    return grid_only
+
+
+def _group_size_problems(d: DispatchDoc | None, refl: ReflectedEntry) -> _Problems:
+    """A Dispatch line's group size that is not the entry's [numthreads]."""
+    if d is None or d.group_size is None:
+        return []
+    total = refl.threads[0] * refl.threads[1] * refl.threads[2]
+    if d.group_size == total:
+        return []
+    return [
+        (
+            d.line,
+            f"Dispatch says groups of {d.group_size} but entry `{refl.name}` has "
+            f"[numthreads({', '.join(map(str, refl.threads))})] = {total} threads",
+        )
+    ]
+
+
+def _readable_formulas(
+    shader: Shader, buffers: tuple[BufferSpec, ...], sizes: set[str]
+) -> tuple[tuple[BufferSpec, ...], list[str]]:
+    """Params fields computed from sizes the entry defines; the others become plain arguments
+    (a formula over a computed field is unreadable until that field is itself made plain)."""
+    warnings: list[str] = []
+    derived = {p.name for b in buffers for p in b.params if p.name and p.derived is not None}
+    for p in [p for b in buffers for p in b.params if p.name]:
         bad = [n for n in (p.derived.names if p.derived else ()) if n not in sizes or n in derived]
-        if bad:
-            # Unreadable as a formula: the caller passes the field like any other.
-            line = next(b.line for b in buffers if p in b.params)
-            warnings.append(
-                f"{shader.rel}:{line}: warning: params field `{p.name}` is computed from `{bad[0]}`, "
-                "which no array, params field or Dispatch size of this entry defines; the wrapper "
-                f"takes `{p.name}` as an argument instead"
-            )
-            plain = replace(p, derived=None)
-            buffers = tuple(
-                replace(b, params=tuple(plain if q is p else q for q in b.params)) for b in buffers
-            )
-            fields[p.name] = plain
-            derived.discard(p.name)
+        if not bad:
+            continue
+        # Unreadable as a formula: the caller passes the field like any other.
+        line = next(b.line for b in buffers if p in b.params)
+        warnings.append(
+            f"{shader.rel}:{line}: warning: params field `{p.name}` is computed from `{bad[0]}`, "
+            "which no array, params field or Dispatch size of this entry defines; the wrapper "
+            f"takes `{p.name}` as an argument instead"
+        )
+        plain = replace(p, derived=None)
+        buffers = tuple(replace(b, params=tuple(plain if q is p else q for q in b.params)) for b in buffers)
+        derived.discard(p.name)
+    return buffers, warnings
+
+
+def _checked_shapes(
+    shader: Shader, buffers: tuple[BufferSpec, ...], sizes: set[str]
+) -> tuple[list[BufferSpec], list[str]]:
+    """Shapes over names the entry defines are checked; the others are not (with a warning)."""
     checked: list[BufferSpec] = []
+    warnings: list[str] = []
     for b in buffers:
         unknown = [n for dim in b.shape or () for n in dim.names if n not in sizes]
         if unknown:
@@ -568,44 +802,24 @@ def _entry(
             )
             b = replace(b, shape=None, shape_checked=False)
         checked.append(b)
-    used_by_sizes = set(grid_only) | {n for e in grid or () for n in e.names}
-    for b in checked:
-        used_by_sizes.update(n for dim in b.shape or () for n in dim.names)
-        used_by_sizes.update(n for p in b.params if p.derived for n in p.derived.names)
-    unread = unread_fields(module, refl.name, checked) - used_by_sizes - set(inferable) - derived
-    required = tuple(n for n in fields if n not in inferable and n not in derived and n not in unread)
-    optional = tuple(n for n in fields if n in inferable and n not in derived)
-    return EntrySpec(
-        refl.name,
-        entry_name(refl.name),
-        refl.threads,
-        tuple(checked),
-        spirv,
-        grid,
-        d.text if d else None,
-        tuple(inferable),
-        required,
-        optional,
-        grid_only=tuple(grid_only),
-        params_unread=tuple(n for n in fields if n in unread),
-        grid_line=d.line if d else None,
-    )
+    return checked, warnings
+
+
+def _push_blocks(info: EntryInfo) -> int:
+    """How many blocks declare the entry's push-constant range (they share it)."""
+    return sum(r.storage == "push_constant" for r in info.resources)
 
 
 def _push_block(
-    shader: Shader,
-    info: EntryInfo,
-    pending: dict[str, BindingDoc],
-    problem: _Problem,
-    hard: list[HatchSlangError],
-) -> BufferSpec | None:
+    shader: Shader, info: EntryInfo, doc: BindingDoc | None
+) -> tuple[BufferSpec | None, _Problems, list[HatchSlangError]]:
     """The entry's push-constant range: documented (a params line) or from its members."""
     found = push_range(info)
     if found is None:
-        return None
-    merged, blocks = found
-    doc = pending.pop(next(iter(pending)), None) if len(pending) >= 1 and blocks == 1 else None
-    if doc is not None:
-        spec = _from_doc(doc, push_view(merged), problem)
-        return replace(spec, kind="push", params_size=-(-max(merged.size, 4) // 4) * 4)
-    return push_block(shader, merged, hard)
+        return None, [], []
+    merged, _ = found
+    if doc is None:
+        spec, hard = push_block(shader, merged)
+        return spec, [], hard
+    spec, problems = _from_doc(doc, Binding.merged(None, merged))
+    return replace(spec, kind="push", params_size=-(-max(merged.size, 4) // 4) * 4), problems, []

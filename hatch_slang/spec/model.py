@@ -1,10 +1,12 @@
-"""What code generation needs of one shader: the spec that merging its comment with what the
-compiler says produces (:mod:`hatch_slang.spec.merge` builds it, :mod:`hatch_slang.codegen.wrappers` reads
-it).
+"""The spec of one shader: what the compiled code says of each binding, and what merging that
+with the comment produces for code generation (:mod:`hatch_slang.spec.merge` builds it,
+:mod:`hatch_slang.codegen.wrappers` reads it).
 
-Frozen dataclasses only: a :class:`ShaderSpec` holds one :class:`EntrySpec` per entry point, each
-with the :class:`BufferSpec` of every binding it uses; a params buffer lists its fields as
-:class:`ParamSlot` values.
+Frozen dataclasses only. A :class:`Binding` is one binding as the compiled code has it: Slang's
+reflection and the entry's SPIR-V merged, once, by :meth:`Binding.merged`; the checks against the
+comment and everything after them read it, never the two sources. A :class:`ShaderSpec` holds one
+:class:`EntrySpec` per entry point, each with the :class:`BufferSpec` (the wrapper's argument) of
+every binding it uses; a params buffer lists its fields as :class:`ParamSlot` values.
 """
 
 from __future__ import annotations
@@ -13,18 +15,136 @@ from dataclasses import dataclass
 from typing import Literal
 
 from slangrt.dtypes import DTYPES
+from slangrt.spirv import Member, Resource
 
 from hatch_slang.comments.expr import Expr
 from hatch_slang.compile.discover import Shader
+from hatch_slang.spec.reflection import ReflectedBinding, Scalar
 
 # The keyword argument a wrapper adds for the grid of an entry that has no Dispatch line; no
 # argument of such an entry may have its name (hatch_slang.spec.merge says so, naming the line).
 GRID_ARGUMENT = "grid"
 
 
+def register(kind: str, writable: bool) -> str:
+    """The HLSL register letter of a binding: `b` a uniform buffer, `u` read-write, `t` read-only."""
+    return "b" if kind == "uniform" else "u" if writable else "t"
+
+
 def is_float(scalar: str) -> bool:
     """Whether a packed scalar type (``f32``, ``u32`` ...) holds a float."""
     return scalar in DTYPES and DTYPES[scalar].is_float
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One descriptor binding, or the push-constant range, as the compiled code has it.
+
+    Two sources, each the authority on its own facts: Slang's reflection on what the source
+    declares (the variable's type: buffer kind, access, element layout, aliases), for every global
+    of the file; the SPIR-V on what one entry really uses (the descriptor type it declares, its
+    block layout, whether its declaration allows writes). ``descriptor`` is None for a binding no
+    entry's SPIR-V uses (reflection alone); a buffer reflection did not list has the SPIR-V's facts
+    alone.
+
+    Room for what the next kinds of binding add: an image's dimensions and format belong beside
+    ``descriptor`` (read from its OpTypeImage), a struct's layout is ``members`` (the SPIR-V's
+    leaves, with offsets), a device address is a member whose scalar is ``ptr`` (with its
+    ``pointee``).
+    """
+
+    set: int
+    index: int
+    variable: str  # the Slang variable (reflection's name, else the SPIR-V's OpName)
+    # From reflection (for a binding only the SPIR-V has: what its block layout implies).
+    kind: Literal["storage", "uniform"]  # a uniform block, or anything else bound as storage
+    writable: bool  # the type allows writes (RW, Append ...), or any alias's does
+    scalars: tuple[Scalar, ...]  # one element flattened; empty when unknown
+    element_size: int  # bytes per element (the stride); 0 when unknown
+    scalar_types: frozenset[str]  # the element type of this variable and of each alias (one type each)
+    byte_address: bool  # this variable or an alias is a byte-address buffer
+    opaque: str  # reflection's word for what is no buffer (`texture2D`, `samplerState` ...), else ""
+    # From the SPIR-V (None/empty/defaults when no entry's SPIR-V uses it).
+    descriptor: Literal["storage", "uniform", "push_constant", "other"] | None
+    type_text: str  # the SPIR-V's description, for messages ("" without SPIR-V)
+    declared_writable: bool  # the SPIR-V declaration allows writes
+    members: tuple[Member, ...]  # the SPIR-V block flattened (for {T data[]} buffers, T's leaves)
+    block_size: int  # a uniform or push-constant block's size in bytes
+    array_size: int = 1  # descriptor count: N for arrays of resources, 0 for unsized arrays
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.set, self.index)
+
+    @property
+    def scalar_type(self) -> str | None:
+        """The element's scalar type when all its components share one."""
+        kinds = {s.scalar for s in self.scalars}
+        return kinds.pop() if len(kinds) == 1 else None
+
+    @property
+    def register(self) -> str:
+        """The register letter a binding line must write for it (:func:`register`)."""
+        return register(self.kind, self.writable)
+
+    @classmethod
+    def merged(cls, reflected: ReflectedBinding | None, resource: Resource | None) -> Binding:
+        """The one merge of the two sources; at least one must be given."""
+        if reflected is None:
+            if resource is None:
+                raise ValueError("a binding needs reflection or SPIR-V")
+            return cls._from_spirv(resource)
+        views = (reflected, *reflected.aliases)
+        return cls(
+            reflected.set,
+            reflected.index,
+            reflected.variable,
+            reflected.kind,
+            reflected.writable,
+            reflected.scalars,
+            reflected.element_size,
+            reflected.scalar_types,
+            any(v.shape == "byteAddressBuffer" for v in views),
+            reflected.opaque,
+            *_spirv_facts(resource),
+        )
+
+    @classmethod
+    def _from_spirv(cls, resource: Resource) -> Binding:
+        # A block reflection does not describe (a push-constant range, a GLSL-style buffer): its
+        # SPIR-V layout, read as reflection would describe a uniform buffer.
+        scalars = tuple(
+            Scalar(m.name or "x", "u32" if m.scalar == "bool" else m.scalar, m.offset)
+            for m in resource.members
+        )
+        block = resource.storage in ("uniform", "push_constant")
+        kinds = {s.scalar for s in scalars}
+        return cls(
+            resource.set or 0,
+            resource.binding or 0,
+            resource.variable,
+            "uniform" if block else "storage",
+            resource.declared_writable,
+            scalars,
+            resource.size if block else resource.element_stride,
+            frozenset(kinds) if len(kinds) == 1 else frozenset(),
+            False,
+            "",
+            *_spirv_facts(resource),
+        )
+
+
+def _spirv_facts(
+    r: Resource | None,
+) -> tuple[
+    Literal["storage", "uniform", "push_constant", "other"] | None, str, bool, tuple[Member, ...], int, int
+]:
+    if r is None:
+        return (None, "", False, (), 0, 1)
+    descriptor: Literal["storage", "uniform", "push_constant", "other"] = (
+        r.storage if r.storage in ("storage", "uniform", "push_constant") else "other"  # type: ignore[assignment]
+    )
+    return (descriptor, r.type_text, r.declared_writable, r.members, r.size, r.array_size)
 
 
 @dataclass(frozen=True)
@@ -56,10 +176,16 @@ class BufferSpec:
     # The kernel reads it as bytes in 4-byte words (a byte-address buffer, or 32-bit words the
     # comment calls bytes or quantised blocks): the wrapper passes `raw=True` to `Dims.array`.
     raw: bool = False
+    binding: Binding | None = None  # what the compiled code says of it
 
     @property
     def key(self) -> tuple[int, int]:
         return (self.set, self.index)
+
+    @property
+    def register(self) -> str:
+        """The register of the argument as bound (:func:`register`), index included: `u1`."""
+        return register(self.kind, self.writable) + str(self.index)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ keyword arguments (:func:`block`, :func:`push_block`); storage buffers reflectio
 come from the SPIR-V (:func:`from_spirv`); names taken from the code become Python arguments
 (:func:`python_name`, :func:`unique_names`, :func:`unclash`). Then the checks: every descriptor
 and push-constant range the entry uses is bound (:func:`check_bound`), and every byte it loads
-from an uncommented block belongs to an argument (:func:`check_blocks`). :func:`unread_fields`
-says which params fields the entry never reads.
+from an uncommented block belongs to an argument (:func:`check_blocks`); each returns the errors
+it finds, which no `strict = false` turns into warnings. :func:`unread_fields` says which params
+fields the entry never reads. Everything reads one entry's :class:`~slangrt.spirv.Module`, parsed
+once by the caller.
 """
 
 from __future__ import annotations
@@ -18,15 +20,14 @@ from dataclasses import replace
 from typing import Literal
 
 from slangrt.dtypes import DTYPES
-from slangrt.spirv import EntryInfo, Member, Module, Resource, read_module
+from slangrt.spirv import EntryInfo, Member, Module, Resource
 
 from hatch_slang.comments.contract import source_lines
 from hatch_slang.comments.expr import ExprError, argument_name
-from hatch_slang.compile.compiler import CompileResult
 from hatch_slang.compile.discover import Shader
 from hatch_slang.errors import HatchSlangError, ShaderError
-from hatch_slang.spec.model import BufferSpec, ParamSlot, is_float
-from hatch_slang.spec.reflection import ReflectedBinding, Scalar, scalar_size, unescape
+from hatch_slang.spec.model import Binding, BufferSpec, ParamSlot, is_float
+from hatch_slang.spec.reflection import scalar_size, unescape
 
 
 def _resource_of(info: EntryInfo, b: BufferSpec) -> Resource | None:
@@ -61,12 +62,9 @@ def unread_fields(module: Module, entry: str, buffers: list[BufferSpec]) -> set[
     return unread
 
 
-def has_push(result: CompileResult) -> bool:
-    return any(
-        r.storage == "push_constant"
-        for e in result.entries
-        for r in read_module(e.spirv).entry(e.name).resources
-    )
+def has_push(infos: Iterable[EntryInfo]) -> bool:
+    """Whether some entry has a push-constant range."""
+    return any(r.storage == "push_constant" for info in infos for r in info.resources)
 
 
 def declared_at(source: str, variable: str) -> int | None:
@@ -109,15 +107,13 @@ def _argument(name: str) -> str | None:
 
 
 def block(
-    shader: Shader,
-    res: Resource,
-    variable: str,
-    kind: Literal["uniform", "push"],
-    hard: list[HatchSlangError],
-) -> BufferSpec:
-    """A uniform or push-constant block with no comment: its fields become keyword arguments."""
+    shader: Shader, b: Binding, variable: str, kind: Literal["uniform", "push"]
+) -> tuple[BufferSpec, list[HatchSlangError]]:
+    """A uniform or push-constant block with no comment: its fields become keyword arguments;
+    a pointer it holds to anything but scalars is an error whatever `strict` says."""
     slots: list[ParamSlot] = []
-    for m in res.members:
+    hard: list[HatchSlangError] = []
+    for m in b.members:
         name = _slot_name(m, variable)
         if name is None:
             continue
@@ -132,11 +128,12 @@ def block(
                 )
             )
         slots.append(ParamSlot(name, scalar, m.offset, is_float(scalar)))
-    size = -(-max(res.size, 4) // (16 if kind == "uniform" else 4)) * (16 if kind == "uniform" else 4)
+    align = 16 if kind == "uniform" else 4
+    size = -(-max(b.block_size, 4) // align) * align
     shown = variable or ("push constants" if kind == "push" else "uniforms")
-    name = _argument(shown) or ("push" if kind == "push" else f"uniforms{res.binding}")
-    return BufferSpec(
-        res.binding or 0,
+    name = _argument(shown) or ("push" if kind == "push" else f"uniforms{b.index}")
+    spec = BufferSpec(
+        b.index,
         name,
         "params",
         kind,
@@ -148,8 +145,10 @@ def block(
         None,
         tuple(slots),
         size,
-        set=res.set or 0,
+        set=b.set,
+        binding=b,
     )
+    return spec, hard
 
 
 def python_name(variable: str, fallback: str) -> str:
@@ -162,24 +161,24 @@ def python_name(variable: str, fallback: str) -> str:
     return _argument("_".join(parts)) or fallback
 
 
-def from_spirv(res: Resource) -> BufferSpec:
+def from_spirv(b: Binding) -> BufferSpec:
     """A storage buffer the SPIR-V uses that reflection did not list (GLSL-style blocks, the
     buffers of a ParameterBlock, entry-point `uniform` buffers)."""
-    kinds = {m.scalar for m in res.members}
+    kinds = {m.scalar for m in b.members}
     scalar = kinds.pop() if len(kinds) == 1 else None
-    name = python_name(res.variable, f"binding{res.binding}")
     return BufferSpec(
-        res.binding or 0,
-        name,
+        b.index,
+        python_name(b.variable, f"binding{b.index}"),
         "data",
         "storage",
-        res.declared_writable,
+        b.declared_writable,
         scalar if scalar in DTYPES else None,
         None,
         False,
-        f"`{res.variable}` (from the SPIR-V)",
+        f"`{b.variable}` (from the SPIR-V)",
         None,
-        set=res.set or 0,
+        set=b.set,
+        binding=b,
     )
 
 
@@ -218,10 +217,11 @@ def unique_names(buffers: list[BufferSpec]) -> list[BufferSpec]:
 
 
 def check_blocks(
-    shader: Shader, module: Module, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
-) -> None:
+    shader: Shader, module: Module, info: EntryInfo, buffers: list[BufferSpec]
+) -> list[HatchSlangError]:
     """Never zeros for a value the entry reads: every loaded byte of an uncommented uniform or
     push-constant block belongs to an argument."""
+    hard: list[HatchSlangError] = []
     for b in buffers:
         if b.role != "params" or b.line is not None:
             continue
@@ -245,12 +245,12 @@ def check_blocks(
                     "the block's fields",
                 )
             )
+    return hard
 
 
-def check_bound(
-    shader: Shader, info: EntryInfo, buffers: list[BufferSpec], hard: list[HatchSlangError]
-) -> None:
+def check_bound(shader: Shader, info: EntryInfo, buffers: list[BufferSpec]) -> list[HatchSlangError]:
     """The invariant: every descriptor and push-constant range the entry's SPIR-V uses is bound."""
+    hard: list[HatchSlangError] = []
     for r in info.resources:
         if r.storage == "other":
             hard.append(not_bindable(shader, r))
@@ -281,6 +281,7 @@ def check_bound(
                     + "), which its wrapper would leave unbound",
                 )
             )
+    return hard
 
 
 def declared_descriptors(infos: Iterable[EntryInfo]) -> dict[tuple[int, int], Resource]:
@@ -355,16 +356,7 @@ def push_range(info: EntryInfo) -> tuple[Resource, int] | None:
     return merged, len(blocks)
 
 
-def push_view(merged: Resource) -> ReflectedBinding:
-    """The push-constant range as reflection describes a uniform buffer: what a documented params
-    line for it is checked against."""
-    scalars = tuple(
-        Scalar(m.name or "x", "u32" if m.scalar == "bool" else m.scalar, m.offset) for m in merged.members
-    )
-    return ReflectedBinding(0, merged.variable, "uniform", "pushConstant", False, scalars, merged.size)
-
-
-def push_block(shader: Shader, merged: Resource, hard: list[HatchSlangError]) -> BufferSpec:
+def push_block(shader: Shader, merged: Resource) -> tuple[BufferSpec, list[HatchSlangError]]:
     """An uncommented push-constant range: its fields become keyword arguments."""
     variable = merged.variable if merged.variable not in ("entryPointParams", "") else ""
-    return block(shader, merged, variable, "push", hard)
+    return block(shader, Binding.merged(None, merged), variable, "push")
