@@ -106,3 +106,15 @@ def test_a_keyword_in_a_dispatch_line_reads_as_its_renamed_argument() -> None:
     assert [g.names for g in doc.grid] == [("lambda_",), ("match",), ("class_",)]
     assert doc.grid[0].python == "_c.ceil(_c.div(lambda_, 8))"
     assert doc.group_size == 64
+
+
+@pytest.mark.parametrize("word", ["True", "False", "None"])
+def test_a_constant_keyword_in_a_dispatch_line_is_a_name_not_a_constant(word: str) -> None:
+    """`True` parses in Python as a constant; in a shader it is a size's name (`True_` here), so
+    the grid follows the argument instead of refusing the formula."""
+    from hatch_slang.comments import expr
+    from hatch_slang.comments.dispatch import read_dispatch
+
+    doc = read_dispatch(f"(ceil({word} / 64), 1, 1) groups of 64")
+    assert doc.grid[0].names == (f"{word}_",)
+    assert expr.evaluate(f"ceil({word} / 64)", {f"{word}_": 130}) == 3

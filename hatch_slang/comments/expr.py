@@ -175,29 +175,33 @@ def parse_grid(text: str) -> tuple[Expr, ...]:
 
 
 _KEYWORD = re.compile(r"(?<![\w.])(" + "|".join(keyword.kwlist) + r")(?!\w)")
+_CONSTANT_KEYWORD = re.compile(r"(?<![\w.])(True|False|None)(?!\w)")
 
 
 def _spelled(text: str) -> str:
     """``text`` as the wrappers spell it: each Python keyword read as the argument
     :func:`argument_name` makes of it (``ceil(lambda / 64)`` reads the argument ``lambda_``), where
-    ``text`` does not parse as it is. (Expressions hold names, numbers and operators only.)"""
+    ``text`` does not parse as it is, and always for the keywords that parse as constants
+    (``True``...). (Expressions hold names, numbers and operators only.)"""
     try:
         ast.parse(text, mode="eval")
     except SyntaxError:
         return _KEYWORD.sub(r"\1_", text)
-    return text
+    # `True`, `False` and `None` parse, as constants no formula may hold: in a shader they are names.
+    return _CONSTANT_KEYWORD.sub(r"\1_", text)
 
 
 def _parse(text: str, what: str) -> ast.Expression:
     """``text`` parsed as :func:`_spelled` spells it."""
     try:
-        return ast.parse(text, mode="eval")
+        return ast.parse(_spelled(text), mode="eval")
     except SyntaxError as e:
         error = e
-    try:
-        return ast.parse(_spelled(text), mode="eval")
-    except SyntaxError:
-        raise ExprError(f"`{text}` is not {what} ({error.msg})") from None
+    try:  # the message is about the text as written
+        ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        error = e
+    raise ExprError(f"`{text}` is not {what} ({error.msg})") from None
 
 
 def _render(node: ast.expr, names: list[str], depth: int, helpers: str = HELPERS) -> str:
