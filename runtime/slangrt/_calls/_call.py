@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._devices._tensor import Tensor
+from .._recording._callkey import value_key
 from ..dtypes import DTYPES
 from ._arguments import Packed
 from ._kernel import Kernel
@@ -138,23 +139,32 @@ _SCALARS: dict[str, tuple[struct.Struct, bool, int, int]] = {
     code: (_struct(code), t.is_float, *(t.range or (0, 0))) for code, t in DTYPES.items()
 }
 _ADDRESS = struct.Struct("<Q")
-# What pack made for recent fields (all plain ints and floats): calls with the same params reuse
-# the (read-only) bytes instead of checking and packing them again.
-_PACKED: dict[tuple[int, tuple[tuple[str, int, str, object], ...]], Packed] = {}
+# What pack made for recent fields (plain ints and floats), by _memo_key: calls with the same
+# params reuse the (read-only) bytes instead of checking and packing them again. Shared by all
+# threads without a lock: a get, a store and clear() are each one dict operation, atomic under
+# CPython's GIL and under free-threaded CPython's per-dict lock; a race only packs twice or
+# drops an entry, and every entry holds bytes equal to what packing its key makes.
+_PACKED: dict[tuple[Any, ...], Packed] = {}
 _PACKED_MAX = 4096
 
 
-def _memoizable(fields: tuple[tuple[str, int, str, object], ...]) -> bool:
-    """Whether ``fields`` hold only values whose equality means equal bytes: ints for integer
-    fields, ints and non-zero floats for float fields (``-0.0 == 0.0``), no pointers."""
+def _memo_key(size: int, fields: tuple[tuple[str, int, str, object], ...]) -> tuple[Any, ...] | None:
+    """The memo's key for these fields: their values by ``_callkey``'s rule (floats by their
+    bits, as they pack); None where a value is not a plain int, or a float for a float field,
+    or is a pointer (its tensor is collected at every call)."""
+    floats = False
     for _, _, scalar, value in fields:
         cls = value.__class__
         if cls is int:
             if scalar == "ptr":
-                return False
-        elif cls is not float or not value or not _SCALARS[scalar][1]:
-            return False
-    return True
+                return None
+        elif cls is float and _SCALARS[scalar][1]:
+            floats = True
+        else:
+            return None
+    if not floats:  # ints are their own keys: the fields themselves are the key
+        return (size, fields)
+    return (size, *[(f, o, s, value_key(v)) for f, o, s, v in fields])
 
 
 def _bf16_bits(value: float) -> int:
@@ -174,9 +184,9 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
     Scalar codes are those of :data:`slangrt.dtypes.DTYPES` plus ``"ptr"``: a :class:`Tensor`,
     packed as its 8-byte device address.
     """
-    memo = _memoizable(fields)
-    if memo:
-        found = _PACKED.get((size, fields))
+    memo = _memo_key(size, fields)
+    if memo is not None:
+        found = _PACKED.get(memo)
         if found is not None:
             return found
     out = bytearray(size)
@@ -204,11 +214,11 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
                 raise ValueError(f"argument `{field}` = {n} is outside the {scalar} range [{lo}, {hi}]")
             fmt.pack_into(out, offset, n)
     arr = np.frombuffer(out, np.uint8).view(Packed)
-    if memo:
+    if memo is not None:
         arr.flags.writeable = False  # shared by the calls that pack the same values
         if len(_PACKED) >= _PACKED_MAX:
             _PACKED.clear()
-        _PACKED[(size, fields)] = arr
+        _PACKED[memo] = arr
     return arr
 
 

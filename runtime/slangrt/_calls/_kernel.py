@@ -29,6 +29,7 @@ from .._devices._tensor import Tensor
 from .._errors import DispatchTimeoutError, SlangRTError
 from .._recording import _batch
 from .._recording._batch import open_blocks as _open_blocks
+from .._recording._callkey import op_key, variant_key
 from .._recording._pipeline import BindingKey, BindingSpec, KernelState, Pipeline
 from ._arguments import ArgumentChecks, Packed
 
@@ -57,8 +58,8 @@ class _Plan:
         self.dims = dims
         self.core, self.batches, self.queue = parts.core, parts.batches, parts.queue
         self.state, self.what = state, state.what
-        self.op = _batch.op_key(state, allocs, dims)  # the batch's key for the dispatch
-        self.variant = KernelState.variant_key(allocs, None, dims, None)  # its command buffer's
+        self.op = op_key(state, allocs, dims)  # the batch's key for the dispatch
+        self.variant = variant_key(allocs, None, dims, None)  # its command buffer's
         self.cached: list[Any] = [None]  # that command buffer (see KernelState.submit)
 
 
@@ -139,7 +140,11 @@ class Kernel(ArgumentChecks):
         # The last checked grid and its dims: one tuple, one store (never half of one).
         self._last_grid: tuple[Any, tuple[int, int, int]] = (None, (0, 0, 0))
         self._closed = False
-        # Recent calls' arguments and what they bind, newest first (repeated unchecked).
+        # Recent calls' arguments and what they bind, newest first (repeated unchecked; what
+        # makes a call the same is _callkey's rule). Read without the lock: the list is never
+        # changed in place, only rebound (one store), so a reader iterates whole plans of the
+        # old or the new list, under the GIL or free-threaded; a plan itself never changes
+        # after it is made, but for its command buffer's one-item `cached` list.
         self._plans: list[_Plan] = []
 
     # -- public ------------------------------------------------------------------------------

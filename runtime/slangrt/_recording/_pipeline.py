@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._alloc._heap import Allocation, bind_range
+from .._alloc._heap import Allocation
 from .._alloc._memory import Memory
 from .._vulkan import _vk
 from .._vulkan._core import Core
 from .._vulkan._queue import Queue
+from ._callkey import variant_key
 from ._record import DescriptorSets, record_ops
 
 __all__ = ["BindingKey", "BindingSpec", "KernelState", "Pipeline", "descriptor_type"]
@@ -249,17 +250,6 @@ class KernelState:
             },
         )
 
-    @staticmethod
-    def variant_key(
-        allocs: list[Allocation], ranges: list[int] | None, dims: tuple[int, int, int], push: bytes | None
-    ) -> Any:
-        """What a command buffer recorded for a call depends on (see :meth:`submit`)."""
-        if ranges is None:
-            key: Any = (dims, *[a.key for a in allocs])
-        else:
-            key = (dims, *[(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
-        return key if push is None else (key, push)
-
     def submit(
         self,
         allocs: list[Allocation],
@@ -272,13 +262,13 @@ class KernelState:
     ) -> int:
         """Submit the command buffer recorded for this call (recording it the first time);
         return the serial. ``ranges``: bytes bound per allocation (None: their sizes); ``key``:
-        :meth:`variant_key` of the call, where the caller has it; ``cached``: a one-item list
+        :func:`_callkey.variant_key` of the call, where the caller has it; ``cached``: a one-item list
         where the caller keeps the command buffer found for ``key`` (valid while it is still
         recorded for that very key object)."""
         variant = cached[0] if cached is not None else None
         if variant is None or key is None or variant.key is not key:
             if key is None:
-                key = self.variant_key(allocs, ranges, dims, push)
+                key = variant_key(allocs, ranges, dims, push)
             variant = self.variants.get(key)
             if variant is None:
                 variant = self._record(key, allocs, ranges, dims, push)
