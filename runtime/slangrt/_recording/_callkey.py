@@ -53,7 +53,7 @@ def value_key(value: object) -> object:
     """The key a value compares by (see the module docstring); :data:`UNKEYED` if it has none."""
     cls = value.__class__
     if cls is float:
-        return _DOUBLE.pack(value)  # type: ignore[arg-type]
+        return _DOUBLE.pack(value)
     if cls in _PLAIN:
         return value
     if cls is tuple:
