@@ -349,49 +349,13 @@ class Dims:
                 value = self._host_array(name, value, writable)
             got_dtype, got_shape = value.dtype, value.shape
         if dtype is not None:
-            want = _NP_DTYPES.get(dtype)
-            if want is None and dtype == "bfloat16":
-                self._bf16(name, got_dtype)
-            elif want is None:
-                want = _NP_DTYPES[dtype] = np.dtype(dtype)
-            if want is not None and got_dtype is not want and got_dtype != want:
-                raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
+            self._check_dtype(name, dtype, got_dtype)
         if not tensor and got_dtype.byteorder == ">":
             raise TypeError(self._err(f"argument `{name}` is big-endian ({got_dtype.str}); use native order"))
-        values = self.values
         if checked and flat:
-            # `flat[n]`: any shape; the one dim is the total number of elements.
-            size = math.prod(got_shape)
-            self.shapes[name] = (size,)
-            dim = (shape or (None,))[0]
-            if isinstance(dim, str):
-                self._bind(name, 0, dim, size, whole=True)
-            elif isinstance(dim, int) and dim != size:
-                raise ValueError(self._err(f"argument `{name}` has {size} elements, expected {dim}"))
+            self._check_flat(name, shape, got_shape)
         elif checked:
-            want_ndim = len(shape) if shape is not None else 1
-            if len(got_shape) != want_ndim:
-                raise ValueError(
-                    self._err(
-                        f"argument `{name}` must have {want_ndim} dimension(s), "
-                        f"got {len(got_shape)} (shape {got_shape})"
-                    )
-                )
-            self.shapes[name] = got_shape
-            for axis, dim in enumerate(shape or (None,)):
-                if dim is None:
-                    continue
-                size = got_shape[axis]
-                if dim.__class__ is str:
-                    known = values.get(dim)
-                    if known is None:
-                        values[dim] = (size, (name, axis))
-                    elif known[0] != size:
-                        self._bind(name, axis, dim, size)  # raises, saying where `dim` came from
-                elif isinstance(dim, int) and dim != size:
-                    raise ValueError(
-                        self._err(f"argument `{name}` axis {axis} has size {size}, expected {dim}")
-                    )
+            self._check_shape(name, shape, got_shape)
         if writable:
             self._not_aliased(name, value)
         if raw and value.nbytes % 4:
@@ -399,13 +363,64 @@ class Dims:
         if isinstance(value, Tensor):
             return value
         assert isinstance(value, np.ndarray)
+        return self._contiguous(name, value, writable)
+
+    def _check_dtype(self, name: str, dtype: str, got: np.dtype[Any]) -> None:
+        want = _NP_DTYPES.get(dtype)
+        if want is None and dtype == "bfloat16":
+            self._bf16(name, got)
+        elif want is None:
+            want = _NP_DTYPES[dtype] = np.dtype(dtype)
+        if want is not None and got is not want and got != want:
+            raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got}"))
+
+    def _check_flat(
+        self, name: str, shape: tuple[str | int | None, ...] | None, got: tuple[int, ...]
+    ) -> None:
+        """`flat[n]`: any shape; the one dim is the total number of elements."""
+        size = math.prod(got)
+        self.shapes[name] = (size,)
+        dim = (shape or (None,))[0]
+        if isinstance(dim, str):
+            self._bind(name, 0, dim, size, whole=True)
+        elif isinstance(dim, int) and dim != size:
+            raise ValueError(self._err(f"argument `{name}` has {size} elements, expected {dim}"))
+
+    def _check_shape(
+        self, name: str, shape: tuple[str | int | None, ...] | None, got: tuple[int, ...]
+    ) -> None:
+        """The argument's dimensions against the comment's: sizes, and names bound on first use."""
+        want_ndim = len(shape) if shape is not None else 1
+        if len(got) != want_ndim:
+            raise ValueError(
+                self._err(
+                    f"argument `{name}` must have {want_ndim} dimension(s), got {len(got)} (shape {got})"
+                )
+            )
+        self.shapes[name] = got
+        values = self.values
+        for axis, dim in enumerate(shape or (None,)):
+            if dim is None:
+                continue
+            size = got[axis]
+            if dim.__class__ is str:
+                known = values.get(dim)
+                if known is None:
+                    values[dim] = (size, (name, axis))
+                elif known[0] != size:
+                    self._bind(name, axis, dim, size)  # raises, saying where `dim` came from
+            elif isinstance(dim, int) and dim != size:
+                raise ValueError(self._err(f"argument `{name}` axis {axis} has size {size}, expected {dim}"))
+
+    def _contiguous(self, name: str, value: npt.NDArray[Any], writable: bool) -> npt.NDArray[Any]:
+        """A NumPy argument as bound: itself, or (strided or misaligned) a contiguous copy,
+        copied back after the kernel where it is written."""
         if writable and not value.flags.writeable:
             raise ValueError(
                 self._err(f"argument `{name}` is written by the kernel but the array is read-only")
             )
         if value.flags.c_contiguous and value.ctypes.data % value.dtype.alignment == 0:
             return value
-        # Strided or misaligned: run on a contiguous copy; written arrays are copied back after.
         copy = np.ascontiguousarray(value)
         if copy is value:
             copy = value.copy()
