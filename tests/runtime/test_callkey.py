@@ -36,14 +36,15 @@ def test_other_values_have_no_key() -> None:
 def test_pack_memo_tells_signed_zeros_apart_and_keeps_them() -> None:
     plus = _call.pack("params", 4, (("eps", 0, "f32", 0.0),))
     minus = _call.pack("params", 4, (("eps", 0, "f32", -0.0),))
-    assert plus.tobytes() == bytes(4) and minus.tobytes() == b"\x00\x00\x00\x80"
+    assert plus.data.tobytes() == bytes(4) and minus.data.tobytes() == b"\x00\x00\x00\x80"
     # Memoized by bits: the same read-only bytes again, each zero its own.
-    assert _call.pack("params", 4, (("eps", 0, "f32", -0.0),)) is minus and not minus.flags.writeable
+    assert _call.pack("params", 4, (("eps", 0, "f32", -0.0),)) is minus and minus.shared
+    assert not minus.data.flags.writeable
     assert _call.pack("params", 4, (("eps", 0, "f32", 0.0),)) is plus
 
 
 def test_pack_memo_keeps_nans_of_other_bits_apart() -> None:
     a = _call.pack("params", 8, (("x", 0, "f64", _nan(1)),))
     b = _call.pack("params", 8, (("x", 0, "f64", _nan(2)),))
-    assert a.tobytes() != b.tobytes()
+    assert a.data.tobytes() != b.data.tobytes()
     assert _call.pack("params", 8, (("x", 0, "f64", _nan(1)),)) is a

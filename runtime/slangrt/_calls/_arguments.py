@@ -27,9 +27,29 @@ from ..spirv._format import MAGIC
 __all__ = ["Packed", "Signature"]
 
 
-class Packed(np.ndarray):
-    """The bytes ``wrapper_api.Dims.pack`` made for a params binding (a marker type): values
-    taken at the call, like scalars, where any other NumPy argument is the caller's array."""
+class Packed:
+    """The bytes ``wrapper_api.Dims.pack`` made for a params binding or push constants: values
+    taken at the call, like scalars, where a NumPy argument is the caller's array.
+
+    ``data``: the bytes (a read-only uint8 array where ``shared``). ``shared``: made once for
+    these values (``pack``'s memo) and handed to every call that packs them, so that a call
+    binding the same object binds the same values; never written.
+    """
+
+    __slots__ = ("data", "shared")
+
+    def __init__(self, data: np.ndarray[Any, np.dtype[np.uint8]], shared: bool) -> None:
+        if shared:
+            data.flags.writeable = False
+        self.data = data
+        self.shared = shared
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes)
+
+    def __repr__(self) -> str:
+        return f"<slangrt packed params: {self.data.tobytes().hex()}{' (shared)' if self.shared else ''}>"
 
 
 def _normalize_key(key: object) -> tuple[int, int] | None:
@@ -197,7 +217,9 @@ class Signature:
             raise ValueError(
                 f"kernel {self.name!r} takes {size} bytes of push constants; none were given (push=None)"
             )
-        if isinstance(push, bytes | bytearray | memoryview):
+        if push.__class__ is Packed:
+            data = push.data.tobytes()
+        elif isinstance(push, bytes | bytearray | memoryview):
             data = bytes(push)
         elif isinstance(push, np.ndarray):
             if push.dtype != np.uint8:

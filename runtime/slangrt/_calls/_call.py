@@ -31,7 +31,7 @@ from ._lastcall import LastCall
 from ._library import KernelLibrary
 
 Number = int | Fraction
-Bound = npt.NDArray[Any] | Tensor
+Bound = npt.NDArray[Any] | Tensor | Packed
 
 _LIBRARIES: dict[str, KernelLibrary] = {}
 _NP_DTYPES: dict[str, np.dtype[Any]] = {}  # dtype names -> dtypes, made once
@@ -178,7 +178,7 @@ def _bf16_bits(value: float) -> int:
     return rounded
 
 
-def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> npt.NDArray[np.uint8]:
+def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> Packed:
     """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero).
 
     Scalar codes are those of :data:`slangrt.dtypes.DTYPES` plus ``"ptr"``: a :class:`Tensor`,
@@ -213,13 +213,12 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
             if not lo <= n <= hi:
                 raise ValueError(f"argument `{field}` = {n} is outside the {scalar} range [{lo}, {hi}]")
             fmt.pack_into(out, offset, n)
-    arr = np.frombuffer(out, np.uint8).view(Packed)
+    packed = Packed(np.frombuffer(out, np.uint8), shared=memo is not None)
     if memo is not None:
-        arr.flags.writeable = False  # shared by the calls that pack the same values
         if len(_PACKED) >= _PACKED_MAX:
             _PACKED.clear()
-        _PACKED[memo] = arr
-    return arr
+        _PACKED[memo] = packed
+    return packed
 
 
 class Dims:
@@ -247,9 +246,7 @@ class Dims:
             return f"`{arg}` (all elements)"
         return f"argument `{arg}`" if axis < 0 else f"`{arg}` axis {axis}"
 
-    def pack(
-        self, name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]
-    ) -> npt.NDArray[np.uint8]:
+    def pack(self, name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> Packed:
         """:func:`pack`, with the kernel named in its errors like every other argument error.
 
         The tensors of ``"ptr"`` fields are collected: :meth:`run` passes them as the
@@ -261,7 +258,7 @@ class Dims:
             raise TypeError(self._err(str(e))) from None
         except ValueError as e:
             raise ValueError(self._err(str(e))) from None
-        if out.flags.writeable:  # not a memoized one: those have no pointers
+        if not out.shared:  # (a shared one has no pointers)
             for field, _, scalar, value in fields:
                 if (
                     scalar == "ptr"
@@ -529,7 +526,7 @@ class Dims:
         kernel: Kernel,
         buffers: Mapping[Any, Bound],
         grid: tuple[int, int, int],
-        push: npt.NDArray[np.uint8] | None = None,
+        push: Packed | None = None,
         *,
         last: LastCall | None = None,
         args: tuple[object, ...] = (),

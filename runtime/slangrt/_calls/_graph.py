@@ -33,7 +33,6 @@ from .._recording._record import record_ops
 from .._vulkan import _vk
 from .._vulkan._core import Core
 from .._vulkan._queue import PENDING
-from ._arguments import Packed
 
 __all__ = ["Graph", "Recorded", "record", "recorded"]
 
@@ -102,7 +101,7 @@ class Graph:
 
     # -- what Kernel.dispatch asks of a recording (through the batch's Recorder.graph) ----------
 
-    def check(self, kernel: Any, arrays: Any, inputs: Any, misaligned: Any) -> None:
+    def check(self, kernel: Any, arrays: Any, inputs: Any, misaligned: Any, packed: Any) -> None:
         """Refuse (ValueError) a dispatch argument that a replay could not redo."""
 
         def what(i: int) -> str:
@@ -114,8 +113,8 @@ class Graph:
                 f"{what(arrays[0][0])}: a NumPy array for a written binding cannot be recorded (the "
                 "call would wait for its result inside the step); pass a Tensor"
             )
-        for i, arr in inputs or ():
-            if type(arr) is not Packed:
+        for i, _ in inputs or ():
+            if not packed or i not in packed:
                 raise ValueError(
                     f"{what(i)}: a NumPy array would be recorded with the values it has now, and "
                     "replays would not see later changes; pass a Tensor (and fill it with "

@@ -65,13 +65,14 @@ class _Bound:
     """What one call's arguments bind (:meth:`Kernel._bind`): per binding its allocation (None
     where a NumPy argument's memory is filled in later), and the arguments needing more work."""
 
-    __slots__ = ("allocs", "arrays", "inputs", "misaligned", "slots", "tensors")
+    __slots__ = ("allocs", "arrays", "inputs", "misaligned", "packed", "slots", "tensors")
 
     def __init__(self, plan: bool) -> None:
         self.allocs: list[Allocation] = []
         self.arrays: list[tuple[int, np.ndarray[Any, Any]]] | None = None  # written: copied back
         self.inputs: list[tuple[int, np.ndarray[Any, Any]]] | None = None  # read: copied in
         self.misaligned: list[int] | None = None  # tensor views read through an aligned copy
+        self.packed: list[int] | None = None  # which inputs are packed params
         # The plan's slots, while the call can be repeated from one: (binding key, None,
         # allocation) per tensor, (binding key, packed params, index) per packed params.
         self.slots: list[tuple[Any, Any, Any]] | None = [] if plan else None
@@ -158,9 +159,9 @@ class Kernel:
 
     def dispatch(
         self,
-        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor],
+        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor | Packed],
         grid: tuple[int, int, int],
-        push: bytes | np.ndarray[Any, Any] | None = None,
+        push: bytes | np.ndarray[Any, Any] | Packed | None = None,
         refs: Sequence[Tensor] = (),
     ) -> None:
         """Run the kernel over ``grid`` workgroups.
@@ -176,7 +177,8 @@ class Kernel:
         array); required when ``push_size`` > 0. ``refs``: the tensors the kernel reaches
         through device addresses packed into its parameters or push constants
         (:attr:`Tensor.device_address`): kept alive until the work is done, and ordered like a
-        written binding (later work that uses them waits for this kernel).
+        written binding (later work that uses them waits for this kernel). Generated wrappers
+        also pass the params they packed (``Packed``, as a read-only NumPy argument).
         Arguments are checked before anything is submitted.
         """
         plans = self._plans
@@ -217,9 +219,9 @@ class Kernel:
 
     def _dispatch(
         self,
-        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor],
+        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor | Packed],
         grid: tuple[int, int, int],
-        push: bytes | np.ndarray[Any, Any] | None,
+        push: bytes | np.ndarray[Any, Any] | Packed | None,
         refs: Sequence[Tensor],
     ) -> None:
         """:meth:`dispatch`, checking every argument (and making the plan that the next call
@@ -247,9 +249,8 @@ class Kernel:
         rec = _batch.recorder(parts.batches)
         graph = rec.graph if rec is not None else None
         if graph is not None:
-            graph.check(
-                self, bound.arrays, bound.inputs, bound.misaligned
-            )  # raises what a replay could not redo
+            # (raises what a replay could not redo)
+            graph.check(self, bound.arrays, bound.inputs, bound.misaligned, bound.packed)
             bound.tensors.extend(refs)
             bound.slots = None
         owned = self._copy_in(parts, bound, graph is not None)
@@ -311,11 +312,13 @@ class Kernel:
                 if bound.slots is not None:
                     bound.slots.append((binding, None, alloc))
             else:
-                self._bind_array(dev, bound, i, binding, sig.check_array(dev, i, arg))
+                packed = arg if arg.__class__ is Packed else None
+                arr = sig.check_array(dev, i, arg if packed is None else packed.data)
+                self._bind_array(bound, i, binding, arr, packed)
         return bound
 
     def _bind_array(
-        self, dev: Device, bound: _Bound, i: int, binding: Any, arr: np.ndarray[Any, Any]
+        self, bound: _Bound, i: int, binding: Any, arr: np.ndarray[Any, Any], packed: Packed | None
     ) -> None:
         """Binding ``i``'s NumPy argument: written ones are copied back (the call waits),
         read-only ones copied at the call; packed params keep the call repeatable."""
@@ -329,11 +332,15 @@ class Kernel:
         if bound.inputs is None:
             bound.inputs = []
         bound.inputs.append((i, arr))
+        if packed is not None:
+            if bound.packed is None:
+                bound.packed = []
+            bound.packed.append(i)
         if bound.slots is not None:
             # Params packed once for these values (read-only, shared) bind the same memory of
             # the params cache while it keeps them; other arrays change.
-            if type(arr) is Packed and not arr.flags.writeable and arr.nbytes <= PARAMS_MAX:
-                bound.slots.append((binding, arr, i))
+            if packed is not None and packed.shared and arr.nbytes <= PARAMS_MAX:
+                bound.slots.append((binding, packed, i))
             else:
                 bound.slots = None
 

@@ -93,7 +93,7 @@ class LastCall:
         for key, bound in buffers.items():
             if key in used:
                 continue
-            if bound.__class__ is not Packed or bound.flags.writeable:
+            if bound.__class__ is not Packed or not bound.shared:
                 return  # a host array copied for the call, or a view made of one
             fixed.append((key, bound))
         kept = tuple((value.__class__, value_key(value)) for value in scalars)
