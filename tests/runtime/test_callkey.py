@@ -48,3 +48,18 @@ def test_pack_memo_keeps_nans_of_other_bits_apart() -> None:
     b = _call.pack("params", 8, (("x", 0, "f64", _nan(2)),))
     assert a.data.tobytes() != b.data.tobytes()
     assert _call.pack("params", 8, (("x", 0, "f64", _nan(1)),)) is a
+
+
+def test_recorded_steps_compare_floats_by_their_bits() -> None:
+    import slangrt
+
+    seen: list[float] = []
+
+    @slangrt.recorded
+    def step(x: float) -> None:
+        seen.append(x)
+
+    for x in (_nan(1), _nan(1), _nan(2), 0.0, -0.0, 0.0):
+        step(x)
+    assert len(seen) == 4 and step.recordings == 4
+    step.clear()

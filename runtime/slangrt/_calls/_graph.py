@@ -29,6 +29,7 @@ from .._devices._device import Device
 from .._devices._tensor import Tensor
 from .._errors import SlangRTError
 from .._recording import _batch
+from .._recording._callkey import value_key
 from .._recording._record import record_ops
 from .._vulkan import _vk
 from .._vulkan._core import Core
@@ -282,10 +283,11 @@ _PLAIN = (int, float, complex, bool, str, bytes, type(None))
 
 def _arg_key(value: object, where: str) -> object:
     """What a call's argument is compared by: tensors (and devices) by identity, scalars by
-    type and value (floats by their bits: -0.0 is not 0.0), sequences item by item."""
+    type and value (floats by their bits, ``_callkey``'s rule: -0.0 is not 0.0), NumPy scalars
+    by type and bytes, sequences item by item."""
     cls = value.__class__
     if cls is float:
-        return (cls, value.hex())  # type: ignore[attr-defined]
+        return (cls, value_key(value))
     if cls in _PLAIN:
         return (cls, value)
     if isinstance(value, np.generic):

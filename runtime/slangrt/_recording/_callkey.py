@@ -1,10 +1,11 @@
 """What makes two calls the same: the one equality rule of every cache that repeats a call.
 
-Five caches let a call skip work an earlier one did, and all of them key it by this module:
-a generated wrapper's ``LastCall`` (its arguments), a kernel's plans (``Kernel.dispatch``: the
-tensors, packed params and grid it binds), ``pack``'s memo (the params fields' values), a
-batch's recording of a dispatch (:func:`op_key`) and a kernel's command buffer per variant
-(:func:`variant_key`). The rule, by kind of argument:
+The caches that let a call skip work an earlier one did all key it by this module: a
+generated wrapper's ``LastCall`` (its arguments), a kernel's plans (``Kernel.dispatch``: the
+tensors, packed params and grid it binds), ``pack``'s memo (the params fields' values),
+``recorded`` steps (their arguments' floats), a batch's recording of a dispatch
+(:func:`op_key`) and a kernel's command buffer per variant (:func:`variant_key`). The rule, by
+kind of argument:
 
 tensors
     the same ``Tensor`` object (of exactly that class) still bound to the same ``Allocation``
