@@ -195,7 +195,7 @@ def test_a_bf16_params_field_packs_as_ml_dtypes_rounds(value: float) -> None:
 
     packed = wrapper_api.Dims("t.k").pack("params", 4, (("eps", 2, "bf16", value),))
     want = np.array([value], np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
-    assert packed[2:].view(np.uint16)[0] == want[0] and not packed[:2].any()
+    assert packed.data[2:].view(np.uint16)[0] == want[0] and not packed.data[:2].any()
 
 
 def test_a_bf16_params_field_past_its_range_is_refused_naming_it() -> None:

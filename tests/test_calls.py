@@ -617,9 +617,9 @@ def test_pack_ptr_packs_the_tensor_address() -> None:
     _needs_device_address()
     t = slangrt.Tensor.from_numpy(np.ones(8, np.float32))
     out = _call.pack("params", 16, (("src", 0, "ptr", t), ("n", 8, "u32", 8)))
-    assert type(out) is _call.Packed and out.size == 16
-    assert int(out[:8].view("<u8")[0]) == t.device_address
-    assert int(out[8:12].view("<u4")[0]) == 8
+    assert type(out) is _call.Packed and out.data.size == 16 and not out.shared
+    assert int(out.data[:8].view("<u8")[0]) == t.device_address
+    assert int(out.data[8:12].view("<u4")[0]) == 8
 
 
 def test_pack_ptr_takes_only_a_tensor() -> None:

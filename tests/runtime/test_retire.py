@@ -323,7 +323,8 @@ import sys
 import threading
 sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
 import numpy as np, slangrt
-from slangrt import _pipeline, _settings
+from slangrt import _settings
+from slangrt._recording import _pipeline
 from rt_helpers import ADD_BINDINGS, spirv
 _pipeline.MAX_VARIANTS = 2
 with _settings.overridden(submit_delay_us=20.0):

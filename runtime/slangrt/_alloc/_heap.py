@@ -48,6 +48,64 @@ def _block_size(slot: int) -> int:
 # -- blocks and allocations --------------------------------------------------------------------
 
 
+def _create_buffer(core: Core, size: int, what: str) -> Any:
+    vk = _vk.vk()
+    ffi = vk.ffi
+    info = ffi.new(
+        "VkBufferCreateInfo*",
+        {
+            "sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+            "size": size,
+            "usage": core.buffer_usage,
+            "sharingMode": vk.VK_SHARING_MODE_EXCLUSIVE,
+        },
+    )
+    out_buffer = ffi.new("VkBuffer*")
+    result = vk.lib.vkCreateBuffer(core.handle, info, ffi.NULL, out_buffer)
+    if result:
+        raise _vk.error_for(_vk.result_name(result), f"creating a buffer for {what}", size)
+    return out_buffer[0]
+
+
+def _allocate_memory(core: Core, buffer: Any, type_index: int, size: int, what: str) -> Any:
+    """Memory of type ``type_index`` for ``buffer`` (with device addresses where the device
+    has them)."""
+    vk = _vk.vk()
+    ffi = vk.ffi
+    lib = vk.lib
+    req = ffi.new("VkMemoryRequirements*")
+    lib.vkGetBufferMemoryRequirements(core.handle, buffer, req)
+    if not req.memoryTypeBits & (1 << type_index):
+        raise MemoryError(f"memory type {type_index} cannot hold a buffer for {what}")
+    flags = (
+        ffi.new(
+            "VkMemoryAllocateFlagsInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+                "flags": _MEMORY_ALLOCATE_DEVICE_ADDRESS,
+            },
+        )
+        if core.device_address
+        else ffi.NULL
+    )
+    alloc = ffi.new(
+        "VkMemoryAllocateInfo*",
+        {
+            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+            "pNext": flags,
+            "allocationSize": req.size,
+            "memoryTypeIndex": type_index,
+        },
+    )
+    out_memory = ffi.new("VkDeviceMemory*")
+    result = lib.vkAllocateMemory(core.handle, alloc, ffi.NULL, out_memory)
+    if result:
+        raise _vk.error_for(
+            _vk.result_name(result), f"allocating {req.size} bytes of device memory for {what}", size
+        )
+    return out_memory[0]
+
+
 class Block:
     """One ``VkDeviceMemory`` with one ``VkBuffer`` over all of it, mapped if host-visible."""
 
@@ -55,7 +113,6 @@ class Block:
 
     def __init__(self, core: Core, type_index: int, size: int, mapped: bool, what: str) -> None:
         vk = _vk.vk()
-        ffi = vk.ffi
         lib = vk.lib
         handle = core.handle
         self.serial = next(_serials)
@@ -67,52 +124,9 @@ class Block:
         self.buffer: Any = None
         self.memory: Any = None
         self.view: np.ndarray[Any, np.dtype[np.uint8]] | None = None
-        info = ffi.new(
-            "VkBufferCreateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                "size": size,
-                "usage": core.buffer_usage,
-                "sharingMode": vk.VK_SHARING_MODE_EXCLUSIVE,
-            },
-        )
-        out_buffer = ffi.new("VkBuffer*")
         try:
-            result = lib.vkCreateBuffer(handle, info, ffi.NULL, out_buffer)
-            if result:
-                raise _vk.error_for(_vk.result_name(result), f"creating a buffer for {what}", size)
-            self.buffer = out_buffer[0]
-            req = ffi.new("VkMemoryRequirements*")
-            lib.vkGetBufferMemoryRequirements(handle, self.buffer, req)
-            if not req.memoryTypeBits & (1 << type_index):
-                raise MemoryError(f"memory type {type_index} cannot hold a buffer for {what}")
-            flags = (
-                ffi.new(
-                    "VkMemoryAllocateFlagsInfo*",
-                    {
-                        "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
-                        "flags": _MEMORY_ALLOCATE_DEVICE_ADDRESS,
-                    },
-                )
-                if core.device_address
-                else ffi.NULL
-            )
-            alloc = ffi.new(
-                "VkMemoryAllocateInfo*",
-                {
-                    "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                    "pNext": flags,
-                    "allocationSize": req.size,
-                    "memoryTypeIndex": type_index,
-                },
-            )
-            out_memory = ffi.new("VkDeviceMemory*")
-            result = lib.vkAllocateMemory(handle, alloc, ffi.NULL, out_memory)
-            if result:
-                raise _vk.error_for(
-                    _vk.result_name(result), f"allocating {req.size} bytes of device memory for {what}", size
-                )
-            self.memory = out_memory[0]
+            self.buffer = _create_buffer(core, size, what)
+            self.memory = _allocate_memory(core, self.buffer, type_index, size, what)
             _vk.check(
                 lib.vkBindBufferMemory(handle, self.buffer, self.memory, 0), f"binding memory for {what}"
             )

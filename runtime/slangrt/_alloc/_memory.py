@@ -388,6 +388,23 @@ class Memory:
         )
         if self._get_host_properties(h, handle_type, host_ptr, props):
             return None
+        buffer = self._import_buffer(handle_type, size)
+        if buffer is None:
+            return None
+        memory = self._import_memory(buffer, handle_type, host_ptr, size, int(props.memoryTypeBits))
+        if memory is None:
+            lib.vkDestroyBuffer(h, buffer, ffi.NULL)
+            return None
+        if lib.vkBindBufferMemory(h, buffer, memory, 0):
+            lib.vkDestroyBuffer(h, buffer, ffi.NULL)
+            lib.vkFreeMemory(h, memory, ffi.NULL)
+            return None
+        return buffer, memory, ptr - base
+
+    def _import_buffer(self, handle_type: int, size: int) -> Any:
+        """A transfer buffer that host memory can be imported into (None if refused)."""
+        vk = _vk.vk()
+        ffi = vk.ffi
         external = ffi.new(
             "VkExternalMemoryBufferCreateInfo*",
             {"sType": vk.VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO, "handleTypes": handle_type},
@@ -403,16 +420,22 @@ class Memory:
             },
         )
         out_buffer = ffi.new("VkBuffer*")
-        if lib.vkCreateBuffer(h, info, ffi.NULL, out_buffer):
+        if vk.lib.vkCreateBuffer(self.core.handle, info, ffi.NULL, out_buffer):
             return None
-        buffer = out_buffer[0]
+        return out_buffer[0]
+
+    def _import_memory(self, buffer: Any, handle_type: int, host_ptr: Any, size: int, host_bits: int) -> Any:
+        """The host pages at ``host_ptr`` imported as memory for ``buffer``, of a host-visible
+        type both allow (None if there is none or the driver refuses)."""
+        vk = _vk.vk()
+        ffi = vk.ffi
+        lib = vk.lib
         req = ffi.new("VkMemoryRequirements*")
-        lib.vkGetBufferMemoryRequirements(h, buffer, req)
-        bits = int(req.memoryTypeBits) & int(props.memoryTypeBits)
+        lib.vkGetBufferMemoryRequirements(self.core.handle, buffer, req)
+        bits = int(req.memoryTypeBits) & host_bits
         visible = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
         types = [i for i, f in enumerate(self._import_types) if bits & (1 << i) and f & visible]
         if not types or req.size > size:
-            lib.vkDestroyBuffer(h, buffer, ffi.NULL)
             return None
         imported = ffi.new(
             "VkImportMemoryHostPointerInfoEXT*",
@@ -432,15 +455,9 @@ class Memory:
             },
         )
         out_memory = ffi.new("VkDeviceMemory*")
-        if lib.vkAllocateMemory(h, alloc_info, ffi.NULL, out_memory):
-            lib.vkDestroyBuffer(h, buffer, ffi.NULL)
+        if lib.vkAllocateMemory(self.core.handle, alloc_info, ffi.NULL, out_memory):
             return None
-        memory = out_memory[0]
-        if lib.vkBindBufferMemory(h, buffer, memory, 0):
-            lib.vkDestroyBuffer(h, buffer, ffi.NULL)
-            lib.vkFreeMemory(h, memory, ffi.NULL)
-            return None
-        return buffer, memory, ptr - base
+        return out_memory[0]
 
     def _transfer_imported(
         self, alloc: Allocation, arr: np.ndarray[Any, np.dtype[np.uint8]], upload: bool

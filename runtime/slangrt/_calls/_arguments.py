@@ -1,12 +1,14 @@
-"""The argument checks of ``Kernel.dispatch`` and of a kernel's SPIR-V against its device.
+"""A kernel's signature (what it binds, its push constants, its thread-group size) and the
+checks of a call against it and of its SPIR-V against a device.
 
-Nothing is submitted until these pass; every message names the kernel, the binding and what
-was wrong. :class:`ArgumentChecks` is a base of ``Kernel`` (it reads the kernel's name,
-bindings and push-constant size).
+:class:`Signature` is made once per ``Kernel`` from the arguments of its constructor (checked
+there); ``Kernel.dispatch`` asks it to check each argument it cannot take on trust. Nothing is
+submitted until these pass; every message names the kernel, the binding and what was wrong.
 """
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,13 +22,34 @@ from .._errors import UnsupportedKernelError
 from .._recording._pipeline import BindingKey, BindingSpec
 from .._vulkan import _features
 from .._vulkan._core import Core
+from ..spirv import little_endian
 
-__all__ = ["ArgumentChecks", "Packed"]
+__all__ = ["Packed", "Signature"]
 
 
-class Packed(np.ndarray):
-    """The bytes ``wrapper_api.Dims.pack`` made for a params binding (a marker type): values
-    taken at the call, like scalars, where any other NumPy argument is the caller's array."""
+class Packed:
+    """The bytes ``wrapper_api.Dims.pack`` made for a params binding or push constants: values
+    taken at the call, like scalars, where a NumPy argument is the caller's array.
+
+    ``data``: the bytes (a read-only uint8 array where ``shared``). ``shared``: made once for
+    these values (``pack``'s memo) and handed to every call that packs them, so that a call
+    binding the same object binds the same values; never written.
+    """
+
+    __slots__ = ("data", "shared")
+
+    def __init__(self, data: np.ndarray[Any, np.dtype[np.uint8]], shared: bool) -> None:
+        if shared:
+            data.flags.writeable = False
+        self.data = data
+        self.shared = shared
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes)
+
+    def __repr__(self) -> str:
+        return f"<slangrt packed params: {self.data.tobytes().hex()}{' (shared)' if self.shared else ''}>"
 
 
 def _normalize_key(key: object) -> tuple[int, int] | None:
@@ -48,18 +71,96 @@ def _show_key(key: tuple[int, int]) -> str:
     return str(key[1]) if key[0] == 0 else str(key)
 
 
-class ArgumentChecks:
-    """Checks of a kernel's arguments and module (``Kernel`` sets these attributes)."""
+def _checked_code(spirv: bytes, label: str) -> bytes:
+    code = bytes(spirv)
+    if not little_endian(code):
+        raise ValueError(f"kernel {label!r}: spirv is not a little-endian SPIR-V module")
+    return code
 
-    name: str
-    entry: str
-    bindings: tuple[BindingSpec, ...]
-    push_size: int
-    _push_range: int
-    _keys: tuple[BindingKey, ...]
-    _spirv: bytes
 
-    def _check_grid(self, dev: Device, grid: tuple[int, int, int]) -> tuple[int, int, int]:
+def _checked_bindings(name: str, bindings: Sequence[BindingSpec]) -> tuple[BindingSpec, ...]:
+    """The bindings in (set, binding) order, each of a known kind at a distinct place."""
+    seen: set[tuple[int, int]] = set()
+    for b in bindings:
+        if not isinstance(b, BindingSpec):
+            raise TypeError(f"kernel {name!r}: bindings must be BindingSpec, got {type(b).__name__}")
+        if b.kind not in ("storage", "uniform"):
+            raise ValueError(f"kernel {name!r}: {b.describe()} ({b.name}) has unknown kind {b.kind!r}")
+        if b.set < 0:
+            raise ValueError(f"kernel {name!r}: {b.describe()} ({b.name}) has a negative set")
+        if b.binding < 0 or (b.set, b.binding) in seen:
+            what = "binding index" if b.set == 0 else f"set {b.set}, binding index"
+            raise ValueError(f"kernel {name!r}: {what} {b.binding} is negative or repeated")
+        seen.add((b.set, b.binding))
+    return tuple(sorted(bindings, key=lambda b: (b.set, b.binding)))
+
+
+def _checked_push_size(name: str, push_size: int) -> int:
+    try:
+        size = operator.index(push_size)
+    except TypeError:
+        raise TypeError(f"kernel {name!r}: push_size must be an int, got {push_size!r}") from None
+    if size < 0:
+        raise ValueError(f"kernel {name!r}: push_size must be >= 0, got {size}")
+    return size
+
+
+def _checked_threads(name: str, threads: tuple[int, int, int]) -> tuple[int, int, int]:
+    if len(threads) != 3 or any(operator.index(t) < 1 for t in threads):
+        raise ValueError(f"kernel {name!r}: threads must be three positive ints, got {threads!r}")
+    return int(threads[0]), int(threads[1]), int(threads[2])
+
+
+class Signature:
+    """What a kernel binds and takes, checked once; the checks of a call against it."""
+
+    __slots__ = (
+        "bindings",
+        "entry",
+        "keys",
+        "name",
+        "pipeline_key",
+        "push_range",
+        "push_size",
+        "spirv",
+        "threads",
+        "uniforms",
+        "writable",
+    )
+
+    def __init__(
+        self,
+        spirv: bytes,
+        entry: str,
+        bindings: Sequence[BindingSpec],
+        threads: tuple[int, int, int],
+        name: str | None,
+        push_size: int,
+    ) -> None:
+        code = _checked_code(spirv, name or entry)
+        if not isinstance(entry, str) or not entry:
+            raise ValueError("entry must be a non-empty entry point name")
+        self.name = name or entry
+        self.entry = entry
+        self.spirv = code
+        self.bindings = _checked_bindings(self.name, bindings)
+        #: Bytes of the kernel's push-constant block (0: none).
+        self.push_size = _checked_push_size(self.name, push_size)
+        # Vulkan wants push-constant ranges in whole words: the data is padded with zeros.
+        self.push_range = (self.push_size + 3) & ~3
+        self.threads = _checked_threads(self.name, threads)
+        self.writable = tuple(b.writable for b in self.bindings)
+        self.uniforms = tuple(i for i, b in enumerate(self.bindings) if b.kind == "uniform")
+        self.keys: tuple[BindingKey, ...] = tuple(b.key for b in self.bindings)
+        # A device's pipelines are shared by kernels of the same module, entry and layout.
+        self.pipeline_key = (
+            hashlib.sha256(code).digest(),
+            entry,
+            tuple((b.set, b.binding, b.kind) for b in self.bindings),
+            self.push_range,
+        )
+
+    def check_grid(self, dev: Device, grid: tuple[int, int, int]) -> tuple[int, int, int]:
         if len(grid) != 3:
             raise ValueError(f"kernel {self.name!r}: grid must have 3 dimensions, got {grid!r}")
         dims = tuple(operator.index(g) for g in grid)
@@ -72,17 +173,17 @@ class ArgumentChecks:
                 )
         return dims[0], dims[1], dims[2]
 
-    def _lookup(self, buffers: Mapping[Any, Any], i: int) -> Any:
+    def lookup(self, buffers: Mapping[Any, Any], i: int) -> Any:
         """``buffers``' argument for binding ``i`` given as ``(0, n)`` (else raise as it should)."""
-        key = self._keys[i]
+        key = self.keys[i]
         if isinstance(key, int) and (0, key) in buffers:
-            if len(buffers) != len(self._keys):
-                self._check_keys(buffers)
+            if len(buffers) != len(self.keys):
+                self.check_keys(buffers)
             return buffers[(0, key)]
-        self._check_keys(buffers)
-        raise KeyError(key)  # _check_keys found the missing binding
+        self.check_keys(buffers)
+        raise KeyError(key)  # check_keys found the missing binding
 
-    def _check_keys(self, buffers: Mapping[Any, Any]) -> None:
+    def check_keys(self, buffers: Mapping[Any, Any]) -> None:
         known = {(b.set, b.binding) for b in self.bindings}
         given: dict[tuple[int, int], Any] = {}
         extra = []
@@ -101,24 +202,24 @@ class ArgumentChecks:
             first = min(extra, key=lambda k: (_normalize_key(k) or (1 << 62, 0), repr(k)))
             norm_first = _normalize_key(first)
             shown = _show_key(norm_first) if norm_first is not None else str(first)
-            raise ValueError(
-                f"kernel {self.name!r} has no binding {shown} (its bindings: {list(self._keys)})"
-            )
+            raise ValueError(f"kernel {self.name!r} has no binding {shown} (its bindings: {list(self.keys)})")
         for spec in self.bindings:
             if (spec.set, spec.binding) not in given:
                 raise ValueError(f"kernel {self.name!r}: no buffer given for {spec.describe()} ({spec.name})")
 
-    def _what(self, i: int) -> str:
+    def what(self, i: int) -> str:
         spec = self.bindings[i]
         return f"kernel {self.name!r}: {spec.describe()} ({spec.name})"
 
-    def _check_push(self, push: object) -> bytes:
+    def check_push(self, push: object) -> bytes:
         size = self.push_size
         if push is None:
             raise ValueError(
                 f"kernel {self.name!r} takes {size} bytes of push constants; none were given (push=None)"
             )
-        if isinstance(push, bytes | bytearray | memoryview):
+        if push.__class__ is Packed:
+            data = push.data.tobytes()
+        elif isinstance(push, bytes | bytearray | memoryview):
             data = bytes(push)
         elif isinstance(push, np.ndarray):
             if push.dtype != np.uint8:
@@ -140,11 +241,11 @@ class ArgumentChecks:
             raise ValueError(
                 f"kernel {self.name!r} takes {size} bytes of push constants; {len(data)} were given"
             )
-        if self._push_range != size:
-            data += bytes(self._push_range - size)
+        if self.push_range != size:
+            data += bytes(self.push_range - size)
         return data
 
-    def _check_refs(self, core: Core, dev: Device, refs: Sequence[Tensor]) -> list[Allocation]:
+    def check_refs(self, core: Core, dev: Device, refs: Sequence[Tensor]) -> list[Allocation]:
         out: list[Allocation] = []
         for j, t in enumerate(refs):
             if not isinstance(t, Tensor):
@@ -163,14 +264,14 @@ class ArgumentChecks:
             out.append(alloc)
         return out
 
-    def _bad_tensor(self, i: int, arg: Tensor, dev: Device) -> None:
+    def bad_tensor(self, i: int, arg: Tensor, dev: Device) -> None:
         if arg._alloc is None:
-            raise ValueError(f"{self._what(i)}: the tensor has been closed")
+            raise ValueError(f"{self.what(i)}: the tensor has been closed")
         if arg._core.forked:
             arg._core.check_usable()  # raises: a tensor of the process this one was forked from
-        raise ValueError(f"{self._what(i)}: the tensor is on {arg.device!r}, the kernel runs on {dev!r}")
+        raise ValueError(f"{self.what(i)}: the tensor is on {arg.device!r}, the kernel runs on {dev!r}")
 
-    def _check_misaligned(self, dev: Device, i: int, arg: Tensor) -> None:
+    def check_misaligned(self, dev: Device, i: int, arg: Tensor) -> None:
         """A view whose start the device cannot bind: read-only ones are copied (the caller
         does that); a written one is refused, since a copy would not be written back in order."""
         if not self.bindings[i].writable:
@@ -181,42 +282,42 @@ class ArgumentChecks:
         align = core.uniform_align if uniform else core.storage_align
         limit = "minUniformBufferOffsetAlignment" if uniform else "minStorageBufferOffsetAlignment"
         raise ValueError(
-            f"{self._what(i)}: the tensor view starts {arg.offset} bytes into its tensor, not a "
+            f"{self.what(i)}: the tensor view starts {arg.offset} bytes into its tensor, not a "
             f"multiple of {align} ({limit} on {dev.info.name}), so it cannot be bound there, and "
             "the kernel writes it; start written views at a multiple of "
             f"{align} bytes (read-only ones are copied)"
         )
 
-    def _check_range(self, dev: Device, i: int, nbytes: int) -> None:
+    def check_range(self, dev: Device, i: int, nbytes: int) -> None:
         spec = self.bindings[i]
         core = dev.parts.core
         limit = core.max_uniform_range if spec.kind == "uniform" else core.max_storage_range
         if nbytes > limit:
             raise ValueError(
-                f"{self._what(i)}: {nbytes} bytes exceed the device's {spec.kind} buffer range limit "
+                f"{self.what(i)}: {nbytes} bytes exceed the device's {spec.kind} buffer range limit "
                 f"of {limit} bytes"
             )
 
-    def _check_array(self, dev: Device, i: int, arg: object) -> np.ndarray[Any, Any]:
+    def check_array(self, dev: Device, i: int, arg: object) -> np.ndarray[Any, Any]:
         if isinstance(arg, Tensor):  # a Tensor subclass
-            raise TypeError(f"{self._what(i)}: Tensor subclasses are not supported")
+            raise TypeError(f"{self.what(i)}: Tensor subclasses are not supported")
         if not isinstance(arg, np.ndarray):
             raise TypeError(
-                f"{self._what(i)}: expected a numpy.ndarray or slangrt.Tensor, got {type(arg).__name__}"
+                f"{self.what(i)}: expected a numpy.ndarray or slangrt.Tensor, got {type(arg).__name__}"
             )
         spec = self.bindings[i]
         if spec.writable and not (arg.flags.c_contiguous and arg.flags.writeable):
-            raise ValueError(f"{self._what(i)}: a writable binding needs a writeable C-contiguous array")
+            raise ValueError(f"{self.what(i)}: a writable binding needs a writeable C-contiguous array")
         if arg.dtype.hasobject:
-            raise TypeError(f"{self._what(i)}: object arrays cannot be sent to the device")
-        self._check_range(dev, i, arg.nbytes)
+            raise TypeError(f"{self.what(i)}: object arrays cannot be sent to the device")
+        self.check_range(dev, i, arg.nbytes)
         return arg
 
     # -- Vulkan ------------------------------------------------------------------------------
 
-    def _check_module(self, dev: Device) -> None:
+    def check_module(self, dev: Device) -> None:
         """Refuse a kernel the device cannot run, or whose SPIR-V uses what it does not describe."""
-        mod = _features.scan(self._spirv, self.entry)
+        mod = _features.scan(self.spirv, self.entry)
         info = dev.info
         missing = _features.missing(mod, dev.features)
         if missing:
@@ -225,7 +326,7 @@ class ArgumentChecks:
                 f"kernel `{self.name}` needs {' and '.join(missing)}; {info.name} does not support {them}"
             )
         limit = dev.parts.core.max_push_constants
-        if self._push_range > limit:
+        if self.push_range > limit:
             raise UnsupportedKernelError(
                 f"kernel `{self.name}` needs {self.push_size} bytes of push constants; {info.name} "
                 f"allows {limit} (maxPushConstantsSize)"

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._devices._tensor import Tensor
+from .._recording._callkey import value_key
 from ..dtypes import DTYPES
 from ._arguments import Packed
 from ._kernel import Kernel
@@ -30,7 +31,7 @@ from ._lastcall import LastCall
 from ._library import KernelLibrary
 
 Number = int | Fraction
-Bound = npt.NDArray[Any] | Tensor
+Bound = npt.NDArray[Any] | Tensor | Packed
 
 _LIBRARIES: dict[str, KernelLibrary] = {}
 _NP_DTYPES: dict[str, np.dtype[Any]] = {}  # dtype names -> dtypes, made once
@@ -138,23 +139,32 @@ _SCALARS: dict[str, tuple[struct.Struct, bool, int, int]] = {
     code: (_struct(code), t.is_float, *(t.range or (0, 0))) for code, t in DTYPES.items()
 }
 _ADDRESS = struct.Struct("<Q")
-# What pack made for recent fields (all plain ints and floats): calls with the same params reuse
-# the (read-only) bytes instead of checking and packing them again.
-_PACKED: dict[tuple[int, tuple[tuple[str, int, str, object], ...]], Packed] = {}
+# What pack made for recent fields (plain ints and floats), by _memo_key: calls with the same
+# params reuse the (read-only) bytes instead of checking and packing them again. Shared by all
+# threads without a lock: a get, a store and clear() are each one dict operation, atomic under
+# CPython's GIL and under free-threaded CPython's per-dict lock; a race only packs twice or
+# drops an entry, and every entry holds bytes equal to what packing its key makes.
+_PACKED: dict[tuple[Any, ...], Packed] = {}
 _PACKED_MAX = 4096
 
 
-def _memoizable(fields: tuple[tuple[str, int, str, object], ...]) -> bool:
-    """Whether ``fields`` hold only values whose equality means equal bytes: ints for integer
-    fields, ints and non-zero floats for float fields (``-0.0 == 0.0``), no pointers."""
+def _memo_key(size: int, fields: tuple[tuple[str, int, str, object], ...]) -> tuple[Any, ...] | None:
+    """The memo's key for these fields: their values by ``_callkey``'s rule (floats by their
+    bits, as they pack); None where a value is not a plain int, or a float for a float field,
+    or is a pointer (its tensor is collected at every call)."""
+    floats = False
     for _, _, scalar, value in fields:
         cls = value.__class__
         if cls is int:
             if scalar == "ptr":
-                return False
-        elif cls is not float or not value or not _SCALARS[scalar][1]:
-            return False
-    return True
+                return None
+        elif cls is float and _SCALARS[scalar][1]:
+            floats = True
+        else:
+            return None
+    if not floats:  # ints are their own keys: the fields themselves are the key
+        return (size, fields)
+    return (size, *[(f, o, s, value_key(v)) for f, o, s, v in fields])
 
 
 def _bf16_bits(value: float) -> int:
@@ -168,15 +178,15 @@ def _bf16_bits(value: float) -> int:
     return rounded
 
 
-def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> npt.NDArray[np.uint8]:
+def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> Packed:
     """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero).
 
     Scalar codes are those of :data:`slangrt.dtypes.DTYPES` plus ``"ptr"``: a :class:`Tensor`,
     packed as its 8-byte device address.
     """
-    memo = _memoizable(fields)
-    if memo:
-        found = _PACKED.get((size, fields))
+    memo = _memo_key(size, fields)
+    if memo is not None:
+        found = _PACKED.get(memo)
         if found is not None:
             return found
     out = bytearray(size)
@@ -203,13 +213,12 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
             if not lo <= n <= hi:
                 raise ValueError(f"argument `{field}` = {n} is outside the {scalar} range [{lo}, {hi}]")
             fmt.pack_into(out, offset, n)
-    arr = np.frombuffer(out, np.uint8).view(Packed)
-    if memo:
-        arr.flags.writeable = False  # shared by the calls that pack the same values
+    packed = Packed(np.frombuffer(out, np.uint8), shared=memo is not None)
+    if memo is not None:
         if len(_PACKED) >= _PACKED_MAX:
             _PACKED.clear()
-        _PACKED[(size, fields)] = arr
-    return arr
+        _PACKED[memo] = packed
+    return packed
 
 
 class Dims:
@@ -237,9 +246,7 @@ class Dims:
             return f"`{arg}` (all elements)"
         return f"argument `{arg}`" if axis < 0 else f"`{arg}` axis {axis}"
 
-    def pack(
-        self, name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]
-    ) -> npt.NDArray[np.uint8]:
+    def pack(self, name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> Packed:
         """:func:`pack`, with the kernel named in its errors like every other argument error.
 
         The tensors of ``"ptr"`` fields are collected: :meth:`run` passes them as the
@@ -251,7 +258,7 @@ class Dims:
             raise TypeError(self._err(str(e))) from None
         except ValueError as e:
             raise ValueError(self._err(str(e))) from None
-        if out.flags.writeable:  # not a memoized one: those have no pointers
+        if not out.shared:  # (a shared one has no pointers)
             for field, _, scalar, value in fields:
                 if (
                     scalar == "ptr"
@@ -339,49 +346,13 @@ class Dims:
                 value = self._host_array(name, value, writable)
             got_dtype, got_shape = value.dtype, value.shape
         if dtype is not None:
-            want = _NP_DTYPES.get(dtype)
-            if want is None and dtype == "bfloat16":
-                self._bf16(name, got_dtype)
-            elif want is None:
-                want = _NP_DTYPES[dtype] = np.dtype(dtype)
-            if want is not None and got_dtype is not want and got_dtype != want:
-                raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got_dtype}"))
+            self._check_dtype(name, dtype, got_dtype)
         if not tensor and got_dtype.byteorder == ">":
             raise TypeError(self._err(f"argument `{name}` is big-endian ({got_dtype.str}); use native order"))
-        values = self.values
         if checked and flat:
-            # `flat[n]`: any shape; the one dim is the total number of elements.
-            size = math.prod(got_shape)
-            self.shapes[name] = (size,)
-            dim = (shape or (None,))[0]
-            if isinstance(dim, str):
-                self._bind(name, 0, dim, size, whole=True)
-            elif isinstance(dim, int) and dim != size:
-                raise ValueError(self._err(f"argument `{name}` has {size} elements, expected {dim}"))
+            self._check_flat(name, shape, got_shape)
         elif checked:
-            want_ndim = len(shape) if shape is not None else 1
-            if len(got_shape) != want_ndim:
-                raise ValueError(
-                    self._err(
-                        f"argument `{name}` must have {want_ndim} dimension(s), "
-                        f"got {len(got_shape)} (shape {got_shape})"
-                    )
-                )
-            self.shapes[name] = got_shape
-            for axis, dim in enumerate(shape or (None,)):
-                if dim is None:
-                    continue
-                size = got_shape[axis]
-                if dim.__class__ is str:
-                    known = values.get(dim)
-                    if known is None:
-                        values[dim] = (size, (name, axis))
-                    elif known[0] != size:
-                        self._bind(name, axis, dim, size)  # raises, saying where `dim` came from
-                elif isinstance(dim, int) and dim != size:
-                    raise ValueError(
-                        self._err(f"argument `{name}` axis {axis} has size {size}, expected {dim}")
-                    )
+            self._check_shape(name, shape, got_shape)
         if writable:
             self._not_aliased(name, value)
         if raw and value.nbytes % 4:
@@ -389,13 +360,64 @@ class Dims:
         if isinstance(value, Tensor):
             return value
         assert isinstance(value, np.ndarray)
+        return self._contiguous(name, value, writable)
+
+    def _check_dtype(self, name: str, dtype: str, got: np.dtype[Any]) -> None:
+        want = _NP_DTYPES.get(dtype)
+        if want is None and dtype == "bfloat16":
+            self._bf16(name, got)
+        elif want is None:
+            want = _NP_DTYPES[dtype] = np.dtype(dtype)
+        if want is not None and got is not want and got != want:
+            raise TypeError(self._err(f"argument `{name}` must have dtype {dtype}, got {got}"))
+
+    def _check_flat(
+        self, name: str, shape: tuple[str | int | None, ...] | None, got: tuple[int, ...]
+    ) -> None:
+        """`flat[n]`: any shape; the one dim is the total number of elements."""
+        size = math.prod(got)
+        self.shapes[name] = (size,)
+        dim = (shape or (None,))[0]
+        if isinstance(dim, str):
+            self._bind(name, 0, dim, size, whole=True)
+        elif isinstance(dim, int) and dim != size:
+            raise ValueError(self._err(f"argument `{name}` has {size} elements, expected {dim}"))
+
+    def _check_shape(
+        self, name: str, shape: tuple[str | int | None, ...] | None, got: tuple[int, ...]
+    ) -> None:
+        """The argument's dimensions against the comment's: sizes, and names bound on first use."""
+        want_ndim = len(shape) if shape is not None else 1
+        if len(got) != want_ndim:
+            raise ValueError(
+                self._err(
+                    f"argument `{name}` must have {want_ndim} dimension(s), got {len(got)} (shape {got})"
+                )
+            )
+        self.shapes[name] = got
+        values = self.values
+        for axis, dim in enumerate(shape or (None,)):
+            if dim is None:
+                continue
+            size = got[axis]
+            if dim.__class__ is str:
+                known = values.get(dim)
+                if known is None:
+                    values[dim] = (size, (name, axis))
+                elif known[0] != size:
+                    self._bind(name, axis, dim, size)  # raises, saying where `dim` came from
+            elif isinstance(dim, int) and dim != size:
+                raise ValueError(self._err(f"argument `{name}` axis {axis} has size {size}, expected {dim}"))
+
+    def _contiguous(self, name: str, value: npt.NDArray[Any], writable: bool) -> npt.NDArray[Any]:
+        """A NumPy argument as bound: itself, or (strided or misaligned) a contiguous copy,
+        copied back after the kernel where it is written."""
         if writable and not value.flags.writeable:
             raise ValueError(
                 self._err(f"argument `{name}` is written by the kernel but the array is read-only")
             )
         if value.flags.c_contiguous and value.ctypes.data % value.dtype.alignment == 0:
             return value
-        # Strided or misaligned: run on a contiguous copy; written arrays are copied back after.
         copy = np.ascontiguousarray(value)
         if copy is value:
             copy = value.copy()
@@ -504,7 +526,7 @@ class Dims:
         kernel: Kernel,
         buffers: Mapping[Any, Bound],
         grid: tuple[int, int, int],
-        push: npt.NDArray[np.uint8] | None = None,
+        push: Packed | None = None,
         *,
         last: LastCall | None = None,
         args: tuple[object, ...] = (),

@@ -29,11 +29,11 @@ from .._devices._device import Device
 from .._devices._tensor import Tensor
 from .._errors import SlangRTError
 from .._recording import _batch
+from .._recording._callkey import value_key
 from .._recording._record import record_ops
 from .._vulkan import _vk
 from .._vulkan._core import Core
 from .._vulkan._queue import PENDING
-from ._arguments import Packed
 
 __all__ = ["Graph", "Recorded", "record", "recorded"]
 
@@ -102,7 +102,7 @@ class Graph:
 
     # -- what Kernel.dispatch asks of a recording (through the batch's Recorder.graph) ----------
 
-    def check(self, kernel: Any, arrays: Any, inputs: Any, misaligned: Any) -> None:
+    def check(self, kernel: Any, arrays: Any, inputs: Any, misaligned: Any, packed: Any) -> None:
         """Refuse (ValueError) a dispatch argument that a replay could not redo."""
 
         def what(i: int) -> str:
@@ -114,8 +114,8 @@ class Graph:
                 f"{what(arrays[0][0])}: a NumPy array for a written binding cannot be recorded (the "
                 "call would wait for its result inside the step); pass a Tensor"
             )
-        for i, arr in inputs or ():
-            if type(arr) is not Packed:
+        for i, _ in inputs or ():
+            if not packed or i not in packed:
                 raise ValueError(
                     f"{what(i)}: a NumPy array would be recorded with the values it has now, and "
                     "replays would not see later changes; pass a Tensor (and fill it with "
@@ -283,10 +283,11 @@ _PLAIN = (int, float, complex, bool, str, bytes, type(None))
 
 def _arg_key(value: object, where: str) -> object:
     """What a call's argument is compared by: tensors (and devices) by identity, scalars by
-    type and value (floats by their bits: -0.0 is not 0.0), sequences item by item."""
+    type and value (floats by their bits, ``_callkey``'s rule: -0.0 is not 0.0), NumPy scalars
+    by type and bytes, sequences item by item."""
     cls = value.__class__
     if cls is float:
-        return (cls, value.hex())  # type: ignore[attr-defined]
+        return (cls, value_key(value))
     if cls in _PLAIN:
         return (cls, value)
     if isinstance(value, np.generic):

@@ -11,8 +11,6 @@ Tensors only, the call returns once submitted (or kept for the queue's next subm
 
 from __future__ import annotations
 
-import hashlib
-import operator
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -29,9 +27,10 @@ from .._devices._tensor import Tensor
 from .._errors import DispatchTimeoutError, SlangRTError
 from .._recording import _batch
 from .._recording._batch import open_blocks as _open_blocks
-from .._recording._pipeline import BindingKey, BindingSpec, KernelState, Pipeline
-from ..spirv import little_endian
-from ._arguments import ArgumentChecks, Packed
+from .._recording._callkey import op_key, variant_key
+from .._recording._pipeline import BindingSpec, KernelState, Pipeline
+from .._vulkan._core import Core
+from ._arguments import Packed, Signature
 
 __all__ = ["BindingSpec", "Kernel"]
 
@@ -57,12 +56,53 @@ class _Plan:
         self.dims = dims
         self.core, self.batches, self.queue = parts.core, parts.batches, parts.queue
         self.state, self.what = state, state.what
-        self.op = _batch.op_key(state, allocs, dims)  # the batch's key for the dispatch
-        self.variant = KernelState.variant_key(allocs, None, dims, None)  # its command buffer's
+        self.op = op_key(state, allocs, dims)  # the batch's key for the dispatch
+        self.variant = variant_key(allocs, None, dims, None)  # its command buffer's
         self.cached: list[Any] = [None]  # that command buffer (see KernelState.submit)
 
 
-class Kernel(ArgumentChecks):
+class _Bound:
+    """What one call's arguments bind (:meth:`Kernel._bind`): per binding its allocation (None
+    where a NumPy argument's memory is filled in later), and the arguments needing more work."""
+
+    __slots__ = ("allocs", "arrays", "inputs", "misaligned", "packed", "slots", "tensors")
+
+    def __init__(self, plan: bool) -> None:
+        self.allocs: list[Allocation] = []
+        self.arrays: list[tuple[int, np.ndarray[Any, Any]]] | None = None  # written: copied back
+        self.inputs: list[tuple[int, np.ndarray[Any, Any]]] | None = None  # read: copied in
+        self.misaligned: list[int] | None = None  # tensor views read through an aligned copy
+        self.packed: list[int] | None = None  # which inputs are packed params
+        # The plan's slots, while the call can be repeated from one: (binding key, None,
+        # allocation) per tensor, (binding key, packed params, index) per packed params.
+        self.slots: list[tuple[Any, Any, Any]] | None = [] if plan else None
+        self.tensors: list[Tensor] = []
+
+
+def _matching_plan(plans: list[_Plan], buffers: Mapping[Any, Any], grid: Any) -> _Plan | None:
+    """The plan made for these very arguments (``_callkey``'s rule: the same grid, each tensor
+    the same Tensor on the same allocation, each packed params the same object, still cached)."""
+    n = len(buffers)
+    for plan in plans:
+        if (grid is not plan.grid and grid != plan.grid) or n != plan.n:
+            continue
+        try:
+            for key, alloc in plan.tensors:
+                arg = buffers[key]
+                if arg.__class__ is not Tensor or arg._alloc is not alloc:
+                    break
+            else:
+                for key, held, alloc in plan.packed:
+                    if buffers[key] is not held or alloc.released:
+                        break
+                else:
+                    return plan
+        except (KeyError, TypeError):
+            return None
+    return None
+
+
+class Kernel:
     """A compute pipeline for entry point ``entry`` of the SPIR-V module ``spirv``.
 
     ``bindings`` describes the buffers it binds (in any descriptor sets); ``threads`` is the
@@ -84,51 +124,13 @@ class Kernel(ArgumentChecks):
         name: str | None = None,
         push_size: int = 0,
     ) -> None:
-        code = bytes(spirv)
-        if not little_endian(code):
-            raise ValueError(f"kernel {name or entry!r}: spirv is not a little-endian SPIR-V module")
-        if not isinstance(entry, str) or not entry:
-            raise ValueError("entry must be a non-empty entry point name")
-        self.name = name or entry
-        self.entry = entry
-        self._spirv = code
-        seen: set[tuple[int, int]] = set()
-        for b in bindings:
-            if not isinstance(b, BindingSpec):
-                raise TypeError(f"kernel {self.name!r}: bindings must be BindingSpec, got {type(b).__name__}")
-            if b.kind not in ("storage", "uniform"):
-                raise ValueError(
-                    f"kernel {self.name!r}: {b.describe()} ({b.name}) has unknown kind {b.kind!r}"
-                )
-            if b.set < 0:
-                raise ValueError(f"kernel {self.name!r}: {b.describe()} ({b.name}) has a negative set")
-            if b.binding < 0 or (b.set, b.binding) in seen:
-                what = "binding index" if b.set == 0 else f"set {b.set}, binding index"
-                raise ValueError(f"kernel {self.name!r}: {what} {b.binding} is negative or repeated")
-            seen.add((b.set, b.binding))
-        self.bindings: tuple[BindingSpec, ...] = tuple(sorted(bindings, key=lambda b: (b.set, b.binding)))
-        try:
-            size = operator.index(push_size)
-        except TypeError:
-            raise TypeError(f"kernel {self.name!r}: push_size must be an int, got {push_size!r}") from None
-        if size < 0:
-            raise ValueError(f"kernel {self.name!r}: push_size must be >= 0, got {size}")
+        sig = self._sig = Signature(spirv, entry, bindings, threads, name, push_size)
+        self.name = sig.name
+        self.entry = sig.entry
+        self.bindings: tuple[BindingSpec, ...] = sig.bindings
         #: Bytes of the kernel's push-constant block (0: none).
-        self.push_size = size
-        # Vulkan wants push-constant ranges in whole words: the data is padded with zeros.
-        self._push_range = (size + 3) & ~3
-        if len(threads) != 3 or any(operator.index(t) < 1 for t in threads):
-            raise ValueError(f"kernel {self.name!r}: threads must be three positive ints, got {threads!r}")
-        self.threads = (int(threads[0]), int(threads[1]), int(threads[2]))
-        self._writable = tuple(b.writable for b in self.bindings)
-        self._uniforms = tuple(i for i, b in enumerate(self.bindings) if b.kind == "uniform")
-        self._keys: tuple[BindingKey, ...] = tuple(b.key for b in self.bindings)
-        self._pipeline_key = (
-            hashlib.sha256(code).digest(),
-            entry,
-            tuple((b.set, b.binding, b.kind) for b in self.bindings),
-            self._push_range,
-        )
+        self.push_size = sig.push_size
+        self.threads = sig.threads
         self._device_arg = device
         self._device: Device | None = None
         self._state: KernelState | None = None
@@ -139,7 +141,11 @@ class Kernel(ArgumentChecks):
         # The last checked grid and its dims: one tuple, one store (never half of one).
         self._last_grid: tuple[Any, tuple[int, int, int]] = (None, (0, 0, 0))
         self._closed = False
-        # Recent calls' arguments and what they bind, newest first (repeated unchecked).
+        # Recent calls' arguments and what they bind, newest first (repeated unchecked; what
+        # makes a call the same is _callkey's rule). Read without the lock: the list is never
+        # changed in place, only rebound (one store), so a reader iterates whole plans of the
+        # old or the new list, under the GIL or free-threaded; a plan itself never changes
+        # after it is made, but for its command buffer's one-item `cached` list.
         self._plans: list[_Plan] = []
 
     # -- public ------------------------------------------------------------------------------
@@ -153,9 +159,9 @@ class Kernel(ArgumentChecks):
 
     def dispatch(
         self,
-        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor],
+        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor | Packed],
         grid: tuple[int, int, int],
-        push: bytes | np.ndarray[Any, Any] | None = None,
+        push: bytes | np.ndarray[Any, Any] | Packed | None = None,
         refs: Sequence[Tensor] = (),
     ) -> None:
         """Run the kernel over ``grid`` workgroups.
@@ -171,33 +177,17 @@ class Kernel(ArgumentChecks):
         array); required when ``push_size`` > 0. ``refs``: the tensors the kernel reaches
         through device addresses packed into its parameters or push constants
         (:attr:`Tensor.device_address`): kept alive until the work is done, and ordered like a
-        written binding (later work that uses them waits for this kernel).
+        written binding (later work that uses them waits for this kernel). Generated wrappers
+        also pass the params they packed (``Packed``, as a read-only NumPy argument).
         Arguments are checked before anything is submitted.
         """
-        if self._plans and push is None and not refs and not self._closed:
-            # The hot path, inline: the plan of a recent call with these very arguments (tensors,
-            # packed params, grid: its checks passed, nothing they depend on changed) is submitted
-            # without the kernel's lock (unless its command buffer was retired), or kept by this
-            # thread's open batch. Anything else takes the full path: it raises or records.
-            found = None
-            n = len(buffers)
-            for plan in self._plans:
-                if (grid is not plan.grid and grid != plan.grid) or n != plan.n:
-                    continue
-                try:
-                    for key, alloc in plan.tensors:
-                        arg = buffers[key]
-                        if arg.__class__ is not Tensor or arg._alloc is not alloc:
-                            break
-                    else:
-                        for key, held, alloc in plan.packed:
-                            if buffers[key] is not held or alloc.released:
-                                break
-                        else:
-                            found = plan
-                            break
-                except (KeyError, TypeError):
-                    break
+        plans = self._plans
+        if plans and push is None and not refs and not self._closed:
+            # The hot path: the plan of a recent call with these very arguments (its checks
+            # passed, nothing they depend on changed) is submitted without the kernel's lock
+            # (unless its command buffer was retired), or kept by this thread's open batch.
+            # Anything else takes the full path: it raises or records.
+            found = _matching_plan(plans, buffers, grid)
             if found is not None:
                 rec = _batch.recorder(found.batches) if _open_blocks[0] else None
                 core = found.core
@@ -229,111 +219,140 @@ class Kernel(ArgumentChecks):
 
     def _dispatch(
         self,
-        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor],
+        buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor | Packed],
         grid: tuple[int, int, int],
-        push: bytes | np.ndarray[Any, Any] | None,
+        push: bytes | np.ndarray[Any, Any] | Packed | None,
         refs: Sequence[Tensor],
     ) -> None:
         """:meth:`dispatch`, checking every argument (and making the plan that the next call
         with the same arguments takes)."""
-        if self._closed:
-            raise SlangRTError(f"kernel {self.name!r} is closed")
-        dev = self._device or self.device
+        sig = self._sig
+        dev = self._usable_device()
         parts = dev.parts
         core = parts.core
-        if core.closed or core.lost:
-            if not core.forked or self._device_arg is not None:
-                core.check_usable()  # raises
-            dev = self._after_fork()
-            parts, core = dev.parts, dev.parts.core
         last_grid, dims = self._last_grid
         if grid != last_grid:
-            dims = self._check_grid(dev, grid)
+            dims = sig.check_grid(dev, grid)
             self._last_grid = (grid, dims)
-        if len(buffers) != len(self._keys):
-            self._check_keys(buffers)
-        allocs: list[Allocation] = []
-        arrays: list[tuple[int, np.ndarray[Any, Any]]] | None = None
-        inputs: list[tuple[int, np.ndarray[Any, Any]]] | None = None
-        misaligned: list[int] | None = None
-        max_storage = core.max_storage_range
-        slots: list[tuple[Any, Any, Any]] | None = [] if push is None and not refs else None
-        tensors: list[Tensor] = []
-        for i, binding in enumerate(self._keys):
-            try:
-                arg = buffers[binding]
-            except KeyError:
-                arg = self._lookup(buffers, i)
-                slots = None
-            if type(arg) is Tensor:
-                alloc = arg._alloc
-                if alloc is None or arg._core is not core:
-                    self._bad_tensor(i, arg, dev)
-                assert alloc is not None
-                if alloc.nbytes > max_storage:
-                    self._check_range(dev, i, alloc.nbytes)
-                if alloc.misaligned and alloc.misaligned & (2 if self.bindings[i].kind == "uniform" else 1):
-                    self._check_misaligned(dev, i, arg)  # raises for a written binding
-                    if misaligned is None:
-                        misaligned = []
-                    misaligned.append(i)  # read through an aligned copy
-                    slots = None
-                allocs.append(alloc)
-                tensors.append(arg)
-                if slots is not None:
-                    slots.append((binding, None, alloc))
-            else:
-                arr = self._check_array(dev, i, arg)
-                if self._writable[i]:
-                    if arrays is None:
-                        arrays = []
-                    arrays.append((i, arr))  # copied back: the call waits
-                    slots = None
-                else:
-                    if inputs is None:
-                        inputs = []
-                    inputs.append((i, arr))  # copied at the call: nothing to wait for
-                    if slots is not None:
-                        # Params packed once for these values (read-only, shared) bind the same
-                        # memory of the params cache while it keeps them; other arrays change.
-                        if type(arr) is Packed and not arr.flags.writeable and arr.nbytes <= PARAMS_MAX:
-                            slots.append((binding, arr, i))
-                        else:
-                            slots = None
-                allocs.append(None)  # type: ignore[arg-type]  # filled below
-        for i in self._uniforms:
+        if len(buffers) != len(sig.keys):
+            sig.check_keys(buffers)
+        bound = self._bind(dev, core, buffers, push is None and not refs)
+        allocs = bound.allocs
+        for i in sig.uniforms:
             if allocs[i] is not None and allocs[i].nbytes > core.max_uniform_range:
-                self._check_range(dev, i, allocs[i].nbytes)
-        pushed = self._check_push(push) if push is not None or self.push_size else None
-        ref_allocs = self._check_refs(core, dev, refs) if refs else None
+                sig.check_range(dev, i, allocs[i].nbytes)
+        pushed = sig.check_push(push) if push is not None or sig.push_size else None
+        ref_allocs = sig.check_refs(core, dev, refs) if refs else None
         if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
             return
         state = self._state or self._ensure_state(dev)
         rec = _batch.recorder(parts.batches)
         graph = rec.graph if rec is not None else None
         if graph is not None:
-            graph.check(self, arrays, inputs, misaligned)  # raises what a replay could not redo
-            tensors.extend(refs)
-            slots = None
-        owned = self._bind_inputs(parts, inputs, allocs, graph is not None) if inputs is not None else None
-        if misaligned is not None:
-            owned = (owned or []) + self._realign(parts, misaligned, allocs)
+            # (raises what a replay could not redo)
+            graph.check(self, bound.arrays, bound.inputs, bound.misaligned, bound.packed)
+            bound.tensors.extend(refs)
+            bound.slots = None
+        owned = self._copy_in(parts, bound, graph is not None)
         if graph is not None:
-            graph.keep(tensors, owned)  # the recorded step binds them on every replay
+            graph.keep(bound.tensors, owned)  # the recorded step binds them on every replay
             owned = None
         try:
-            if arrays is None:
+            if bound.arrays is None:
                 self._run(parts, state, allocs, None, dims, pushed, ref_allocs)
             else:
-                self._run_and_wait(parts, state, allocs, arrays, dims, pushed, ref_allocs)
+                self._run_and_wait(parts, state, allocs, bound.arrays, dims, pushed, ref_allocs)
         finally:
             if owned:
                 for a in owned:
                     a.release()  # once the work that reads it is done
-        if slots is not None:  # the packed params' memory is known now
-            slots = [(b, held, a if held is None else allocs[a]) for b, held, a in slots]
-            plan = _Plan(grid, tuple(slots), allocs, dims, state, parts)
-            self._plans = [plan, *self._plans[: _PLANS - 1]]
+        if bound.slots is not None:  # the packed params' memory is known now
+            slots = tuple((b, held, a if held is None else allocs[a]) for b, held, a in bound.slots)
+            self._plans = [_Plan(grid, slots, allocs, dims, state, parts), *self._plans[: _PLANS - 1]]
+
+    def _usable_device(self) -> Device:
+        """The device to run on: this kernel's, or in a forked child the child's default."""
+        if self._closed:
+            raise SlangRTError(f"kernel {self.name!r} is closed")
+        dev = self._device or self.device
+        core = dev.parts.core
+        if core.closed or core.lost:
+            if not core.forked or self._device_arg is not None:
+                core.check_usable()  # raises
+            dev = self._after_fork()
+        return dev
+
+    def _bind(self, dev: Device, core: Core, buffers: Mapping[Any, Any], plan: bool) -> _Bound:
+        """Check each argument and take what it binds: a tensor its allocation (refused if
+        closed, on another device or too large; an unaligned view read through a copy), a
+        NumPy array a place for its copy. ``plan``: whether the call may make a plan."""
+        sig = self._sig
+        bound = _Bound(plan)
+        allocs = bound.allocs
+        max_storage = core.max_storage_range
+        for i, binding in enumerate(sig.keys):
+            try:
+                arg = buffers[binding]
+            except KeyError:
+                arg = sig.lookup(buffers, i)
+                bound.slots = None
+            if type(arg) is Tensor:
+                alloc = arg._alloc
+                if alloc is None or arg._core is not core:
+                    sig.bad_tensor(i, arg, dev)
+                assert alloc is not None
+                if alloc.nbytes > max_storage:
+                    sig.check_range(dev, i, alloc.nbytes)
+                if alloc.misaligned and alloc.misaligned & (2 if sig.bindings[i].kind == "uniform" else 1):
+                    sig.check_misaligned(dev, i, arg)  # raises for a written binding
+                    bound.misaligned = [*(bound.misaligned or ()), i]  # read through an aligned copy
+                    bound.slots = None
+                allocs.append(alloc)
+                bound.tensors.append(arg)
+                if bound.slots is not None:
+                    bound.slots.append((binding, None, alloc))
+            else:
+                packed = arg if arg.__class__ is Packed else None
+                arr = sig.check_array(dev, i, arg if packed is None else packed.data)
+                self._bind_array(bound, i, binding, arr, packed)
+        return bound
+
+    def _bind_array(
+        self, bound: _Bound, i: int, binding: Any, arr: np.ndarray[Any, Any], packed: Packed | None
+    ) -> None:
+        """Binding ``i``'s NumPy argument: written ones are copied back (the call waits),
+        read-only ones copied at the call; packed params keep the call repeatable."""
+        bound.allocs.append(None)  # type: ignore[arg-type]  # filled by _copy_in or _run_and_wait
+        if self._sig.writable[i]:
+            if bound.arrays is None:
+                bound.arrays = []
+            bound.arrays.append((i, arr))
+            bound.slots = None
+            return
+        if bound.inputs is None:
+            bound.inputs = []
+        bound.inputs.append((i, arr))
+        if packed is not None:
+            if bound.packed is None:
+                bound.packed = []
+            bound.packed.append(i)
+        if bound.slots is not None:
+            # Params packed once for these values (read-only, shared) bind the same memory of
+            # the params cache while it keeps them; other arrays change.
+            if packed is not None and packed.shared and arr.nbytes <= PARAMS_MAX:
+                bound.slots.append((binding, packed, i))
+            else:
+                bound.slots = None
+
+    def _copy_in(self, parts: Parts, bound: _Bound, own: bool) -> list[Allocation] | None:
+        """The memory of this call's own copies (read-only NumPy arguments, unaligned views),
+        to be released once the work that reads it is done; None if there is none."""
+        owned = (
+            self._bind_inputs(parts, bound.inputs, bound.allocs, own) if bound.inputs is not None else None
+        )
+        if bound.misaligned is not None:
+            owned = (owned or []) + self._realign(parts, bound.misaligned, bound.allocs)
+        return owned
 
     def _run(
         self,
@@ -387,7 +406,7 @@ class Kernel(ArgumentChecks):
                         temps[i] = tmp
                         memory.write(tmp, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
                     else:
-                        tmp = state.scratch_for(self._keys[i], arr.nbytes, what)  # idle now
+                        tmp = state.scratch_for(self._sig.keys[i], arr.nbytes, what)  # idle now
                         if arr.nbytes:
                             np.copyto(tmp.view(arr.nbytes).view(arr.dtype).reshape(arr.shape), arr)
                     allocs[i] = tmp
@@ -408,7 +427,7 @@ class Kernel(ArgumentChecks):
                     # The GPU may still write the scratch buffers: let them go with the work.
                     for i, _ in arrays:
                         if i not in temps:
-                            state.drop_scratch(self._keys[i])
+                            state.drop_scratch(self._sig.keys[i])
                     raise
             finally:
                 for tmp in temps.values():
@@ -521,17 +540,19 @@ class Kernel(ArgumentChecks):
             parts = dev.parts
             core = parts.core
             with core.pipelines_lock:
-                known = self._pipeline_key in core.pipelines
+                known = self._sig.pipeline_key in core.pipelines
             if not known:
-                self._check_module(dev)
+                self._sig.check_module(dev)
             with core.pipelines_lock:
-                found = core.pipelines.get(self._pipeline_key)
+                found = core.pipelines.get(self._sig.pipeline_key)
                 if isinstance(found, Pipeline):
                     pipeline = found
                 else:
                     what = f"kernel {self.name!r}"
-                    pipeline = Pipeline(core, self._spirv, self.entry, self.bindings, self._push_range, what)
-                    core.pipelines[self._pipeline_key] = pipeline
+                    pipeline = Pipeline(
+                        core, self._sig.spirv, self.entry, self.bindings, self._sig.push_range, what
+                    )
+                    core.pipelines[self._sig.pipeline_key] = pipeline
             state = KernelState(
                 core,
                 parts.queue,
@@ -540,7 +561,7 @@ class Kernel(ArgumentChecks):
                 pipeline,
                 self.bindings,
                 self.name,
-                self._push_range,
+                self._sig.push_range,
             )
             if core.validation:
                 core.check_validation()

@@ -5,9 +5,10 @@ wrapper makes (dtypes, shapes, sizes inferred from them, params packed from them
 depends only on its arguments, and a :class:`Tensor`'s dtype, shape and memory never change
 while it is open. So when a call's array arguments are the very tensor objects of the previous
 call (each still bound to the same allocation) and its other arguments are equal values of the
-same types, every check would pass exactly as before and compute the same dispatch: the wrapper
-makes that dispatch at once. Anything else (a NumPy array, another tensor, a closed one, another
-value or type of a scalar) takes the full path, which checks everything.
+same types (``_recording._callkey``'s rule: floats by their bits), every check would pass
+exactly as before and compute the same dispatch: the wrapper makes that dispatch at once.
+Anything else (a NumPy array, another tensor, a closed one, another value or type of a scalar)
+takes the full path, which checks everything.
 
 Only calls whose every bound argument is one of the caller's tensors or packed params are kept
 (not those that copied, viewed or will write back a host array, nor those with pointers or push
@@ -23,28 +24,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._devices._tensor import Tensor
+from .._recording._callkey import UNKEYED, value_key
 from ._arguments import Packed
 from ._kernel import Kernel
 
 __all__ = ["LastCall"]
-
-_SCALARS = (int, float, bool, str, type(None))
-
-
-def _plain(value: object) -> bool:
-    """A value kept calls are compared by: a Python scalar, or a tuple of them (``grid``)."""
-    if value.__class__ is tuple:
-        return all(v.__class__ in _SCALARS for v in value)
-    return value.__class__ in _SCALARS
-
-
-def _key(value: object) -> object:
-    """What a kept value is compared by: floats by their bits, tuples item by item with types."""
-    if value.__class__ is float:
-        return value.hex()
-    if value.__class__ is tuple:
-        return tuple((v.__class__, _key(v)) for v in value)
-    return value
 
 
 class LastCall:
@@ -58,16 +42,22 @@ class LastCall:
     def __init__(self) -> None:
         # Per kept call: (scalars as (type, value) pairs, per array (weak reference,
         # allocation, binding key), the packed params by binding key, kernel, grid).
+        # Threads share a wrapper's LastCall without a lock: the tuple is never changed, only
+        # rebound by `keep` (one store), and `repeat` iterates the tuple it read, so a thread
+        # sees either the old or the new calls, each whole; two threads keeping at once may
+        # drop one of their calls, which only costs it the full path next time. That holds
+        # without the GIL too (a reference load or store is atomic in free-threaded CPython).
         self._plans: tuple[Any, ...] = ()
 
     def repeat(self, arrays: tuple[object, ...], scalars: tuple[object, ...]) -> bool:
         """Dispatch again and return True if these are a kept call's arguments."""
         for kept, slots, fixed, kernel, grid in self._plans:
             for value, (kind, old) in zip(scalars, kept, strict=True):
+                # _callkey's rule: the same type; an int, bool, str or None is its own key.
                 if value.__class__ is not kind:
                     break
                 if kind is float or kind is tuple:
-                    if _key(value) != old:  # floats by their bits: -0.0 is not 0.0
+                    if value_key(value) != old:  # floats by their bits: -0.0 is not 0.0
                         break
                 elif value != old:
                     break
@@ -103,12 +93,12 @@ class LastCall:
         for key, bound in buffers.items():
             if key in used:
                 continue
-            if bound.__class__ is not Packed or bound.flags.writeable:
+            if bound.__class__ is not Packed or not bound.shared:
                 return  # a host array copied for the call, or a view made of one
             fixed.append((key, bound))
-        if not all(_plain(value) for value in scalars):
+        kept = tuple((value.__class__, value_key(value)) for value in scalars)
+        if any(key is UNKEYED for _, key in kept):
             return  # NumPy scalars, tensors for pointers: the full path each time
-        kept = tuple((value.__class__, _key(value)) for value in scalars)
         self._plans = ((kept, tuple(slots), tuple(fixed), kernel, grid), *self._plans[: self.KEEP - 1])
 
     def forget(self) -> None:

@@ -109,6 +109,14 @@ class Tensor:
     once the kernels already submitted on it have finished.
     """
 
+    # The runtime's interface to a tensor (slangrt._calls reads these; users do not): they keep
+    # their underscores so that they stay out of the public API, and are read as attributes,
+    # not properties, because a kernel's repeated call reads `_alloc` per tensor.
+    #   _alloc    the Allocation it binds, None once closed: the same call binds the same one
+    #             (compared by identity: `_recording._callkey`)
+    #   _core     the device's Core it lives on (a kernel refuses a tensor of another)
+    #   _dtype, _shape   as `dtype` and `shape`, without the property call (a wrapper's checks)
+    #   _padded(n), _overlaps(other)   a zero-padded copy; whether two tensors share bytes
     __slots__ = (
         "__weakref__",
         "_alloc",

@@ -28,12 +28,13 @@ from typing import Any
 
 from .. import _settings
 from .._alloc._contexts import Context, Contexts
-from .._alloc._heap import Allocation, bind_range
+from .._alloc._heap import Allocation
 from .._alloc._memory import Memory
 from .._errors import SlangRTError
 from .._vulkan import _vk
 from .._vulkan._core import Core
 from .._vulkan._queue import PENDING, Queue
+from ._callkey import op_key
 from ._record import DescriptorSets, Op, record_ops
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "Recorder",
     "batch",
     "flush_current",
-    "op_key",
     "profile",
     "recorder",
 ]
@@ -64,7 +64,11 @@ class _State(threading.local):
 _local = _State()
 # How many batch() and profile() blocks are open in all threads: while none is, a dispatch needs
 # no look at this thread's state (`recorder`, `flush_current`; a kernel's hot path reads it
-# before it calls `recorder`). Changed in place, never rebound.
+# before it calls `recorder`). Changed in place, never rebound. Changed only under _open_lock,
+# read without it: a list item's load is atomic (under the GIL, and under free-threaded CPython's
+# per-list lock-free reads), and a stale read is harmless, because what a thread needs to see is
+# only its own blocks, which it counted itself before its dispatch (program order): another
+# thread's count read late at most sends this thread to `recorder`, which looks at its own state.
 open_blocks = [0]
 _open_lock = threading.Lock()
 
@@ -252,11 +256,6 @@ class Batches:
             vk.lib.vkDestroyCommandPool(self._core.handle, program.pool, vk.ffi.NULL)
 
 
-def op_key(state: Any, allocs: list[Allocation], dims: tuple[int, int, int]) -> Any:
-    """What a batch's recording of one dispatch depends on: kernel, buffers (bound whole), grid."""
-    return (id(state.pipeline), state.writable, dims, tuple([a.key for a in allocs]))
-
-
 class Recorder:
     """Dispatches of one thread on one device, kept until they are submitted together.
 
@@ -299,22 +298,12 @@ class Recorder:
         open_profiles = _local.profiles
         profiles = tuple(open_profiles) if open_profiles and self.graph is None else ()
         self.ops.append((state, allocs, ranges, dims, profiles, push, refs))
-        if key is not None:
-            self.keys.append(key)
-        elif push is None and refs is None and ranges is None:
-            self.keys.append(op_key(state, allocs, dims))
-        else:
-            if ranges is None:
-                keys = tuple([a.key for a in allocs])
-            else:
-                keys = tuple([(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
-            # Replays record their own push constants, and barriers depend on the refs.
-            ref_keys = tuple([a.key for a in refs]) if refs else ()
-            self.keys.append((id(state.pipeline), state.writable, dims, keys, push, ref_keys))
-            if refs:
-                for a in refs:
-                    a.last_use = PENDING
-                self.allocs.extend(refs)
+        # Replays record their own push constants, and barriers depend on the refs.
+        self.keys.append(key if key is not None else op_key(state, allocs, dims, ranges, push, refs))
+        if refs:
+            for a in refs:
+                a.last_use = PENDING
+            self.allocs.extend(refs)
         self.allocs.extend(allocs)
         if profiles:
             self.profiled = True

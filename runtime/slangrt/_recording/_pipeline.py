@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._alloc._heap import Allocation, bind_range
+from .._alloc._heap import Allocation
 from .._alloc._memory import Memory
 from .._vulkan import _vk
 from .._vulkan._core import Core
 from .._vulkan._queue import Queue
+from ._callkey import variant_key
 from ._record import DescriptorSets, record_ops
 
 __all__ = ["BindingKey", "BindingSpec", "KernelState", "Pipeline", "descriptor_type"]
@@ -90,54 +91,68 @@ class Pipeline:
                     h, vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None
                 )
             for s in range(n_sets):
-                layout_bindings = [
-                    vk.VkDescriptorSetLayoutBinding(
-                        binding=b.binding,
-                        descriptorType=descriptor_type(b),
-                        descriptorCount=1,
-                        stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-                    )
-                    for b in bindings
-                    if b.set == s
-                ]
-                set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
-                    flags=vk.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR
-                    if s == self.push_set
-                    else 0,
-                    bindingCount=len(layout_bindings),
-                    pBindings=layout_bindings or None,
-                )
-                with _vk.call(f"creating the descriptor set layout of {what}"):
-                    self.set_layouts.append(vk.vkCreateDescriptorSetLayout(h, set_layout_info, None))
-            ranges = (
-                [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_range)]
-                if push_range
-                else None
-            )
-            layout_info = vk.VkPipelineLayoutCreateInfo(
-                setLayoutCount=len(self.set_layouts),
-                pSetLayouts=self.set_layouts,
-                pushConstantRangeCount=1 if ranges else 0,
-                pPushConstantRanges=ranges,
-            )
-            with _vk.call(f"creating the pipeline layout of {what}"):
-                self.layout = vk.vkCreatePipelineLayout(h, layout_info, None)
-            # The stage struct is copied into the pipeline info by value; keep it (and the
-            # entry-name string it points to) referenced until vkCreateComputePipelines returns.
-            stage = vk.VkPipelineShaderStageCreateInfo(
-                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.shader, pName=entry
-            )
-            pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
-            cache = core.pipeline_cache.handle if core.pipeline_cache is not None else None
-            with _vk.call(f"creating the compute pipeline of {what} (entry {entry!r})"):
-                self.handle = vk.vkCreateComputePipelines(h, cache, 1, [pipeline_info], None)[0]
-            del stage, pipeline_info
-            if core.pipeline_cache is not None:
-                core.pipeline_cache.dirty = True
+                self.set_layouts.append(self._set_layout(core, bindings, s, what))
+            self.layout = self._pipeline_layout(core, push_range, what)
+            self.handle = self._pipeline(core, entry, what)
         except BaseException:
             if core.alive:
                 self.destroy(h)
             raise
+
+    def _set_layout(self, core: Core, bindings: tuple[BindingSpec, ...], s: int, what: str) -> Any:
+        """Set ``s``'s layout (empty for a set the kernel does not use; push descriptors for
+        its first set)."""
+        vk = _vk.vk()
+        layout_bindings = [
+            vk.VkDescriptorSetLayoutBinding(
+                binding=b.binding,
+                descriptorType=descriptor_type(b),
+                descriptorCount=1,
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            )
+            for b in bindings
+            if b.set == s
+        ]
+        set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
+            flags=vk.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR if s == self.push_set else 0,
+            bindingCount=len(layout_bindings),
+            pBindings=layout_bindings or None,
+        )
+        with _vk.call(f"creating the descriptor set layout of {what}"):
+            return vk.vkCreateDescriptorSetLayout(core.handle, set_layout_info, None)
+
+    def _pipeline_layout(self, core: Core, push_range: int, what: str) -> Any:
+        vk = _vk.vk()
+        ranges = (
+            [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_range)]
+            if push_range
+            else None
+        )
+        layout_info = vk.VkPipelineLayoutCreateInfo(
+            setLayoutCount=len(self.set_layouts),
+            pSetLayouts=self.set_layouts,
+            pushConstantRangeCount=1 if ranges else 0,
+            pPushConstantRanges=ranges,
+        )
+        with _vk.call(f"creating the pipeline layout of {what}"):
+            return vk.vkCreatePipelineLayout(core.handle, layout_info, None)
+
+    def _pipeline(self, core: Core, entry: str, what: str) -> Any:
+        """The compute pipeline, through the device's pipeline cache where it has one."""
+        vk = _vk.vk()
+        # The stage struct is copied into the pipeline info by value; keep it (and the
+        # entry-name string it points to) referenced until vkCreateComputePipelines returns.
+        stage = vk.VkPipelineShaderStageCreateInfo(
+            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.shader, pName=entry
+        )
+        pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
+        cache = core.pipeline_cache.handle if core.pipeline_cache is not None else None
+        with _vk.call(f"creating the compute pipeline of {what} (entry {entry!r})"):
+            handle = vk.vkCreateComputePipelines(core.handle, cache, 1, [pipeline_info], None)[0]
+        del stage, pipeline_info
+        if core.pipeline_cache is not None:
+            core.pipeline_cache.dirty = True
+        return handle
 
     def destroy(self, handle: Any) -> None:
         vk = _vk.vk()
@@ -157,6 +172,24 @@ def descriptor_type(b: BindingSpec) -> int:
     vk = _vk.vk()
     uniform = b.kind == "uniform"
     return int(vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER if uniform else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
+
+
+def _extra_sets(
+    bindings: tuple[BindingSpec, ...], start: int, pipeline: Pipeline
+) -> list[tuple[int, int, int, Any, tuple[int, ...], tuple[int, ...]]]:
+    """The sets after the push-descriptor set, from ``bindings[start:]`` (sorted by set)."""
+    out = []
+    while start < len(bindings):
+        s = bindings[start].set
+        end = start
+        while end < len(bindings) and bindings[end].set == s:
+            end += 1
+        part = bindings[start:end]
+        binding_numbers = tuple(b.binding for b in part)
+        types = tuple(descriptor_type(b) for b in part)
+        out.append((s, start, end, pipeline.set_layouts[s], binding_numbers, types))
+        start = end
+    return out
 
 
 class Variant:
@@ -211,25 +244,7 @@ class KernelState:
         self.descriptor_types = tuple(descriptor_type(b) for b in pushed)
         # The other sets: (set, first, end, set layout, binding numbers, descriptor types), with
         # first:end their slice of the kernel's bindings.
-        self.extra_sets: list[tuple[int, int, int, Any, tuple[int, ...], tuple[int, ...]]] = []
-        start = self.n_push
-        while start < len(bindings):
-            s = bindings[start].set
-            end = start
-            while end < len(bindings) and bindings[end].set == s:
-                end += 1
-            part = bindings[start:end]
-            self.extra_sets.append(
-                (
-                    s,
-                    start,
-                    end,
-                    pipeline.set_layouts[s],
-                    tuple(b.binding for b in part),
-                    tuple(descriptor_type(b) for b in part),
-                )
-            )
-            start = end
+        self.extra_sets = _extra_sets(bindings, self.n_push, pipeline)
         self.push_range = push_range
         self.variants: dict[Any, Variant] = {}
         self.scratch: dict[Any, Allocation] = {}
@@ -249,17 +264,6 @@ class KernelState:
             },
         )
 
-    @staticmethod
-    def variant_key(
-        allocs: list[Allocation], ranges: list[int] | None, dims: tuple[int, int, int], push: bytes | None
-    ) -> Any:
-        """What a command buffer recorded for a call depends on (see :meth:`submit`)."""
-        if ranges is None:
-            key: Any = (dims, *[a.key for a in allocs])
-        else:
-            key = (dims, *[(a.block.serial, a.offset, bind_range(a, r)) for a, r in zip(allocs, ranges)])
-        return key if push is None else (key, push)
-
     def submit(
         self,
         allocs: list[Allocation],
@@ -272,13 +276,13 @@ class KernelState:
     ) -> int:
         """Submit the command buffer recorded for this call (recording it the first time);
         return the serial. ``ranges``: bytes bound per allocation (None: their sizes); ``key``:
-        :meth:`variant_key` of the call, where the caller has it; ``cached``: a one-item list
+        :func:`_callkey.variant_key` of the call, where the caller has it; ``cached``: a one-item list
         where the caller keeps the command buffer found for ``key`` (valid while it is still
         recorded for that very key object)."""
         variant = cached[0] if cached is not None else None
         if variant is None or key is None or variant.key is not key:
             if key is None:
-                key = self.variant_key(allocs, ranges, dims, push)
+                key = variant_key(allocs, ranges, dims, push)
             variant = self.variants.get(key)
             if variant is None:
                 variant = self._record(key, allocs, ranges, dims, push)

@@ -230,6 +230,64 @@ def _whole(a: Allocation) -> tuple[int, int, int]:
     return root.block.serial, root.offset, root.offset + root.capacity
 
 
+class _Hazards:
+    """Bytes each buffer (block) was bound over since the last barrier: views of one tensor are
+    separate allocations over the same memory, so hazards are found by overlapping bytes."""
+
+    __slots__ = ("read", "written")
+
+    def __init__(self) -> None:
+        self.written: dict[int, list[tuple[int, int]]] = {}
+        self.read: dict[int, list[tuple[int, int]]] = {}
+
+    def need_barrier(self, spans: list[tuple[int, int, int]], writable: Any, ref_spans: list[Any]) -> bool:
+        """Whether a dispatch over these spans must wait for those since the last barrier:
+        it touches bytes one wrote, or writes bytes one read (bytes reached through device
+        addresses count as written)."""
+        written, read = self.written, self.read
+        for (b, lo, hi), w in zip(spans, writable):
+            if _hits(written, b, lo, hi) or (w and _hits(read, b, lo, hi)):
+                return True
+        return any(_hits(written, *s) or _hits(read, *s) for s in ref_spans)
+
+    def note(self, spans: list[tuple[int, int, int]], writable: Any, ref_spans: list[Any]) -> None:
+        for (b, lo, hi), w in zip(spans, writable):
+            (self.written if w else self.read).setdefault(b, []).append((lo, hi))
+        for b, lo, hi in ref_spans:
+            self.written.setdefault(b, []).append((lo, hi))
+
+    def clear(self) -> None:
+        self.written.clear()
+        self.read.clear()
+
+
+def _bind_buffers(
+    core: Core,
+    cb: Any,
+    state: Any,
+    allocs: list[Allocation],
+    rs: list[int],
+    templates: dict[int, Any],
+    sets: list[tuple[Any, Any]],
+    set_cache: dict[Any, Any],
+) -> None:
+    """Bind a dispatch's buffers: push descriptors for the first set, descriptor sets (made
+    for the recording, appended to ``sets``) for the others."""
+    n_push = state.n_push
+    if n_push:
+        _, infos, writes = _template(state, templates)
+        for i in range(n_push):
+            a = allocs[i]
+            info = infos[i]
+            info.buffer = a.buffer
+            info.offset = a.offset
+            info.range = bind_range(a, rs[i])
+        pipeline = state.pipeline
+        core.push_descriptor(cb, 1, pipeline.layout, pipeline.push_set, n_push, writes)
+    if state.extra_sets:
+        bind_extra_sets(state, cb, allocs, rs, sets, set_cache)
+
+
 def record_ops(
     core: Core,
     cb: Any,
@@ -249,11 +307,7 @@ def record_ops(
     """
     vk = _vk.vk()
     lib = vk.lib
-    push = core.push_descriptor
-    # Bytes each buffer (block) was bound over since the last barrier: views of one tensor are
-    # separate allocations over the same memory, so hazards are found by overlapping bytes.
-    written: dict[int, list[tuple[int, int]]] = {}
-    read: dict[int, list[tuple[int, int]]] = {}
+    hazards = _Hazards()
     pipeline = None
     bound: Any = None
     entries: list[Any] = []
@@ -263,40 +317,18 @@ def record_ops(
         writable = state.writable
         rs = ranges if ranges is not None else [a.nbytes for a in allocs]
         spans = [(a.block.serial, a.offset, a.offset + bind_range(a, r)) for a, r in zip(allocs, rs)]
-        need = False
-        for (b, lo, hi), w in zip(spans, writable):
-            if _hits(written, b, lo, hi) or (w and _hits(read, b, lo, hi)):
-                need = True
-                break
         ref_spans = [_whole(a) for a in refs] if refs else []
-        if ref_spans and not need:
-            need = any(_hits(written, *s) or _hits(read, *s) for s in ref_spans)
-        if need:
+        if hazards.need_barrier(spans, writable, ref_spans):
             core.barrier_between_dispatches(cb)
-            written.clear()
-            read.clear()
-        for (b, lo, hi), w in zip(spans, writable):
-            (written if w else read).setdefault(b, []).append((lo, hi))
-        for b, lo, hi in ref_spans:
-            written.setdefault(b, []).append((lo, hi))
+            hazards.clear()
+        hazards.note(spans, writable, ref_spans)
         if state.pipeline is not pipeline:
             pipeline = state.pipeline
             lib.vkCmdBindPipeline(cb, 1, pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
             bound = None
         key = [(a.buffer, a.offset, r) for a, r in zip(allocs, rs)]
         if key != bound and allocs:
-            n_push = state.n_push
-            if n_push:
-                _, infos, writes = _template(state, templates)
-                for i in range(n_push):
-                    a = allocs[i]
-                    info = infos[i]
-                    info.buffer = a.buffer
-                    info.offset = a.offset
-                    info.range = bind_range(a, rs[i])
-                push(cb, 1, pipeline.layout, pipeline.push_set, n_push, writes)
-            if state.extra_sets:
-                bind_extra_sets(state, cb, allocs, rs, sets, set_cache)
+            _bind_buffers(core, cb, state, allocs, rs, templates, sets, set_cache)
             bound = key
         if push_data is not None:
             push_constants(state, cb, push_data)

@@ -77,97 +77,17 @@ class Instance:
         # thread: keep them per thread, so that each surfaces from the call that made it.
         self._local = threading.local()
 
-        try:
-            loader_version = int(vk.vkEnumerateInstanceVersion())
-        except AttributeError:
-            # A Vulkan 1.0 loader lacks vkEnumerateInstanceVersion altogether.
-            loader_version = _make_version(1, 0)
-        if _version_tuple(loader_version)[:2] < MIN_API:
-            raise VulkanUnavailableError(
-                f"The Vulkan loader is version {'.'.join(map(str, _version_tuple(loader_version)))}; "
-                f"slangrt needs Vulkan {MIN_API[0]}.{MIN_API[1]}. {install_hint()}"
-            )
-
-        with _vk.call("listing Vulkan instance extensions"):
-            available_exts = {e.extensionName for e in vk.vkEnumerateInstanceExtensionProperties(None)}
-        extensions: list[str] = []
-        flags = 0
-        # Drivers layered over other APIs (MoltenVK) are only enumerated with this extension.
-        if "VK_KHR_portability_enumeration" in available_exts:
-            extensions.append("VK_KHR_portability_enumeration")
-            flags |= vk.VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
-        layers: list[str] = []
-        if self.validation:
-            with _vk.call("listing Vulkan layers"):
-                available_layers = {lp.layerName for lp in vk.vkEnumerateInstanceLayerProperties()}
-            if "VK_LAYER_KHRONOS_validation" not in available_layers:
-                raise SlangRTError(
-                    "SLANGRT_VALIDATION=1 but the Khronos validation layer is not installed "
-                    "(Debian/Ubuntu: `apt-get install vulkan-validationlayers`; or install the "
-                    "Vulkan SDK and set VK_LAYER_PATH)."
-                )
-            if "VK_EXT_debug_utils" not in available_exts:
-                raise SlangRTError("SLANGRT_VALIDATION=1 but VK_EXT_debug_utils is not available.")
-            layers.append("VK_LAYER_KHRONOS_validation")
-            extensions.append("VK_EXT_debug_utils")
-            with _vk.call("listing the validation layer's extensions"):
-                layer_exts = {
-                    e.extensionName
-                    for e in vk.vkEnumerateInstanceExtensionProperties("VK_LAYER_KHRONOS_validation")
-                }
-            if "VK_EXT_validation_features" in layer_exts:
-                extensions.append("VK_EXT_validation_features")
-
-        app_info = vk.VkApplicationInfo(
-            pApplicationName="slangrt",
-            applicationVersion=1,
-            pEngineName="slangrt",
-            engineVersion=1,
-            apiVersion=_make_version(1, 3),
-        )
+        _check_loader_version()
+        layers, extensions, flags = _layers_and_extensions(self.validation)
         messenger_info = self._messenger_create_info() if self.validation else None
-        chain = messenger_info
-        features_info = enables = None
-        if "VK_EXT_validation_features" in extensions:
-            # Synchronization validation checks the barriers between dependent commands.
-            enables = vk.ffi.new(
-                "VkValidationFeatureEnableEXT[1]",
-                [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT],
-            )
-            features_info = vk.ffi.new(
-                "VkValidationFeaturesEXT*",
-                {
-                    "sType": vk.VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
-                    "pNext": vk.ffi.addressof(messenger_info),
-                    "enabledValidationFeatureCount": 1,
-                    "pEnabledValidationFeatures": enables,
-                },
-            )
-            chain = features_info
-        create_info = vk.VkInstanceCreateInfo(
-            # Chaining the messenger here also reports problems inside vkCreate/DestroyInstance.
-            pNext=chain,
-            flags=flags,
-            pApplicationInfo=app_info,
-            enabledLayerCount=len(layers),
-            ppEnabledLayerNames=layers or None,
-            enabledExtensionCount=len(extensions),
-            ppEnabledExtensionNames=extensions or None,
-        )
-        try:
-            with _vk.call("creating the Vulkan instance"):
-                self.handle: Any = vk.vkCreateInstance(create_info, None)
-        except VulkanError as exc:
-            raise VulkanUnavailableError(
-                f"Could not create a Vulkan instance ({exc.result}): no usable Vulkan driver. "
-                + install_hint()
-            ) from None
+        self.handle: Any
+        self.handle, keepalive = _create_instance(layers, extensions, flags, messenger_info)
         self.messenger: Any = None
         if self.validation:
             create = vk.vkGetInstanceProcAddr(self.handle, "vkCreateDebugUtilsMessengerEXT")
             with _vk.call("creating the validation messenger"):
                 self.messenger = create(self.handle, messenger_info, None)
-        self._keepalive = (app_info, messenger_info, features_info, enables, create_info)
+        self._keepalive = (messenger_info, *keepalive)
         self._finalizer = weakref.finalize(self, _destroy_instance, self.handle, self.messenger)
 
         with _vk.call("enumerating physical devices"):
@@ -219,6 +139,106 @@ class Instance:
             raise ValidationError(errors)
 
 
+def _check_loader_version() -> None:
+    vk = _vk.vk()
+    try:
+        loader_version = int(vk.vkEnumerateInstanceVersion())
+    except AttributeError:
+        # A Vulkan 1.0 loader lacks vkEnumerateInstanceVersion altogether.
+        loader_version = _make_version(1, 0)
+    if _version_tuple(loader_version)[:2] < MIN_API:
+        raise VulkanUnavailableError(
+            f"The Vulkan loader is version {'.'.join(map(str, _version_tuple(loader_version)))}; "
+            f"slangrt needs Vulkan {MIN_API[0]}.{MIN_API[1]}. {install_hint()}"
+        )
+
+
+def _layers_and_extensions(validation: bool) -> tuple[list[str], list[str], int]:
+    """The instance's layers, extensions and create flags (the validation layer's with
+    SLANGRT_VALIDATION=1, which refuses to run without it)."""
+    vk = _vk.vk()
+    with _vk.call("listing Vulkan instance extensions"):
+        available_exts = {e.extensionName for e in vk.vkEnumerateInstanceExtensionProperties(None)}
+    extensions: list[str] = []
+    flags = 0
+    # Drivers layered over other APIs (MoltenVK) are only enumerated with this extension.
+    if "VK_KHR_portability_enumeration" in available_exts:
+        extensions.append("VK_KHR_portability_enumeration")
+        flags |= vk.VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
+    layers: list[str] = []
+    if not validation:
+        return layers, extensions, flags
+    with _vk.call("listing Vulkan layers"):
+        available_layers = {lp.layerName for lp in vk.vkEnumerateInstanceLayerProperties()}
+    if "VK_LAYER_KHRONOS_validation" not in available_layers:
+        raise SlangRTError(
+            "SLANGRT_VALIDATION=1 but the Khronos validation layer is not installed "
+            "(Debian/Ubuntu: `apt-get install vulkan-validationlayers`; or install the "
+            "Vulkan SDK and set VK_LAYER_PATH)."
+        )
+    if "VK_EXT_debug_utils" not in available_exts:
+        raise SlangRTError("SLANGRT_VALIDATION=1 but VK_EXT_debug_utils is not available.")
+    layers.append("VK_LAYER_KHRONOS_validation")
+    extensions.append("VK_EXT_debug_utils")
+    with _vk.call("listing the validation layer's extensions"):
+        layer_exts = {
+            e.extensionName for e in vk.vkEnumerateInstanceExtensionProperties("VK_LAYER_KHRONOS_validation")
+        }
+    if "VK_EXT_validation_features" in layer_exts:
+        extensions.append("VK_EXT_validation_features")
+    return layers, extensions, flags
+
+
+def _create_instance(
+    layers: list[str], extensions: list[str], flags: int, messenger_info: Any
+) -> tuple[Any, tuple[Any, ...]]:
+    """The VkInstance, and the structs it was made from (kept while it lives)."""
+    vk = _vk.vk()
+    app_info = vk.VkApplicationInfo(
+        pApplicationName="slangrt",
+        applicationVersion=1,
+        pEngineName="slangrt",
+        engineVersion=1,
+        apiVersion=_make_version(1, 3),
+    )
+    chain = messenger_info
+    features_info = enables = None
+    if "VK_EXT_validation_features" in extensions:
+        # Synchronization validation checks the barriers between dependent commands.
+        enables = vk.ffi.new(
+            "VkValidationFeatureEnableEXT[1]",
+            [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT],
+        )
+        features_info = vk.ffi.new(
+            "VkValidationFeaturesEXT*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+                "pNext": vk.ffi.addressof(messenger_info),
+                "enabledValidationFeatureCount": 1,
+                "pEnabledValidationFeatures": enables,
+            },
+        )
+        chain = features_info
+    create_info = vk.VkInstanceCreateInfo(
+        # Chaining the messenger here also reports problems inside vkCreate/DestroyInstance.
+        pNext=chain,
+        flags=flags,
+        pApplicationInfo=app_info,
+        enabledLayerCount=len(layers),
+        ppEnabledLayerNames=layers or None,
+        enabledExtensionCount=len(extensions),
+        ppEnabledExtensionNames=extensions or None,
+    )
+    try:
+        with _vk.call("creating the Vulkan instance"):
+            handle = vk.vkCreateInstance(create_info, None)
+    except VulkanError as exc:
+        raise VulkanUnavailableError(
+            f"Could not create a Vulkan instance ({exc.result}): no usable Vulkan driver. " + install_hint()
+        ) from None
+    return handle, (app_info, features_info, enables, create_info)
+
+
 def _destroy_instance(handle: Any, messenger: Any) -> None:
     vk = _vk.vk()
     if messenger is not None:
@@ -264,10 +284,11 @@ class Probe:
     extensions: list[str]  # device extensions to enable for them
 
 
-def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
-    """Query the features slangrt knows (``_features.FEATURE_STRUCTS``) on a 1.2+ device."""
-    vk = _vk.vk()
-    ffi = vk.ffi
+def _chosen_structs(
+    api: tuple[int, int], dev_exts: set[str]
+) -> list[tuple[_features.FeatureStruct, str | None]]:
+    """The feature structs this device can be asked for, each with the extension that brings it
+    (None: core in its version)."""
     chosen: list[tuple[_features.FeatureStruct, str | None]] = []
     for fs in _features.FEATURE_STRUCTS:
         if fs.version is not None and api < fs.version:
@@ -278,6 +299,15 @@ def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
         if fs.extensions and ext is None:
             continue
         chosen.append((fs, ext))
+    return chosen
+
+
+def _query_features(
+    pd: Any, chosen: list[tuple[_features.FeatureStruct, str | None]]
+) -> tuple[Any, list[Any]]:
+    """vkGetPhysicalDeviceFeatures2 over a chain of the chosen structs: (features2, structs)."""
+    vk = _vk.vk()
+    ffi = vk.ffi
     structs: list[Any] = []
     head: Any = ffi.NULL
     for fs, _ in reversed(chosen):
@@ -289,6 +319,36 @@ def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
         {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": head},
     )
     vk.lib.vkGetPhysicalDeviceFeatures2(pd, q2)
+    return q2, structs
+
+
+def _subgroup_tokens(pd: Any, dev_exts: set[str]) -> set[str]:
+    """The subgroup operations the device supports in compute shaders."""
+    vk = _vk.vk()
+    ffi = vk.ffi
+    subgroup = ffi.new(
+        "VkPhysicalDeviceSubgroupProperties*",
+        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES},
+    )
+    props2 = ffi.new(
+        "VkPhysicalDeviceProperties2*",
+        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": subgroup},
+    )
+    vk.lib.vkGetPhysicalDeviceProperties2(pd, props2)
+    tokens: set[str] = set()
+    if subgroup.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
+        for bit, token in _features.SUBGROUP_TOKENS.items():
+            if subgroup.supportedOperations & bit and (
+                token != "subgroupPartitionedNV" or "VK_NV_shader_subgroup_partitioned" in dev_exts
+            ):
+                tokens.add(token)
+    return tokens
+
+
+def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
+    """Query the features slangrt knows (``_features.FEATURE_STRUCTS``) on a 1.2+ device."""
+    chosen = _chosen_structs(api, dev_exts)
+    q2, structs = _query_features(pd, chosen)
     tokens: set[str] = set()
     core = [m for m in _features.CORE_FEATURES if getattr(q2.features, m)]
     tokens.update(_features.CORE_FEATURES[m] for m in core)
@@ -307,21 +367,7 @@ def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
         if ext in dev_exts:
             extensions.append(ext)
             tokens.add(ext)
-    subgroup = ffi.new(
-        "VkPhysicalDeviceSubgroupProperties*",
-        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES},
-    )
-    props2 = ffi.new(
-        "VkPhysicalDeviceProperties2*",
-        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": subgroup},
-    )
-    vk.lib.vkGetPhysicalDeviceProperties2(pd, props2)
-    if subgroup.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
-        for bit, token in _features.SUBGROUP_TOKENS.items():
-            if subgroup.supportedOperations & bit and (
-                token != "subgroupPartitionedNV" or "VK_NV_shader_subgroup_partitioned" in dev_exts
-            ):
-                tokens.add(token)
+    tokens |= _subgroup_tokens(pd, dev_exts)
     for minor in range(2, api[1] + 1 if api[0] == 1 else 10):
         tokens.add(f"Vulkan 1.{minor}")
     return Probe(frozenset(tokens), core, enable, extensions)

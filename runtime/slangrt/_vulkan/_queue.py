@@ -300,32 +300,38 @@ class Queue:
                     self.flushed = last
                 self._quiet_since = _clock()
                 self.flushes += 1
-                if result:
-                    with self._lock:  # nothing kept after a failed submission may run before it
-                        whats += self._kept_what
-                        self._kept, self._kept_owners, self._kept_what = [], [], []
-                        last = self.submitted
-                    if result != _VK_ERROR_DEVICE_LOST:
-                        self._lost_submission(last)
-                    n = len(whats)
-                    what = whats[0][0] if n == 1 else f"{whats[-1][0]} (with {n - 1} earlier calls)"
-                    try:
-                        self._fail(result, f"submitting {what}")
-                    except BaseException as exc:
-                        # Every other thread with a call in it hears of it at its next wait
-                        # (one that has ended already: logged at the next wait of any thread).
-                        me = None if stash else self._me()
-                        threads = weakref.WeakSet(t for _, t in whats if t is not me)
-                        if threads:
-                            with self._lock:
-                                self._errors.append((first, exc, threads))
-                        whats.clear()  # (the error's traceback keeps this frame: not the threads)
-                        if not stash:
-                            raise
-                        return
+                if result and self._submission_failed(result, whats, first, stash):
+                    return
                 del owners  # the driver has the command buffers now
         finally:
             self._flusher = 0
+
+    def _submission_failed(self, result: int, whats: list[Any], first: int, stash: bool) -> bool:
+        """vkQueueSubmit of the calls ``whats`` (from serial ``first``) failed: so did every call
+        kept after them. Raises the failure (where ``stash``, keeps it for the waits and returns
+        True); every other thread with a call in it hears of it at its next wait."""
+        with self._lock:  # nothing kept after a failed submission may run before it
+            whats += self._kept_what
+            self._kept, self._kept_owners, self._kept_what = [], [], []
+            last = self.submitted
+        if result != _VK_ERROR_DEVICE_LOST:
+            self._lost_submission(last)
+        n = len(whats)
+        what = whats[0][0] if n == 1 else f"{whats[-1][0]} (with {n - 1} earlier calls)"
+        try:
+            self._fail(result, f"submitting {what}")
+        except BaseException as exc:
+            # (A thread whose call has ended already: logged at the next wait of any thread.)
+            me = None if stash else self._me()
+            threads = weakref.WeakSet(t for _, t in whats if t is not me)
+            if threads:
+                with self._lock:
+                    self._errors.append((first, exc, threads))
+            whats.clear()  # (the error's traceback keeps this frame: not the threads)
+            if not stash:
+                raise
+            return True
+        return False
 
     def _lost_submission(self, last: int) -> None:
         """vkQueueSubmit failed: nothing up to serial ``last`` that it held will run. Once the work

@@ -40,19 +40,26 @@ def vk() -> Any:
     return _module
 
 
-_result_names: dict[int, str] = {}
+# VkResult codes -> names, made on first use. Published whole by one store (None until then), so
+# a thread never reads a half-filled table, with the GIL or without: threads that race to make it
+# each build the same table and the last store wins.
+_result_names: dict[int, str] | None = None
 
 
 def result_name(code: int) -> str:
     """The VkResult enumerant name for ``code`` (``VK_ERROR_...``), or the number if unknown."""
-    if not _result_names:
+    global _result_names
+    names = _result_names
+    if names is None:
         mod = vk()
+        names = {}
         for name in dir(mod):
             if name.startswith("VK_ERROR_") or name in ("VK_TIMEOUT", "VK_NOT_READY", "VK_INCOMPLETE"):
                 value = getattr(mod, name)
                 if isinstance(value, int):
-                    _result_names.setdefault(value, name)
-    return _result_names.get(code, f"VkResult({code})")
+                    names.setdefault(value, name)
+        _result_names = names
+    return names.get(code, f"VkResult({code})")
 
 
 def _exception_result(exc: BaseException) -> str | None:
