@@ -30,8 +30,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from hatch_slang import validate
 from hatch_slang.builder import pipeline
-from hatch_slang.cli import bench, validate
+from hatch_slang.cli import bench
 from hatch_slang.cli.show import show_data
 from hatch_slang.codegen import wrappers as codegen
 from hatch_slang.comments.contract import parse_contract
