@@ -206,7 +206,7 @@ def test_every_option_name_is_spelled_once() -> None:
     """An option's name is its field's in hatch_slang.config.settings; no other module writes one out (as
     a key, or quoted in a message) but through settings.option_name."""
     options = {n for model in (HookSettings, OverrideSettings) for n in settings.names(model)}
-    for path in [*(REPO / "hatch_slang").glob("*.py"), REPO / "hatch_build.py"]:
+    for path in [*(REPO / "hatch_slang").rglob("*.py"), REPO / "hatch_build.py"]:
         if path.name == "settings.py":
             continue
         for text in _strings(path):
@@ -217,8 +217,8 @@ def test_every_option_name_is_spelled_once() -> None:
 def test_config_sits_below_the_pipeline() -> None:
     """settings and config import none of the later stages (they import them)."""
     later = {"codegen", "compiler", "pipeline", "cache", "discover", "spec", "plugin", "cli"}
-    for name in ("settings", "config"):
-        tree = ast.parse((REPO / "hatch_slang" / f"{name}.py").read_text())
+    for name in ("settings", "project"):
+        tree = ast.parse((REPO / "hatch_slang" / "config" / f"{name}.py").read_text())
         imported = {
             (node.module or "").rsplit(".", 1)[-1]
             for node in ast.walk(tree)
