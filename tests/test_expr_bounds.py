@@ -5,23 +5,21 @@ line of 100,000 terms (a RecursionError in ``ast.parse`` before) or 50,000 unary
 MemoryError), 10,000-digit numbers, ``10**10**10``, a shape of thousands of dimensions, a
 division by a literal zero (a ZeroDivisionError on every call before), an entries line of
 30,000 names (quadratic before). Each is one warning naming file:line, and the wrapper falls
-back: ``grid=`` for the Dispatch line, reflection's binding for a binding line.
+back: ``grid=`` for the Dispatch line, reflection's binding for a binding line. (The expression
+reader's own bounds, without a build: tests/unit/comments/test_expr_bounds.py.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
-from hatch_slang.comments import expr
 from hatch_slang.comments.contract import parse_contract
-from hatch_slang.comments.expr import MAX_DEPTH, ExprError, evaluate, parse_expr, parse_grid, parse_tree
 from hatch_slang.errors import ShaderError
 
+from .helpers import BuildProject
 from .test_hostile import assert_safe_module
 from .test_unreadable_lines import CODE, GOOD_SIGNATURE, build, comment, signature
 
@@ -117,51 +115,6 @@ def assert_one_warning(root: Path, text: str, line: int, wrapper: str) -> None:
     assert signature(source) == wrapper, source
 
 
-@pytest.mark.parametrize(
-    ("text", "why"),
-    [
-        ("-" * 50_000 + "n", "longer than"),
-        ("-" * (MAX_DEPTH + 1) + "n", "nested more than"),
-        ("ceil(" * 30 + "n" + ")" * 30, "nested more than"),
-        ("+".join(["n"] * 99), "nested more than"),  # a chain of 98 additions
-        ("n / 0", "division by zero"),
-        ("n // (3 - 3)", "division by zero"),
-        ("n % min(0, 5)", "division by zero"),
-        ("n\x00", "not an expression"),
-    ],
-)
-def test_parse_expr_bounds(text: str, why: str) -> None:
-    with pytest.raises(ExprError, match=why):
-        parse_expr(text)
-
-
-def balanced(depth: int) -> str:
-    return "n" if depth == 0 else f"({balanced(depth - 1)} + {balanced(depth - 1)})"
-
-
-def test_parse_tree_bounds_the_number_of_terms(monkeypatch: pytest.MonkeyPatch) -> None:
-    parse_tree(balanced(5))  # 63 nodes, 5 deep, 187 characters
-    with pytest.raises(ExprError, match="longer than 600"):
-        parse_tree(balanced(8), scale=3)  # 511 nodes, only 8 deep, 1,531 characters
-    # The node count is a second bound behind the length: with a longer one it still holds.
-    monkeypatch.setattr(expr, "MAX_EXPR_LEN", 10_000)
-    with pytest.raises(ExprError, match="more than 300 terms"):
-        parse_tree(balanced(8), scale=3)
-
-
-def test_the_bounds_leave_ordinary_expressions_alone() -> None:
-    assert parse_expr("ceil((n_heads * head_dim + 2 * n_kv_heads * head_dim) / 4)").names == (
-        "n_heads",
-        "head_dim",
-        "n_kv_heads",
-    )
-    assert parse_expr("n / (m - 1)").python == "_c.div(n, (m - 1))"  # a divisor with names: a runtime check
-    assert len(parse_grid("(ceil(n / 256), min(rows, 65535), max(1, ceil(batch * heads / 4)))")) == 3
-    with pytest.raises(ExprError, match="longer than"):
-        evaluate("+".join(["n"] * 100_000), {"n": 1})
-    assert evaluate("ceil(n / 3)", {"n": 7}) == 3
-
-
 LITERAL = """\
 // Fill with a constant of the params tuple.
 //
@@ -179,7 +132,7 @@ void fill(uint3 id : SV_DispatchThreadID) {{ if (id.x < params[0].x) y[id.x] = p
 
 @pytest.mark.parametrize("literal", ["7", "0x10", "4294967295"])
 def test_a_params_literal_is_written_as_its_value(
-    tmp_path: Path, build_project: Callable[[Path], Callable[[str], ModuleType]], literal: str
+    tmp_path: Path, build_project: BuildProject, literal: str
 ) -> None:
     root = tmp_path / "lit"
     (root / "shaders").mkdir(parents=True)
@@ -191,7 +144,7 @@ def test_a_params_literal_is_written_as_its_value(
     )
     (root / "shaders" / "fill.slang").write_text(LITERAL.format(literal=literal))
     y = np.zeros(100, np.uint32)
-    build_project(root)("fill").fill(y)
+    build_project(root).kernels("fill").fill(y)
     assert (y == int(literal, 0)).all(), y  # not zero: a literal is no padding
 
 
