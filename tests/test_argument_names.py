@@ -14,9 +14,8 @@ import inspect
 import keyword
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -34,7 +33,7 @@ from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.spec.merge import build_spec
 
-from .helpers import requires_device
+from .helpers import BuiltPackage, built_package, requires_device
 
 pytestmark = pytest.mark.compile
 
@@ -107,53 +106,55 @@ void plain(uint3 id : SV_DispatchThreadID) {
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], ModuleType]:
-    import importlib
-    import sys
-
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltPackage]:
     root = tmp_path_factory.mktemp("names")
     (root / "pyproject.toml").write_text(PYPROJECT)
     (root / "shaders").mkdir()
     for stem, text in {"add": TUTORIAL, "mix": NAMES, "plain": UNCOMMENTED}.items():
         (root / "shaders" / f"{stem}.slang").write_text(text, encoding="utf-8")
-    config = load_project_config(root)
-    out = pipeline.build(config)
-    pipeline.write_output(out, config.package_dir)
-    sys.path.insert(0, str(root))
-    importlib.invalidate_caches()
-    return lambda m: importlib.import_module(f"namespkg.kernels.{m}")
+    with built_package(root) as package:
+        yield package
 
 
 def parameters(fn: Callable[..., None]) -> list[str]:
     return list(inspect.signature(fn).parameters)
 
 
-def test_signatures_keep_the_names_as_written(built: Callable[[str], ModuleType]) -> None:
-    assert parameters(built("add").add) == ["a", "b", "c"]
-    assert parameters(built("mix").mix) == ["np", "slangrt", "_c", "lambda_", "fi", "match", "len"]
-    assert parameters(built("plain").plain) == ["größe", "fi", "_d", "len", "lambda_", "LIB", "self", "grid"]
+def test_signatures_keep_the_names_as_written(built: BuiltPackage) -> None:
+    assert parameters(built.kernels("add").add) == ["a", "b", "c"]
+    assert parameters(built.kernels("mix").mix) == ["np", "slangrt", "_c", "lambda_", "fi", "match", "len"]
+    assert parameters(built.kernels("plain").plain) == [
+        "größe",
+        "fi",
+        "_d",
+        "len",
+        "lambda_",
+        "LIB",
+        "self",
+        "grid",
+    ]
 
 
 @requires_device
 @pytest.mark.gpu
-def test_the_tutorial_kernel_runs(built: Callable[[str], ModuleType]) -> None:
+def test_the_tutorial_kernel_runs(built: BuiltPackage) -> None:
     a = np.arange(100, dtype=np.float32)
     b = 2 * a
     c = np.zeros_like(a)
-    built("add").add(a, b, c)
+    built.kernels("add").add(a, b, c)
     assert (c == 3 * a).all()
 
 
 @requires_device
 @pytest.mark.gpu
-def test_kernels_with_the_generators_own_names_run(built: Callable[[str], ModuleType]) -> None:
+def test_kernels_with_the_generators_own_names_run(built: BuiltPackage) -> None:
     x = np.arange(130, dtype=np.float32)
     y = np.full(130, 0.5, dtype=np.float32)
     out = np.zeros_like(x)
-    built("mix").mix(x, y, out, lambda_=3, fi=7, match=1)  # len inferred from the arrays
+    built.kernels("mix").mix(x, y, out, lambda_=3, fi=7, match=1)  # len inferred from the arrays
     assert (out == x * 3 + y + 8).all()
     d = np.zeros_like(x)
-    built("plain").plain(x, y, d, len=130, lambda_=2, LIB=1, self=2, grid=(3, 1, 1))
+    built.kernels("plain").plain(x, y, d, len=130, lambda_=2, LIB=1, self=2, grid=(3, 1, 1))
     assert (d == x * 2 + y + 3).all()
 
 

@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 import json
-import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang.builder import pipeline
 from hatch_slang.cli.commands import main
-from hatch_slang.config.project import load_project_config
 
-from .helpers import PACKAGES, requires_device
+from .helpers import BuildProject, requires_device
 
 pytestmark = [requires_device, pytest.mark.gpu, pytest.mark.compile]
 
 
 @pytest.fixture
-def conventions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "conventions"
-    shutil.copytree(PACKAGES / "conventions", root)
+def conventions(
+    package: Callable[[str], Path], build_project: BuildProject, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    root = package("conventions")
     monkeypatch.setenv("HATCH_SLANG_CACHE_DIR", str(root / "build" / "cache"))
-    config = load_project_config(root)
-    pipeline.write_output(pipeline.build(config), config.package_dir)
-    monkeypatch.syspath_prepend(str(root))
-    return root
+    return build_project(root).root
 
 
 def test_bench_json_rows_time_each_entry_on_the_device(conventions: Path) -> None:

@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang.builder import pipeline
 from hatch_slang.cli.commands import main
 from hatch_slang.config.project import load_project_config
 
-from .helpers import PACKAGES, requires_device
+from .helpers import PACKAGES, REPO, build_tree, requires_device
 
 pytestmark = [requires_device, pytest.mark.gpu, pytest.mark.compile]
 
@@ -138,8 +137,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(PACKAGES / "conventions" / "shaders" / name, shaders / name)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HATCH_SLANG_CACHE_DIR", str(root / "build" / "cache"))
-        config = load_project_config(root)
-        pipeline.write_output(pipeline.build(config), config.package_dir)
+        build_tree(root)
     return root
 
 
@@ -294,7 +292,7 @@ def test_index_buffers_get_zeros(project: Path, monkeypatch: pytest.MonkeyPatch)
 def test_the_libraries_gemv_norm_and_softmax_references_count_their_operations() -> None:
     from hatch_slang.validate import load_reference, reference_flops
 
-    shaders = PACKAGES.parent.parent / "shaders"
+    shaders = REPO / "shaders"
     gemv = {"rows": 64, "cols": 256, "n_tokens": 3, "accumulate": 0}
     for name, entries in (
         ("gemv_f32", ["gemv_f32"]),

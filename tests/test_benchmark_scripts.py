@@ -15,18 +15,16 @@ from typing import Any
 
 import pytest
 
-from .helpers import requires_device
+from .helpers import REPO, requires_device
 
 pytestmark = [requires_device, pytest.mark.gpu]
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(tmp_path: Path, script: str, *args: str) -> dict[str, Any]:
     out = tmp_path / "result.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), *args, "--json", str(out)],
-        cwd=ROOT,
+        [sys.executable, str(REPO / "benchmarks" / script), *args, "--json", str(out)],
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=600,
@@ -71,11 +69,11 @@ def test_overhead_py_times_each_part_of_a_call_against_the_raw_loop_and_a_baseli
             f"{who}|{part}" for part in ("pre", "submit", "post", "tail", "polls", "e2e")
         }
         assert rows[f"{who}|polls"] >= 1 and rows[f"{who}|e2e"] > 0
-    assert data["env|slangrt"] == str(ROOT / "runtime" / "slangrt")
+    assert data["env|slangrt"] == str(REPO / "runtime" / "slangrt")
 
 
 def _overhead_module() -> Any:
-    spec = importlib.util.spec_from_file_location("overhead_under_test", ROOT / "benchmarks" / "overhead.py")
+    spec = importlib.util.spec_from_file_location("overhead_under_test", REPO / "benchmarks" / "overhead.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -24,6 +24,7 @@ import pytest
 
 from hatch_slang.errors import HatchSlangError
 
+from .helpers import BuildProject
 from .test_unreadable_lines import build
 
 pytestmark = pytest.mark.compile
@@ -99,10 +100,8 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def kernels(
-    root: Path, build_project: Callable[[Path], Callable[[str], ModuleType]]
-) -> Callable[[str], ModuleType]:
-    return build_project(root)
+def kernels(root: Path, build_project: BuildProject) -> Callable[[str], ModuleType]:
+    return build_project(root).kernels
 
 
 VALUES = np.array([1.0, -2.5, 3.140625, 0.0, 65280.0, -0.001953125, 7.0], np.float32)

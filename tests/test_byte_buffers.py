@@ -4,8 +4,6 @@ size is not a multiple of 4 is padded, a written one is refused."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -13,6 +11,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from .helpers import built_package
 from .test_kernels import pytestmark as _kernel_marks
 
 pytestmark = _kernel_marks
@@ -78,24 +77,13 @@ package = "bytespkg/kernels"
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    from hatch_slang.builder import pipeline
-    from hatch_slang.config.project import load_project_config
-
     root = tmp_path_factory.mktemp("bytes")
     (root / "shaders").mkdir()
     (root / "shaders" / "unpack.slang").write_text(UNPACK)
     (root / "shaders" / "copy_words.slang").write_text(COPY)
     (root / "pyproject.toml").write_text(PYPROJECT)
-    config = load_project_config(root)
-    pipeline.write_output(pipeline.build(config), config.package_dir)
-    sys.path.insert(0, str(root))
-    importlib.invalidate_caches()
-    try:
-        yield importlib.import_module("bytespkg.kernels")
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m == "bytespkg" or m.startswith("bytespkg.")]:
-            del sys.modules[name]
+    with built_package(root) as built:
+        yield built.kernels()
 
 
 def test_byte_bindings_are_marked_raw(kernels: ModuleType) -> None:

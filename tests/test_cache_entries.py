@@ -26,7 +26,7 @@ from hatch_slang.compile.cache import BuildCache
 from hatch_slang.compile.discover import discover
 from hatch_slang.config.project import load_project_config
 
-from .helpers import copy_package
+from .helpers import REPO, copy_package
 
 pytestmark = pytest.mark.compile
 
@@ -321,4 +321,4 @@ def test_the_cache_key_covers_every_module_of_every_subpackage(tmp_path: Path) -
         before = after
     (tmp_path / "sub" / "deeper" / "c.py").rename(tmp_path / "sub" / "c.py")  # a move counts too
     assert code_digest(tmp_path) != before
-    assert code_digest() == code_digest(Path(__file__).resolve().parents[1] / "hatch_slang")
+    assert code_digest() == code_digest(REPO / "hatch_slang")

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from .helpers import requires_device
+from .helpers import TESTS, requires_device
 
 pytestmark = [pytest.mark.gpu, pytest.mark.compile, requires_device]
 
@@ -592,7 +592,7 @@ def test_calls_run_clean_under_the_validation_layer(kernels: ModuleType) -> None
 
 # -- pointer parameters, push constants and unsupported kernels (slangrt._calls._call, validate) ----------
 
-RUNTIME_DATA = Path(__file__).resolve().parent / "runtime" / "data"
+RUNTIME_DATA = TESTS / "runtime" / "data"
 
 
 def _pointer_kernel() -> Any:

@@ -5,17 +5,15 @@ leave out for want of a reference."""
 from __future__ import annotations
 
 import json
-import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from hatch_slang.builder import pipeline
 from hatch_slang.cli.commands import main
-from hatch_slang.config.project import load_project_config
 
-from .helpers import PACKAGES, requires_device
+from .helpers import BuildProject, requires_device
 
 COMMANDS = ("bench", "build", "check", "devices", "init", "show", "validate")
 
@@ -60,13 +58,9 @@ def test_bench_refuses_a_repeat_below_one_as_usage() -> None:
 @pytest.mark.gpu
 @pytest.mark.compile
 def test_validate_and_bench_say_which_shaders_have_no_reference(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    package: Callable[[str], Path], build_project: BuildProject
 ) -> None:
-    root = tmp_path / "conventions"
-    shutil.copytree(PACKAGES / "conventions", root)
-    config = load_project_config(root)
-    pipeline.write_output(pipeline.build(config), config.package_dir)
-    monkeypatch.syspath_prepend(str(root))
+    root = build_project(package("conventions")).root
     without = sorted(
         p.relative_to(root).as_posix()
         for p in (root / "shaders").glob("*.slang")

@@ -17,7 +17,7 @@ from hatch_slang.builder import pipeline
 from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import HatchSlangError
 
-from .helpers import requires_device
+from .helpers import BuildProject, requires_device
 
 PYPROJECT = """\
 [project]
@@ -71,14 +71,12 @@ def _project(root: Path, shaders: dict[str, str]) -> Path:
 
 
 @pytest.fixture
-def built(
-    tmp_path: Path, build_project: Callable[[Path], Callable[[str], ModuleType]]
-) -> Callable[[str], ModuleType]:
+def built(tmp_path: Path, build_project: BuildProject) -> Callable[[str], ModuleType]:
     root = _project(
         tmp_path / "forms",
         {"pblock.slang": PARAMETER_BLOCKS, "epbuf.slang": ENTRY_POINT_BUFFER, "matrix.slang": MATRIX},
     )
-    return build_project(root)
+    return build_project(root).kernels
 
 
 @pytest.mark.compile
@@ -177,11 +175,9 @@ void main()
 @pytest.mark.compile
 @pytest.mark.gpu
 @requires_device
-def test_a_glsl_compute_shader_builds_binds_and_runs(
-    tmp_path: Path, build_project: Callable[[Path], Callable[[str], ModuleType]]
-) -> None:
+def test_a_glsl_compute_shader_builds_binds_and_runs(tmp_path: Path, build_project: BuildProject) -> None:
     """GLSL's storage block and push constants are read off the SPIR-V: bound, and named."""
-    kernels = build_project(_project(tmp_path / "glslp", {"glsl_double.slang": GLSL_DOUBLE}))
+    kernels = build_project(_project(tmp_path / "glslp", {"glsl_double.slang": GLSL_DOUBLE})).kernels
     fn = kernels("glsl_double").main
     assert list(inspect.signature(fn).parameters) == ["Data", "n", "factor", "grid"]
     x = np.arange(100, dtype=np.float32)

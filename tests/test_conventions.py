@@ -8,60 +8,22 @@ memory with barriers, no Bindings block, `binding N:` / `buffer N:` lines, param
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import json
-import shutil
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 
-from hatch_slang.builder import pipeline
-from hatch_slang.config.project import load_project_config
-
-from .helpers import PACKAGES, requires_device
+from .helpers import BuiltPackage, built_package, copy_package, requires_device
 
 pytestmark = [pytest.mark.compile]
 
 
-@dataclass
-class Built:
-    root: Path
-    output: pipeline.BuildOutput
-    manifest: dict[str, Any]
-
-    def entry(self, module: str, entry: str) -> Any:
-        return self.manifest["shaders"][module]["entries"][entry]
-
-    def kernels(self, module: str) -> ModuleType:
-        return importlib.import_module(f"mypkg.kernels.{module}")
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    root = tmp_path_factory.mktemp("conv") / "conventions"
-    shutil.copytree(PACKAGES / "conventions", root)
-    config = load_project_config(root)
-    output = pipeline.build(config)
-    pipeline.write_output(output, config.package_dir)
-    saved = {k: v for k, v in sys.modules.items() if k == "mypkg" or k.startswith("mypkg.")}
-    for k in saved:
-        del sys.modules[k]
-    sys.path.insert(0, str(root))
-    importlib.invalidate_caches()
-    try:
-        yield Built(root, output, json.loads(output.files["manifest.json"]))
-    finally:
-        sys.path.remove(str(root))
-        for k in [k for k in sys.modules if k == "mypkg" or k.startswith("mypkg.")]:
-            del sys.modules[k]
-        sys.modules.update(saved)
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltPackage]:
+    with built_package(copy_package("conventions", tmp_path_factory.mktemp("conv"))) as package:
+        yield package
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -74,7 +36,7 @@ SIZES = [1, 63, 64, 1000, 100_003]
 # -- several entries, per-entry Dispatch lines, a binding used by one entry only ------------------
 
 
-def test_per_entry_dispatch_lines_and_bindings(built: Built) -> None:
+def test_per_entry_dispatch_lines_and_bindings(built: BuiltPackage) -> None:
     fill, scale = built.entry("multi", "fill"), built.entry("multi", "scale")
     assert (fill["threads"], fill["grid"]) == ([64, 1, 1], ["ceil(n / 64)"])
     assert (scale["threads"], scale["grid"]) == ([128, 1, 1], ["ceil(n / 128)"])
@@ -88,7 +50,7 @@ def test_per_entry_dispatch_lines_and_bindings(built: Built) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", SIZES)
-def test_multi_entry_kernels_run(built: Built, n: int) -> None:
+def test_multi_entry_kernels_run(built: BuiltPackage, n: int) -> None:
     module = built.kernels("multi")
     data = np.zeros(n, np.float32)
     module.fill(data, value=2.5)
@@ -103,7 +65,7 @@ def test_multi_entry_kernels_run(built: Built, n: int) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 2, 31, 33, 5000])
-def test_entry_named_main(built: Built, n: int) -> None:
+def test_entry_named_main(built: BuiltPackage, n: int) -> None:
     module = built.kernels("blur")
     assert module.__all__ == ["main"]
     src = _rng(n).standard_normal(n, dtype=np.float32)
@@ -116,7 +78,7 @@ def test_entry_named_main(built: Built, n: int) -> None:
 
 @requires_device
 @pytest.mark.gpu
-def test_target_switch_takes_the_spirv_branch(built: Built) -> None:
+def test_target_switch_takes_the_spirv_branch(built: BuiltPackage) -> None:
     out = np.zeros(100, np.float32)
     built.kernels("target_switch").tagged(out)
     np.testing.assert_array_equal(out, 1.0 + np.arange(100, dtype=np.float32))
@@ -125,7 +87,7 @@ def test_target_switch_takes_the_spirv_branch(built: Built) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 70_000])
-def test_groupshared_reduction_with_barriers(built: Built, n: int) -> None:
+def test_groupshared_reduction_with_barriers(built: BuiltPackage, n: int) -> None:
     values = _rng(n).standard_normal(n, dtype=np.float32)
     n_blocks = -(-n // 256)
     sums = np.zeros(n_blocks, np.float32)
@@ -138,7 +100,7 @@ def test_groupshared_reduction_with_barriers(built: Built, n: int) -> None:
 # -- no Bindings block: a reflection-only wrapper, a warning, an explicit grid ---------------------
 
 
-def test_no_bindings_block_warns_and_wrapper_takes_grid(built: Built) -> None:
+def test_no_bindings_block_warns_and_wrapper_takes_grid(built: BuiltPackage) -> None:
     assert any("shaders/raw.slang: no Bindings block" in w for w in built.output.warnings)
     params = inspect.signature(built.kernels("raw").raw).parameters
     assert list(params) == ["counts", "limit", "grid"]
@@ -148,7 +110,7 @@ def test_no_bindings_block_warns_and_wrapper_takes_grid(built: Built) -> None:
 
 @requires_device
 @pytest.mark.gpu
-def test_reflection_only_wrapper_runs_with_explicit_grid(built: Built) -> None:
+def test_reflection_only_wrapper_runs_with_explicit_grid(built: BuiltPackage) -> None:
     module = built.kernels("raw")
     counts = np.full(40, 10, np.int32)
     module.raw(counts, np.array([37], np.uint32), grid=(3, 1, 1))
@@ -164,7 +126,7 @@ def test_reflection_only_wrapper_runs_with_explicit_grid(built: Built) -> None:
 # -- `binding N:` / `buffer N:` lines ------------------------------------------------------------
 
 
-def test_glsl_style_binding_lines_take_access_from_the_compiler(built: Built) -> None:
+def test_glsl_style_binding_lines_take_access_from_the_compiler(built: BuiltPackage) -> None:
     bindings = built.entry("binding_lines", "axpy")["bindings"]
     assert [(b["name"], b["writable"]) for b in bindings] == [
         ("x", False),
@@ -176,7 +138,7 @@ def test_glsl_style_binding_lines_take_access_from_the_compiler(built: Built) ->
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 65, 4096])
-def test_glsl_style_binding_lines_run(built: Built, n: int) -> None:
+def test_glsl_style_binding_lines_run(built: BuiltPackage, n: int) -> None:
     x = _rng(n).standard_normal(n, dtype=np.float32)
     y = _rng(n + 1).standard_normal(n, dtype=np.float32)
     want = 0.5 * x.astype(np.float64) + y
@@ -187,13 +149,13 @@ def test_glsl_style_binding_lines_run(built: Built, n: int) -> None:
 # -- params packed as uint, uint2, uint4, a struct, a ConstantBuffer, a cbuffer --------------------
 
 
-def _params_layout(built: Built, module: str, entry: str, name: str = "params") -> Any:
+def _params_layout(built: BuiltPackage, module: str, entry: str, name: str = "params") -> Any:
     bindings = built.entry(module, entry)["bindings"]
     (found,) = [b for b in bindings if b["name"] == name]
     return found["params"]
 
 
-def test_params_layouts_follow_the_element_type(built: Built) -> None:
+def test_params_layouts_follow_the_element_type(built: BuiltPackage) -> None:
     assert _params_layout(built, "params_uint", "params_uint") == [
         ["n", 0, "u32"],
         ["stride", 4, "u32"],
@@ -252,7 +214,7 @@ def test_params_layouts_follow_the_element_type(built: Built) -> None:
     ],
 )
 @pytest.mark.parametrize("n", [1, 100, 3000])
-def test_packed_params_reach_the_kernel(built: Built, module: str, entry: str, n: int) -> None:
+def test_packed_params_reach_the_kernel(built: BuiltPackage, module: str, entry: str, n: int) -> None:
     x = _rng(n).standard_normal(3 * n, dtype=np.float32)
     out = np.zeros(n, np.float32)
     getattr(built.kernels(module), entry)(x, out, stride=3, scale=-1.5, shift=7)
@@ -261,7 +223,7 @@ def test_packed_params_reach_the_kernel(built: Built, module: str, entry: str, n
 
 @requires_device
 @pytest.mark.gpu
-def test_params_by_element_and_signed_struct_fields(built: Built) -> None:
+def test_params_by_element_and_signed_struct_fields(built: BuiltPackage) -> None:
     x = _rng(1).standard_normal(200, dtype=np.float32)
     out = np.zeros(100, np.float32)
     built.kernels("params_uint4").per_element(x, out, stride=2, scale=2.0, shift=1, bias=0.25)
@@ -275,7 +237,7 @@ def test_params_by_element_and_signed_struct_fields(built: Built) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 64, 1000])
-def test_uniform_buffer_params(built: Built, n: int) -> None:
+def test_uniform_buffer_params(built: BuiltPackage, n: int) -> None:
     module = built.kernels("params_cbuffer")
     x = _rng(n).standard_normal((n, 4), dtype=np.float32)
     out = np.zeros(n, np.float32)
@@ -289,7 +251,7 @@ def test_uniform_buffer_params(built: Built, n: int) -> None:
 # -- aliased float4 view of a binding; a `flat[n]` shape -----------------------------------------
 
 
-def test_aliased_views_are_one_binding(built: Built) -> None:
+def test_aliased_views_are_one_binding(built: BuiltPackage) -> None:
     bindings = built.entry("vec4_views", "vec4_views")["bindings"]
     assert [(b["binding"], b["name"], b.get("flat", False)) for b in bindings] == [
         (0, "data", True),
@@ -300,7 +262,7 @@ def test_aliased_views_are_one_binding(built: Built) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(1,), (3,), (4,), (5, 7), (2, 3, 1001)])
-def test_float4_views_and_flat_shapes(built: Built, shape: tuple[int, ...]) -> None:
+def test_float4_views_and_flat_shapes(built: BuiltPackage, shape: tuple[int, ...]) -> None:
     import slangrt
 
     module = built.kernels("vec4_views")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,11 +17,11 @@ from click.testing import CliRunner
 from hatch_slang.builder import pipeline
 from hatch_slang.cli.commands import main
 from hatch_slang.comments.contract import parse_contract
-from hatch_slang.config.project import load_project_config, parse_config
+from hatch_slang.config.project import parse_config
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.spec.reflection import ReflectedBinding, Scalar, _merge
 
-from .helpers import PACKAGES, requires_device
+from .helpers import BuildProject, requires_device
 
 PER_ENTRY = """\
 // slang-entries: first second third
@@ -133,19 +133,14 @@ def test_dispatch_for_an_entry_the_shader_lacks(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def conventions(tmp_path: Path) -> Path:
-    root = tmp_path / "conventions"
-    shutil.copytree(PACKAGES / "conventions", root)
-    config = load_project_config(root)
-    pipeline.write_output(pipeline.build(config), config.package_dir)
-    return root
+def conventions(package: Callable[[str], Path], build_project: BuildProject) -> Path:
+    return build_project(package("conventions")).root
 
 
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.compile
-def test_validate_cli_json_rows_and_exit_code(conventions: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(conventions))
+def test_validate_cli_json_rows_and_exit_code(conventions: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["validate", "--root", str(conventions), "--json", "--device", "0"])
     assert result.exit_code == 0, result.output

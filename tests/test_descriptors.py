@@ -11,9 +11,7 @@ descriptor type their SPIR-V declares, and the kernels compute the right thing o
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -24,7 +22,7 @@ from hatch_slang.builder import pipeline
 from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import HatchSlangError
 
-from .helpers import requires_device
+from .helpers import BuildProject, requires_device
 
 pytestmark = pytest.mark.compile
 
@@ -197,7 +195,7 @@ BUFFERS_DOC = (
 @requires_device
 @pytest.mark.parametrize("doc", ["", BUFFERS_DOC], ids=["undocumented", "documented"])
 def test_buffers_are_bound_as_their_spirv_declares_and_compute(
-    tmp_path: Path, doc: str, build_project: Callable[[Path], Callable[[str], ModuleType]]
+    tmp_path: Path, doc: str, build_project: BuildProject
 ) -> None:
     root = _project(tmp_path, BUFFERS.format(doc=doc), strict=False)
     kinds = _bound_as_declared(_build(root).files)
@@ -209,7 +207,7 @@ def test_buffers_are_bound_as_their_spirv_declares_and_compute(
         "y": "storage",
         "Push": "push",
     }
-    k = build_project(root)("k")
+    k = build_project(root).kernels("k")
     n = 100
     x = np.arange(n, dtype=np.float32)
     raw = np.linspace(-1, 1, n, dtype=np.float32).view(np.uint32)

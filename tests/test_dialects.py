@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,9 +28,8 @@ from click.testing import CliRunner
 from hatch_slang.builder import pipeline
 from hatch_slang.cli.commands import main
 from hatch_slang.comments.contract import leading_comment
-from hatch_slang.config.project import load_project_config
 
-from .helpers import requires_device
+from .helpers import BuildProject, BuiltPackage, build_tree, requires_device
 
 pytestmark = pytest.mark.compile
 
@@ -48,11 +46,8 @@ NO_SHAPE = {
 
 
 def _build(root: Path) -> tuple[pipeline.BuildOutput, dict[str, Any]]:
-    config = load_project_config(root)
-    output = pipeline.build(config)
-    pipeline.write_output(output, config.package_dir)
-    manifest = json.loads((config.package_dir / "manifest.json").read_text())
-    return output, manifest
+    output = build_tree(root)
+    return output, json.loads((root / "dialectpkg" / "kernels" / "manifest.json").read_text())
 
 
 def _wrapper_params(module_source: str, entry: str) -> list[str]:
@@ -172,12 +167,8 @@ def test_dialects_grid_only_names_and_unread_fields(package: Callable[[str], Pat
     ]
 
 
-def _validate(
-    root: Path, monkeypatch: pytest.MonkeyPatch, *shaders: str
-) -> tuple[int, list[dict[str, Any]], str]:
-    monkeypatch.syspath_prepend(str(root))
-    for name in [m for m in sys.modules if m == "dialectpkg" or m.startswith("dialectpkg.")]:
-        monkeypatch.delitem(sys.modules, name)
+def _validate(built: BuiltPackage, *shaders: str) -> tuple[int, list[dict[str, Any]], str]:
+    root = built.root
     # NumPy's default: f16 outputs compared in `allclose` underflow harmlessly (the suite raises).
     with np.errstate(under="ignore"):
         result = CliRunner().invoke(main, ["validate", "--root", str(root), "--json", *shaders])
@@ -188,12 +179,10 @@ def _validate(
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_dialects_validate_on_the_device(
-    package: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = package("dialects")
-    _, manifest = _build(root)
-    code, rows, output = _validate(root, monkeypatch)
+def test_dialects_validate_on_the_device(package: Callable[[str], Path], build_project: BuildProject) -> None:
+    built = build_project(package("dialects"))
+    manifest = built.manifest
+    code, rows, output = _validate(built)
     failed = [(r["shader"], r["entry"], r["shape"], r.get("error", "")) for r in rows if not r["ok"]]
     assert not failed, failed
     assert code == 0, [line for line in output.splitlines() if not line.startswith("{")]
@@ -207,12 +196,10 @@ def test_dialects_validate_on_the_device(
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_dialects_fields_an_entry_never_reads_are_not_required(
-    package: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+    package: Callable[[str], Path], build_project: BuildProject
 ) -> None:
     """clamp_vals/clamp_floor never reads `hi`, scale_inplace never reads `limit`: not required."""
-    root = package("dialects")
-    _build(root)
-    code, rows, output = _validate(root, monkeypatch, "clamp_vals", "scale_inplace")
+    code, rows, output = _validate(build_project(package("dialects")), "clamp_vals", "scale_inplace")
     assert {r["entry"] for r in rows} == {"clamp_vals", "clamp_floor", "scale_inplace", "scale_clamp_inplace"}
     failed = [(r["entry"], r["shape"], r.get("error", "")) for r in rows if not r["ok"]]
     assert not failed, failed

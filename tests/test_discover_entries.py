@@ -18,7 +18,8 @@ from hatch_slang.compile.discover import default_entries, discover
 from hatch_slang.config.project import parse_config
 from hatch_slang.errors import ShaderError
 
-REPO = Path(__file__).resolve().parent.parent
+from .helpers import REPO
+
 BODY = "(uint3 id : SV_DispatchThreadID) { data[id.x] = 1.0f; }\n"
 HEAD = "[[vk::binding(0)]] RWStructuredBuffer<float> data;\n"
 

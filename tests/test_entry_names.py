@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import importlib
 import json
 import keyword
 import re
@@ -21,9 +20,9 @@ import shutil
 import subprocess
 import sys
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -43,7 +42,7 @@ from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.spec.merge import build_spec
 
-from .helpers import requires_device
+from .helpers import REPO, BuiltPackage, built_package, requires_device
 from .test_argument_names import OWN, identifiers
 
 pytestmark = pytest.mark.compile
@@ -122,7 +121,7 @@ def write_project(root: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pipeline.BuildOutput]:
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltPackage]:
     root = write_project(
         tmp_path_factory.mktemp("entries"),
         {
@@ -131,20 +130,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pipeline.Bu
             "nogrid.slang": source(NOGRID, entries_line=True, dispatch=False),
         },
     )
-    config = load_project_config(root)
-    out = pipeline.build(config)
-    pipeline.write_output(out, config.package_dir)
-    sys.path.insert(0, str(root))
-    importlib.invalidate_caches()
-    return root, out
+    with built_package(root) as built:
+        yield built
 
 
-def kernels(module: str) -> ModuleType:
-    return importlib.import_module(f"entrypkg.kernels.{module}")
-
-
-def test_every_entry_is_a_function_named_as_written(project: tuple[Path, pipeline.BuildOutput]) -> None:
-    named, nogrid = kernels("named"), kernels("nogrid")
+def test_every_entry_is_a_function_named_as_written(project: BuiltPackage) -> None:
+    named, nogrid = project.kernels("named"), project.kernels("nogrid")
     assert named.__all__ == [
         "np",
         "slangrt",
@@ -163,15 +154,15 @@ def test_every_entry_is_a_function_named_as_written(project: tuple[Path, pipelin
     assert named.np_.__name__ == "numpy" and named.slangrt_.__name__ == "slangrt"
     assert nogrid.npt_.__name__ == "numpy.typing" and nogrid.tuple_ is builtins.tuple
     # The manifest maps each function to its entry point where the two are spelled otherwise.
-    manifest = json.loads(project[1].files["manifest.json"])["shaders"]
+    manifest = project.manifest["shaders"]
     functions = {k: e.get("python", k) for k, e in manifest["named"]["entries"].items()}
     assert functions == dict(zip(NAMED, named.__all__))
     assert "python" not in manifest["named"]["entries"]["np"]
 
 
-def test_a_keyword_entry_gets_a_note_naming_its_line(project: tuple[Path, pipeline.BuildOutput]) -> None:
+def test_a_keyword_entry_gets_a_note_naming_its_line(project: BuiltPackage) -> None:
     text = source(NAMED, entries_line=False, dispatch=True)
-    notes = [w for w in project[1].warnings if "Python keyword" in w]
+    notes = [w for w in project.output.warnings if "Python keyword" in w]
     assert notes == [
         f"shaders/named.slang:{definition_line(text, 'lambda')}: note: entry point `lambda` is a Python "
         "keyword; its wrapper function is `lambda_`",
@@ -184,9 +175,9 @@ def test_a_keyword_entry_gets_a_note_naming_its_line(project: tuple[Path, pipeli
 
 @requires_device
 @pytest.mark.gpu
-def test_every_entry_runs_its_own_kernel(project: tuple[Path, pipeline.BuildOutput]) -> None:
+def test_every_entry_runs_its_own_kernel(project: BuiltPackage) -> None:
     for module, grid in (("named", {}), ("nogrid", {"grid": (2, 1, 1)})):
-        wrappers = kernels(module)
+        wrappers = project.kernels(module)
         for k, function in enumerate(wrappers.__all__, start=1):
             x = np.arange(100, dtype=np.float32)
             y = np.zeros_like(x)
@@ -196,8 +187,8 @@ def test_every_entry_runs_its_own_kernel(project: tuple[Path, pipeline.BuildOutp
 
 @requires_device
 @pytest.mark.gpu
-def test_validate_and_bench_find_entries_by_either_name(project: tuple[Path, pipeline.BuildOutput]) -> None:
-    config = load_project_config(project[0])
+def test_validate_and_bench_find_entries_by_either_name(project: BuiltPackage) -> None:
+    config = load_project_config(project.root)
     rows = list(validate.validate(config, ["named"]))
     assert [(r.entry, r.ok, r.error) for r in rows] == [
         ("lambda", True, ""),
@@ -209,15 +200,15 @@ def test_validate_and_bench_find_entries_by_either_name(project: tuple[Path, pip
     assert [r.entry for r in timed] == ["lambda", "None", "größe", "np"]
 
 
-def test_show_names_the_function(project: tuple[Path, pipeline.BuildOutput]) -> None:
-    spec = pipeline.inspect(load_project_config(project[0]), "named")
+def test_show_names_the_function(project: BuiltPackage) -> None:
+    spec = pipeline.inspect(load_project_config(project.root), "named")
     functions = {e["name"]: e["function"] for e in show_data(spec)["entries"]}
-    assert functions == dict(zip(NAMED, kernels("named").__all__))
+    assert functions == dict(zip(NAMED, project.kernels("named").__all__))
 
 
 @pytest.mark.slow  # mypy --strict in a subprocess
-def test_mypy_strict_accepts_the_modules(project: tuple[Path, pipeline.BuildOutput]) -> None:
-    root = project[0]
+def test_mypy_strict_accepts_the_modules(project: BuiltPackage) -> None:
+    root = project.root
     (root / "use.py").write_text(
         "import numpy as np\nfrom entrypkg.kernels import named, nogrid\n\n"
         "x = np.zeros(8, np.float32)\n"
@@ -307,7 +298,7 @@ def test_a_template_hard_coding_a_name_a_user_took_fails_clearly(
     tmp_path: Path, text: str, message: str
 ) -> None:
     root = write_project(tmp_path, {"k.slang": text})
-    shutil.copytree(Path(codegen.__file__).resolve().parent.parent / "templates", root / "tpl")
+    shutil.copytree(REPO / "templates", root / "tpl")
     (root / "tpl" / "module.py.tmpl").write_text(OLD_MODULE_TEMPLATE, encoding="utf-8")
     with (root / "pyproject.toml").open("a") as f:
         f.write('templates = "tpl"\n')

@@ -29,11 +29,11 @@ import pytest
 
 from hatch_slang import __version__
 
-from .helpers import PACKAGES, REPO
+from .helpers import PACKAGES, REPO, TESTS
 
 pytestmark = pytest.mark.compile
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = TESTS / "golden"
 SUFFIX = ".golden"
 UPDATE_ENV = "HATCH_SLANG_UPDATE_GOLDEN"
 

@@ -8,8 +8,6 @@ the kernel run on the device, and none of the payloads runs (each would create a
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -22,7 +20,7 @@ from hatch_slang.compile.discover import module_name
 from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import HatchSlangError, ShaderError
 
-from .helpers import requires_device
+from .helpers import built_package, requires_device
 
 pytestmark = pytest.mark.compile
 
@@ -88,18 +86,9 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModuleTy
     (root / "shaders").mkdir()
     for i, stem in enumerate(FILE_NAMES):
         (root / "shaders" / f"{stem}.slang").write_text(hostile_shader(f"k{i}", marker))
-    config = load_project_config(root)
-    pipeline.write_output(pipeline.build(config), config.package_dir)
-    assert not marker.exists()
-    sys.path.insert(0, str(root))
-    try:
-        importlib.invalidate_caches()
-        package = importlib.import_module("hostilepkg.kernels")
-        yield package, marker, {stem: module_name(stem) for stem in FILE_NAMES}
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m == "hostilepkg" or m.startswith("hostilepkg.")]:
-            del sys.modules[name]
+    with built_package(root) as built:
+        assert not marker.exists()
+        yield built.kernels(), marker, {stem: module_name(stem) for stem in FILE_NAMES}
 
 
 def test_payloads_stay_text_through_build_and_import(

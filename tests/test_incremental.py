@@ -18,6 +18,8 @@ from hatch_slang.compile.cache import BuildCache, default_cache_dir
 from hatch_slang.config.project import BuildConfig, load_project_config, parse_config
 from hatch_slang.errors import CompileError
 
+from .helpers import PACKAGES, REPO
+
 pytestmark = pytest.mark.compile
 
 HATCH_SLANG = Path(sys.executable).parent / "hatch-slang"
@@ -96,7 +98,7 @@ def test_templates_change_the_output_without_recompiling(
     root = package("multipkg")
     first = build(root)
     templates = tmp_path / "templates"
-    shutil.copytree(Path(__file__).resolve().parent.parent / "templates", templates)
+    shutil.copytree(REPO / "templates", templates)
     module = templates / "module.py.tmpl"
     module.write_text(module.read_text().replace("Do not edit", "Do NOT edit"))
     base = load_project_config(root)
@@ -205,7 +207,7 @@ def _corpus(root: Path, n: int) -> None:
         '[project]\nname = "corpus"\nversion = "0"\n\n'
         '[tool.hatch.build.hooks.slang]\nshaders = ["shaders/*.slang"]\npackage = "mypkg/kernels"\n'
     )
-    text = (Path(__file__).parent / "packages" / "multipkg" / "shaders" / "square.slang").read_text()
+    text = (PACKAGES / "multipkg" / "shaders" / "square.slang").read_text()
     for k in range(n):
         (root / "shaders" / f"k{k:03}.slang").write_text(text.replace("square", f"k{k:03}"))
 
@@ -244,7 +246,7 @@ def test_own_templates_need_not_know_about_last_calls(package: Callable[[str], P
     # define what the generated bodies use: the generator writes the LastCall lines itself.
     root = package("multipkg")
     templates = tmp_path / "templates"
-    shutil.copytree(Path(__file__).resolve().parent.parent / "templates", templates)
+    shutil.copytree(REPO / "templates", templates)
     (templates / "function.py.tmpl").write_text(
         '\n\ndef $name($parameters) -> None:\n    """$docstring"""\n$body\n'
     )

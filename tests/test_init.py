@@ -10,9 +10,7 @@ import sys
 import tomllib
 import venv
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -21,7 +19,7 @@ from click.testing import CliRunner
 from hatch_slang.cli.commands import main
 from hatch_slang.cli.scaffold import InitError, check_name, init_project
 
-from .helpers import requires_device
+from .helpers import BuildProject, requires_device
 from .wheelhouse import offline_env, shared_wheelhouse
 
 EXPECTED_FILES = [
@@ -175,14 +173,14 @@ def test_a_file_in_the_way_is_refused(tmp_path: Path) -> None:
 @pytest.mark.compile
 @requires_device
 def test_generated_kernel_builds_checks_and_matches_its_reference(
-    tmp_path: Path, build_project: Callable[[Path], Callable[[str], ModuleType]]
+    tmp_path: Path, build_project: BuildProject
 ) -> None:
     """In process (no venv): the kernel compiles strictly, its reference cases and its test pass."""
     from hatch_slang.config.project import load_project_config
     from hatch_slang.validate import validate
 
     root = init_project(tmp_path / "mykernels").root
-    saxpy = build_project(root)("saxpy")
+    saxpy = build_project(root).kernels("saxpy")
     x = np.arange(300, dtype=np.float32)
     y = np.ones(300, dtype=np.float32)
     saxpy.saxpy(x, y, alpha=2.0)

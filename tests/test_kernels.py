@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -17,11 +16,9 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from hatch_slang.builder import pipeline
-from hatch_slang.config.project import load_project_config
 from hatch_slang.validate import Case, load_manifest, load_reference, run_case
 
-from .helpers import REPO, requires_device
+from .helpers import REPO, built_package, requires_device
 
 pytestmark = [pytest.mark.compile, pytest.mark.gpu, requires_device]
 
@@ -49,18 +46,11 @@ REQUIRED_ENTRIES = {
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Build shaders/ into <tmp>/kernel_library_under_test and put it on sys.path."""
-    config = load_project_config(REPO)
     out = tmp_path_factory.mktemp("library")
-    output = pipeline.build(config)
-    pipeline.write_output(output, out / PACKAGE)
-    sys.path.insert(0, str(out))
-    importlib.invalidate_caches()
     try:
-        yield out / PACKAGE
+        with built_package(REPO, into=out, package=PACKAGE):
+            yield out / PACKAGE
     finally:
-        sys.path.remove(str(out))
-        for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
-            del sys.modules[name]
         shutil.rmtree(out, ignore_errors=True)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import slangrt
 
-from .helpers import PACKAGES, requires_device
+from .helpers import PACKAGES, build_tree, importable, requires_device
 
 pytestmark = requires_device
 
@@ -56,8 +56,6 @@ Entry = dict[str, Any]
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project with the two kernels, built once (its kernels in trustpkg/kernels)."""
-    from hatch_slang.builder import pipeline
-    from hatch_slang.config.project import load_project_config
 
     root = tmp_path_factory.mktemp("trust") / "project"
     (root / "shaders").mkdir(parents=True)
@@ -69,15 +67,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
             PACKAGES / "nocomments" / "shaders" / f"{name}.slang", root / "shaders" / f"{name}.slang"
         )
     (root / "shaders" / "atomic_count.slang").write_text(ATOMIC)
-    config = load_project_config(root)
-    pipeline.write_output(pipeline.build(config), config.package_dir)
+    build_tree(root)
     return root
 
 
 @pytest.fixture
 def install(
-    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Callable[[Callable[[dict[str, Any]], None] | None], tuple[Path, Callable[[str], ModuleType]]]:
+    built: Path, tmp_path: Path
+) -> Iterator[Callable[[Callable[[dict[str, Any]], None] | None], tuple[Path, Callable[[str], ModuleType]]]]:
     """A copy of the built package, its manifest changed by ``tamper``; (its kernels directory,
     an importer of its wrapper modules)."""
 
@@ -90,13 +87,11 @@ def install(
             doc = json.loads(path.read_text())
             tamper(doc)
             path.write_text(json.dumps(doc))
-        monkeypatch.syspath_prepend(str(root))
-        for name in [m for m in sys.modules if m == "trustpkg" or m.startswith("trustpkg.")]:
-            monkeypatch.delitem(sys.modules, name)
-        importlib.invalidate_caches()
+        stack.enter_context(importable(root, "trustpkg"))
         return kernels, lambda module: importlib.import_module(f"trustpkg.kernels.{module}")
 
-    return make
+    with ExitStack() as stack:
+        yield make
 
 
 def _entry(doc: dict[str, Any], shader: str) -> Entry:

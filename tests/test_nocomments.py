@@ -9,15 +9,9 @@ variable names, every uniform field as a keyword argument and `grid=(x, y, z)`.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import json
-import shutil
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -27,44 +21,15 @@ from hatch_slang.builder import pipeline
 from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError
 
-from .helpers import PACKAGES, requires_device
+from .helpers import BuiltPackage, built_package, copy_package, requires_device
 
 pytestmark = [pytest.mark.compile]
 
-TOP = "nocpkg"
-
-
-@dataclass
-class Built:
-    root: Path
-    manifest: dict[str, Any]
-
-    def entry(self, module: str, entry: str) -> Any:
-        return self.manifest["shaders"][module]["entries"][entry]
-
-    def kernels(self, module: str) -> ModuleType:
-        return importlib.import_module(f"{TOP}.kernels.{module}")
-
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    root = tmp_path_factory.mktemp("noc") / "nocomments"
-    shutil.copytree(PACKAGES / "nocomments", root)
-    config = load_project_config(root)
-    output = pipeline.build(config)
-    pipeline.write_output(output, config.package_dir)
-    saved = {k: v for k, v in sys.modules.items() if k == TOP or k.startswith(TOP + ".")}
-    for k in saved:
-        del sys.modules[k]
-    sys.path.insert(0, str(root))
-    importlib.invalidate_caches()
-    try:
-        yield Built(root, json.loads(output.files["manifest.json"]))
-    finally:
-        sys.path.remove(str(root))
-        for k in [k for k in sys.modules if k == TOP or k.startswith(TOP + ".")]:
-            del sys.modules[k]
-        sys.modules.update(saved)
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltPackage]:
+    with built_package(copy_package("nocomments", tmp_path_factory.mktemp("noc"))) as package:
+        yield package
 
 
 def _groups(n: int, size: int) -> tuple[int, int, int]:
@@ -81,7 +46,7 @@ SIZES = [1, 63, 64, 1000]
 # -- the manifest: keyword arguments named after the Slang fields ---------------------------------
 
 
-def test_argument_names_come_from_the_slang(built: Built) -> None:
+def test_argument_names_come_from_the_slang(built: BuiltPackage) -> None:
     def names(module: str, entry: str = "computeMain") -> list[str]:
         fn = getattr(built.kernels(module), entry)
         return [p.name for p in inspect.signature(fn).parameters.values() if p.default is p.empty]
@@ -97,7 +62,7 @@ def test_argument_names_come_from_the_slang(built: Built) -> None:
     assert names("pointer_double") == ["out", "data", "n", "grid"]
 
 
-def test_push_constant_ranges_and_sets(built: Built) -> None:
+def test_push_constant_ranges_and_sets(built: BuiltPackage) -> None:
     assert built.entry("push_saxpy", "computeMain")["push_size"] == 8
     assert built.entry("entry_alpha", "computeMain")["push_size"] == 8  # entry-point uniforms
     assert built.entry("pointer_double", "computeMain")["push_size"] >= 12  # 8-byte address + n
@@ -114,7 +79,7 @@ def test_push_constant_ranges_and_sets(built: Built) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", SIZES)
-def test_global_uniforms(built: Built, n: int) -> None:
+def test_global_uniforms(built: BuiltPackage, n: int) -> None:
     x, y = _x(n + 5), np.full(n + 5, -1.0, np.float32)
     built.kernels("global_scale").computeMain(x=x, y=y, scale=2.5, n=n, grid=_groups(n, 64))
     np.testing.assert_allclose(y[:n], 2.5 * x[:n], rtol=1e-6)
@@ -124,7 +89,7 @@ def test_global_uniforms(built: Built, n: int) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", SIZES)
-def test_entry_point_uniforms(built: Built, n: int) -> None:
+def test_entry_point_uniforms(built: BuiltPackage, n: int) -> None:
     a, b = _x(n, 1), _x(n, 2)
     want = b + np.float32(-0.5) * a
     built.kernels("entry_alpha").computeMain(a=a, b=b, alpha=-0.5, n=n, grid=_groups(n, 64))
@@ -134,7 +99,7 @@ def test_entry_point_uniforms(built: Built, n: int) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", SIZES)
-def test_cbuffer(built: Built, n: int) -> None:
+def test_cbuffer(built: BuiltPackage, n: int) -> None:
     src, dst = _x(n, 3), np.zeros(n, np.float32)
     built.kernels("cbuffer_bias").computeMain(src=src, dst=dst, n=n, bias=0.25, grid=_groups(n, 64))
     np.testing.assert_allclose(dst, src + np.float32(0.25), rtol=1e-6)
@@ -143,7 +108,7 @@ def test_cbuffer(built: Built, n: int) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", SIZES)
-def test_constant_buffer_struct(built: Built, n: int) -> None:
+def test_constant_buffer_struct(built: BuiltPackage, n: int) -> None:
     inp, outp = _x(n, 4), np.zeros(n, np.float32)
     built.kernels("struct_affine").computeMain(
         inp=inp, outp=outp, count=n, mul=3.0, shift_x=1.5, shift_y=0.5, grid=_groups(n, 64)
@@ -154,7 +119,7 @@ def test_constant_buffer_struct(built: Built, n: int) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", SIZES)
-def test_push_constants(built: Built, n: int) -> None:
+def test_push_constants(built: BuiltPackage, n: int) -> None:
     xs, ys = _x(n, 5), _x(n, 6)
     want = np.float32(2.0) * xs + ys
     built.kernels("push_saxpy").computeMain(xs=xs, ys=ys, n=n, a=2.0, grid=_groups(n, 32))
@@ -164,7 +129,7 @@ def test_push_constants(built: Built, n: int) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", SIZES)
-def test_two_entries(built: Built, n: int) -> None:
+def test_two_entries(built: BuiltPackage, n: int) -> None:
     module = built.kernels("two_entries")
     buf = np.zeros(n, np.float32)
     module.fill(buf=buf, n=n, value=-3.0, grid=_groups(n, 64))
@@ -176,7 +141,7 @@ def test_two_entries(built: Built, n: int) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", SIZES)
-def test_descriptor_set_1(built: Built, n: int) -> None:
+def test_descriptor_set_1(built: BuiltPackage, n: int) -> None:
     lhs, rhs, out = _x(n, 7), _x(n, 8), np.zeros(n, np.float32)
     built.kernels("set_one").computeMain(lhs=lhs, rhs=rhs, sum=out, n=n, grid=_groups(n, 64))
     np.testing.assert_allclose(out, lhs + rhs, rtol=1e-6)
@@ -185,7 +150,7 @@ def test_descriptor_set_1(built: Built, n: int) -> None:
 @requires_device
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", SIZES)
-def test_pointer_parameter(built: Built, n: int) -> None:
+def test_pointer_parameter(built: BuiltPackage, n: int) -> None:
     import slangrt
 
     if not slangrt.device().device_address:
@@ -201,7 +166,7 @@ def test_pointer_parameter(built: Built, n: int) -> None:
 
 @requires_device
 @pytest.mark.gpu
-def test_missing_uniform_keyword(built: Built) -> None:
+def test_missing_uniform_keyword(built: BuiltPackage) -> None:
     x, y = _x(8), np.zeros(8, np.float32)
     with pytest.raises(TypeError, match=r"\bscale\b"):
         built.kernels("global_scale").computeMain(x=x, y=y, n=8, grid=(1, 1, 1))  # type: ignore[call-arg]
@@ -216,7 +181,7 @@ def test_missing_uniform_keyword(built: Built) -> None:
         ({"scale": 2.0, "n": 8.5}, r"argument `n` must be an int, got float"),
     ],
 )
-def test_wrong_typed_uniform(built: Built, kwargs: dict[str, object], pattern: str) -> None:
+def test_wrong_typed_uniform(built: BuiltPackage, kwargs: dict[str, object], pattern: str) -> None:
     x, y = _x(8), np.zeros(8, np.float32)
     with pytest.raises(TypeError, match=pattern):
         built.kernels("global_scale").computeMain(x=x, y=y, grid=(1, 1, 1), **kwargs)
@@ -224,7 +189,7 @@ def test_wrong_typed_uniform(built: Built, kwargs: dict[str, object], pattern: s
 
 @requires_device
 @pytest.mark.gpu
-def test_wrong_typed_push_constant(built: Built) -> None:
+def test_wrong_typed_push_constant(built: BuiltPackage) -> None:
     xs, ys = _x(8), np.zeros(8, np.float32)
     with pytest.raises(TypeError, match=r"argument `a` must be a float"):
         built.kernels("push_saxpy").computeMain(xs=xs, ys=ys, n=8, a=None, grid=(1, 1, 1))  # type: ignore[arg-type]
@@ -232,7 +197,7 @@ def test_wrong_typed_push_constant(built: Built) -> None:
 
 @requires_device
 @pytest.mark.gpu
-def test_numpy_array_to_pointer(built: Built) -> None:
+def test_numpy_array_to_pointer(built: BuiltPackage) -> None:
     out = np.zeros(8, np.float32)
     with pytest.raises(TypeError, match=r"argument `data` is a pointer: .*slangrt\.Tensor"):
         built.kernels("pointer_double").computeMain(

@@ -17,6 +17,7 @@ from hatch_slang.config.project import load_project_config
 from hatch_slang.hatch import hooks
 from hatch_slang.hatch.plugin import SlangBuildHook
 
+from .helpers import build_tree
 from .wheelhouse import offline_env, shared_wheelhouse
 
 
@@ -31,9 +32,8 @@ def test_hooks_module_only_registers_the_plugin() -> None:
 
 def built_tree(root: Path) -> Path:
     """Generate `root`'s package into its source tree, as an editable build does."""
-    config = load_project_config(root)
-    pipeline.write_output(pipeline.build(config), config.package_dir)
-    return config.package_dir
+    build_tree(root)
+    return load_project_config(root).package_dir
 
 
 def wheel_hook(root: Path, tmp_path: Path) -> SlangBuildHook:

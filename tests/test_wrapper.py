@@ -9,16 +9,14 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from .helpers import requires_device
+from .helpers import BuildProject, requires_device
 
 pytestmark = [pytest.mark.gpu, pytest.mark.compile, requires_device]
 
 
 @pytest.fixture
-def kernels(
-    package: Callable[[str], Path], build_project: Callable[[Path], Callable[[str], ModuleType]]
-) -> ModuleType:
-    return build_project(package("seedpkg"))("moe_combine")
+def kernels(package: Callable[[str], Path], build_project: BuildProject) -> ModuleType:
+    return build_project(package("seedpkg")).kernels("moe_combine")
 
 
 def reference(z: np.ndarray, w: np.ndarray, out: np.ndarray, n_used: int, accumulate: bool) -> np.ndarray:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,7 +19,7 @@ from hatch_slang.codegen import wrappers as codegen
 from hatch_slang.comments import expr
 from hatch_slang.spec import reflection
 
-REPO = Path(__file__).resolve().parent.parent
+from .helpers import REPO, importable
 
 
 def test_the_generator_targets_the_runtime_it_requires() -> None:
@@ -72,17 +71,12 @@ def _module(tmp_path: Path, api: int) -> str:
     return f"apipkg.m{api}"
 
 
-def test_a_runtime_with_another_api_is_refused_at_import(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.syspath_prepend(str(tmp_path))
-    for name in [m for m in sys.modules if m.startswith("apipkg")]:
-        monkeypatch.delitem(sys.modules, name)
-    importlib.invalidate_caches()
-    good = importlib.import_module(_module(tmp_path, wrapper_api.API_VERSION))
-    assert good._c is wrapper_api
-    with pytest.raises(ImportError) as info:
-        importlib.import_module(_module(tmp_path, 7))
+def test_a_runtime_with_another_api_is_refused_at_import(tmp_path: Path) -> None:
+    with importable(tmp_path, "apipkg"):
+        good = importlib.import_module(_module(tmp_path, wrapper_api.API_VERSION))
+        assert good._c is wrapper_api
+        with pytest.raises(ImportError) as info:
+            importlib.import_module(_module(tmp_path, 7))
     assert isinstance(info.value, wrapper_api.WrapperAPIError)
     message = str(info.value)
     assert "apipkg.m7" in message and "wrapper API 7" in message
