@@ -91,7 +91,7 @@ def build_project() -> Iterator[BuildProject]:
 @pytest.fixture(scope="session")
 def kernels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     """The axpy and fill kernels of benchmarks/axpy_kernels.py, built once a session and imported
-    (tests/test_calls.py, tests/test_load.py)."""
+    (tests/scenarios/test_calls.py, tests/scenarios/test_load.py)."""
     from benchmarks.axpy_kernels import build_kernels
 
     from .helpers import importable
