@@ -1,4 +1,5 @@
-"""The kernels that tests/test_calls.py, tests/test_load.py and soak.py call, and one checked call.
+"""The kernels that tests/scenarios/test_calls.py, tests/scenarios/test_load.py and soak.py call,
+and one checked call.
 
 ``axpy`` (``y += alpha * scale[r] * x + offset`` over ``[rows][cols]``: read-only and written f32
 arrays, an f32 and a u32 param, a 2-D grid), ``fill`` (two written u32 arrays and a grid whose

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
 import os
-import sys
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
+
+if TYPE_CHECKING:
+    from .helpers import BuildProject
 
 # The suite runs on lavapipe, where slangrt submits every call by itself unless told otherwise
 # (a CPU device): calls are coalesced here as on a GPU, so that the tests exercise GPUs' default.
@@ -76,37 +79,23 @@ def package(tmp_path: Path) -> Callable[[str], Path]:
 
 
 @pytest.fixture
-def build_project(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], Callable[[str], ModuleType]]:
-    """Build a project's kernels in-process into its source tree; return a module importer."""
+def build_project() -> Iterator[BuildProject]:
+    """Build a project's kernels in-process into its source tree and import them (helpers.built_package),
+    until the test ends."""
+    from .helpers import built_package
 
-    def build(root: Path) -> Callable[[str], ModuleType]:
-        from hatch_slang.builder import pipeline
-        from hatch_slang.config.project import load_project_config
-
-        config = load_project_config(root)
-        pipeline.write_output(pipeline.build(config), config.package_dir)
-        monkeypatch.syspath_prepend(str(root))
-        top = config.package.split("/")[0]
-        for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
-            monkeypatch.delitem(sys.modules, name)
-        importlib.invalidate_caches()
-        dotted = config.package.replace("/", ".")
-        return lambda module: importlib.import_module(f"{dotted}.{module}")
-
-    return build
+    with ExitStack() as stack:
+        yield lambda root: stack.enter_context(built_package(root))
 
 
 @pytest.fixture(scope="session")
 def kernels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     """The axpy and fill kernels of benchmarks/axpy_kernels.py, built once a session and imported
-    (tests/test_calls.py, tests/test_load.py)."""
+    (tests/scenarios/test_calls.py, tests/scenarios/test_load.py)."""
     from benchmarks.axpy_kernels import build_kernels
 
+    from .helpers import importable
+
     root = tmp_path_factory.mktemp("calls")
-    sys.path.insert(0, str(root))
-    try:
+    with importable(root, "callspkg"):
         yield build_kernels(root)
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m == "callspkg" or m.startswith("callspkg.")]:
-            del sys.modules[name]

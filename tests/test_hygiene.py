@@ -112,7 +112,7 @@ def test_hatch_slang_imports_only_public_slangrt_modules() -> None:
 
 
 def test_generated_code_imports_only_slangrt_and_its_wrapper_api() -> None:
-    """Checked on the golden files (which tests/test_golden.py keeps equal to what is generated)."""
+    """Checked on the golden files (which tests/scenarios/test_golden.py keeps equal to what is generated)."""
     wrappers = sorted((TESTS / "golden").glob("*.py.golden"))
     assert len(wrappers) > 1
     allowed = {"numpy", "numpy.typing", "slangrt", "slangrt.wrapper_api"}

@@ -25,7 +25,7 @@ from slangrt import manifest
 from hatch_slang.codegen import wrappers as codegen
 
 # Test seam: seconds to sleep before each file operation of write_output, so that tests can
-# kill a build in the middle of writing (tests/test_faults.py).
+# kill a build in the middle of writing (tests/scenarios/test_faults.py).
 PAUSE_ENV = "HATCH_SLANG_TEST_WRITE_PAUSE"
 
 

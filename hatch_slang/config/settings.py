@@ -3,8 +3,8 @@ may hold, each option's name, type, default and meaning written once, as a datac
 
 :func:`read` validates a table against a model from its annotations and returns the model; the
 JSON schema (``docs/schema.json``) and the option tables of ``docs/options.md`` are generated
-from the same models (:func:`json_schema`, :func:`markdown_table`; tests/test_settings.py keeps
-them in step).
+from the same models (:func:`json_schema`, :func:`markdown_table`; tests/unit/config/test_settings.py
+keeps them in step).
 An option is the field's name with ``-`` for ``_``. This module imports nothing of the pipeline:
 :mod:`hatch_slang.config.project` resolves the settings (paths, compiler arguments) for it.
 """
