@@ -15,6 +15,8 @@ from slangrt.spirv import EntryInfo, Module, Resource, SpirvError, loaded_offset
 
 from hatch_slang.compile.compiler import CompiledEntry, CompileJob, CompileOptions, CompilerPool
 
+from ..helpers import TESTS
+
 PARAMS = """
 struct Q { uint a; float b; uint2 c; };
 StructuredBuffer<uint> pu;
@@ -607,7 +609,7 @@ def test_unknown_entry_and_truncation(compiled: dict[str, CompiledEntry | str]) 
 def test_used_bindings_are_read_modules_descriptors() -> None:
     from hatch_slang.spec.reflection import used_bindings
 
-    data = Path(__file__).parent / "runtime" / "data"
+    data = TESTS / "runtime" / "data"
     sets = (data / "sets.spv").read_bytes()
     assert used_bindings(sets) == {(0, 0), (0, 1), (1, 2), (3, 0)}
     assert used_bindings(read_module(sets)) == used_bindings(sets)  # a module already read
