@@ -76,7 +76,7 @@ def test_the_seed_is_in_the_repository_and_nothing_reads_a_sibling_checkout() ->
 # errors and the version.
 LAYERS = [
     {"hatch", "cli"},
-    {"validate"},
+    {"validate", "images"},
     {"builder"},
     {"codegen"},
     {"spec"},
