@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from slangrt.dtypes import DTYPES
-from slangrt.spirv import Member, Resource
+from slangrt.spirv import Image, Member, Resource
 
 from hatch_slang.comments.expr import Expr
 from hatch_slang.compile.discover import Shader
@@ -47,10 +47,12 @@ class Binding:
     entry's SPIR-V uses (reflection alone); a buffer reflection did not list has the SPIR-V's facts
     alone.
 
-    Room for what the next kinds of binding add: an image's dimensions and format belong beside
-    ``descriptor`` (read from its OpTypeImage), a struct's layout is ``members`` (the SPIR-V's
-    leaves, with offsets), a device address is a member whose scalar is ``ptr`` (with its
-    ``pointee``).
+    Room for what the next kinds of binding add: an image's dimensionality, arrayed,
+    multisampled, depth, sampled or storage, format and texel type are ``image`` (the SPIR-V's
+    :class:`~slangrt.spirv.Image`, read from its OpTypeImage; None for buffers, blocks, samplers
+    and bindings no entry's SPIR-V uses; nothing reads it yet), a struct's layout is ``members``
+    (the SPIR-V's leaves, with offsets), a device address is a member whose scalar is ``ptr``
+    (with its ``pointee``).
     """
 
     set: int
@@ -71,6 +73,7 @@ class Binding:
     members: tuple[Member, ...]  # the SPIR-V block flattened (for {T data[]} buffers, T's leaves)
     block_size: int  # a uniform or push-constant block's size in bytes
     array_size: int = 1  # descriptor count: N for arrays of resources, 0 for unsized arrays
+    image: Image | None = None  # an image, texel buffer or combined image sampler (see above)
 
     @property
     def key(self) -> tuple[int, int]:
@@ -137,14 +140,20 @@ class Binding:
 def _spirv_facts(
     r: Resource | None,
 ) -> tuple[
-    Literal["storage", "uniform", "push_constant", "other"] | None, str, bool, tuple[Member, ...], int, int
+    Literal["storage", "uniform", "push_constant", "other"] | None,
+    str,
+    bool,
+    tuple[Member, ...],
+    int,
+    int,
+    Image | None,
 ]:
     if r is None:
-        return (None, "", False, (), 0, 1)
+        return (None, "", False, (), 0, 1, None)
     descriptor: Literal["storage", "uniform", "push_constant", "other"] = (
         r.storage if r.storage in ("storage", "uniform", "push_constant") else "other"  # type: ignore[assignment]
     )
-    return (descriptor, r.type_text, r.declared_writable, r.members, r.size, r.array_size)
+    return (descriptor, r.type_text, r.declared_writable, r.members, r.size, r.array_size, r.image)
 
 
 @dataclass(frozen=True)

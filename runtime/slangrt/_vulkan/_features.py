@@ -88,6 +88,12 @@ CORE_FEATURES = _same(
     "shaderStorageImageWriteWithoutFormat",
     "shaderUniformBufferArrayDynamicIndexing",
     "shaderStorageBufferArrayDynamicIndexing",
+    "shaderStorageImageMultisample",
+    "imageCubeArray",
+    "shaderResourceMinLod",
+    "shaderResourceResidency",
+    "shaderSampledImageArrayDynamicIndexing",
+    "shaderStorageImageArrayDynamicIndexing",
 )
 
 FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
@@ -121,6 +127,10 @@ FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
             "shaderSampledImageArrayNonUniformIndexing",
             "shaderStorageBufferArrayNonUniformIndexing",
             "shaderStorageImageArrayNonUniformIndexing",
+            "shaderUniformTexelBufferArrayDynamicIndexing",
+            "shaderStorageTexelBufferArrayDynamicIndexing",
+            "shaderUniformTexelBufferArrayNonUniformIndexing",
+            "shaderStorageTexelBufferArrayNonUniformIndexing",
             "scalarBlockLayout",
             "uniformBufferStandardLayout",
             "shaderSubgroupExtendedTypes",

@@ -3,7 +3,9 @@ side (hatch-slang) and the runtime read a module the same way, through one reade
 
 - :func:`read_module` -> :class:`Module`: per entry point (:class:`EntryInfo`) its thread-group
   size and its :class:`Resource`\\ s (descriptor set, binding, kind, block layout as
-  :class:`Member`\\ s, written or not), and the module's capabilities and extensions;
+  :class:`Member`\\ s, written, read, updated with atomics or not; for an image, texel buffer or
+  combined image sampler its :class:`Image`: dimensionality, format, texel type ...), and the
+  module's capabilities and extensions;
   :func:`loaded_offsets`: which bytes of a params buffer an entry reads. The build side takes
   its bindings and layouts from here; the runtime checks a package's manifest against it.
 - :func:`little_endian`: whether bytes are a module in the byte order Vulkan takes.
@@ -20,12 +22,16 @@ from __future__ import annotations
 
 from .._errors import SpirvError
 from ._format import OP_SOURCE, instructions, little_endian, words
+from ._images import Descriptor, Dim, Image
 from ._layout import Member
 from ._module import EntryInfo, Module, Resource, loaded_offsets, read_module
 
 __all__ = [
     "OP_SOURCE",
+    "Descriptor",
+    "Dim",
     "EntryInfo",
+    "Image",
     "Member",
     "Module",
     "Resource",

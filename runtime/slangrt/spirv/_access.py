@@ -1,7 +1,9 @@
-"""What an entry point does with one resource variable: which bytes it reads, whether it writes.
+"""What an entry point does with one resource variable: which bytes it reads, whether it writes,
+whether it reads an image's texels or goes through it with atomics.
 
-:class:`Analysis` follows every pointer derived from the variable through the functions the entry
-reaches; anything it does not understand is answered conservatively (written, every byte read).
+:class:`Analysis` follows every pointer derived from the variable, and every image or sampler
+handle loaded from it, through the functions the entry reaches; anything it does not understand is
+answered conservatively (written, every byte read).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from ._format import (
     ATOMIC_RMW,
     DEC_ARRAY_STRIDE,
+    IMAGE_QUERIES,
+    IMAGE_READS,
     OP_ACCESS_CHAIN,
     OP_ARRAY_LENGTH,
     OP_ATOMIC_FLAG_CLEAR,
@@ -21,16 +25,14 @@ from ._format import (
     OP_COPY_MEMORY,
     OP_COPY_MEMORY_SIZED,
     OP_COPY_OBJECT,
-    OP_FUNCTION_CALL,
+    OP_IMAGE,
     OP_IMAGE_TEXEL_POINTER,
     OP_IMAGE_WRITE,
     OP_IN_BOUNDS_ACCESS_CHAIN,
     OP_IN_BOUNDS_PTR_ACCESS_CHAIN,
     OP_LOAD,
-    OP_PHI,
     OP_PTR_ACCESS_CHAIN,
-    OP_RETURN_VALUE,
-    OP_SELECT,
+    OP_SAMPLED_IMAGE,
     OP_STORE,
     OP_TYPE_ACCELERATION_STRUCTURE,
     OP_TYPE_ARRAY,
@@ -59,6 +61,7 @@ _CHAINS = frozenset(
 )
 _PTR_CHAINS = frozenset({OP_PTR_ACCESS_CHAIN, OP_IN_BOUNDS_PTR_ACCESS_CHAIN})
 _HANDLES = frozenset({OP_TYPE_IMAGE, OP_TYPE_SAMPLER, OP_TYPE_SAMPLED_IMAGE, OP_TYPE_ACCELERATION_STRUCTURE})
+_ATOMICS = frozenset({*ATOMIC_RMW, OP_ATOMIC_LOAD, OP_ATOMIC_STORE, OP_ATOMIC_FLAG_CLEAR})
 
 
 def uses_of(p: Parsed, functions: Iterable[int]) -> dict[int, list[Inst]]:
@@ -80,15 +83,20 @@ class Analysis:
 
     ``reads``: byte offsets (as :func:`slangrt.spirv._module.loaded_offsets` defines them) of the
     scalars loaded, or None when that cannot be told. ``written``: some store, atomic, copy or
-    image write may go through the variable; a pointer or handle that escapes (passed to a
-    function, stored, bitcast, selected, returned, used by an instruction not understood) counts
-    as written and read.
+    image write may go through the variable. ``texels_read``: an image handle loaded from it (or
+    a sampled image made with it, for a sampler) is sampled, fetched, gathered or read
+    (``OpImageRead``); queries of its size, levels or samples read no texel. ``atomic``: an
+    atomic instruction goes through a pointer into it (into a buffer, or ``OpImageTexelPointer``
+    into an image). A pointer or handle that escapes (passed to a function, stored, bitcast,
+    selected, returned, used by an instruction not understood) counts as written and read.
     """
 
     def __init__(self, p: Parsed, uses: Uses, var: int) -> None:
         self.p = p
         self.uses = uses
         self.written = False
+        self.texels_read = False
+        self.atomic = False
         self.reads: set[int] | None = set()
         ptr_type, _ = p.variables[var]
         self._pointers: dict[int, Place] = {var: Place(p.pointee(ptr_type), 0)}
@@ -117,6 +125,7 @@ class Analysis:
                 derived.append(new)
                 continue
             writes, reads, parts = self._effect(ptr, at, inst)
+            self.atomic = self.atomic or inst.op in _ATOMICS
             self.written = self.written or writes
             if reads:
                 self.reads = self._read(self.reads, at, parts)
@@ -186,20 +195,25 @@ class Analysis:
 
     def _handle_uses(self, value: int) -> list[int]:
         """Take in the uses of an image, sampler or acceleration structure loaded from the
-        variable; returns its copies."""
-        copies: list[int] = []
+        variable; returns the handles derived from it (its copies, the sampled images made with
+        it and the images taken back out of those)."""
+        derived: list[int] = []
         for inst in self.uses.get(value, ()):
             w, op = inst.words, inst.op
-            if op in (OP_LOAD, OP_COPY_OBJECT) and w[2] == value:
+            if op in (OP_LOAD, OP_COPY_OBJECT, OP_SAMPLED_IMAGE, OP_IMAGE) and w[2] == value:
                 continue  # its definition
             if op == OP_IMAGE_WRITE and w[1] == value:
                 self.written = True
-            elif op == OP_COPY_OBJECT:
+            elif op in IMAGE_READS and w[3] == value:
+                self.texels_read = True
+            elif op in IMAGE_QUERIES and w[3] == value:
+                continue
+            elif op in (OP_COPY_OBJECT, OP_SAMPLED_IMAGE, OP_IMAGE):
                 self._handles.add(w[2])
-                copies.append(w[2])
-            elif op in (OP_FUNCTION_CALL, OP_PHI, OP_SELECT, OP_STORE, OP_RETURN_VALUE):
-                self.written = True
-        return copies
+                derived.append(w[2])
+            else:  # escaped (passed, stored, selected, returned) or not understood
+                self.written = self.texels_read = True
+        return derived
 
     def _used_parts(self, value: int, type_id: int) -> list[tuple[int, ...]] | None:
         """Index paths of the parts of a loaded value its uses take out; None = all of it."""

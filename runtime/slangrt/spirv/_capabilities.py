@@ -1,13 +1,18 @@
 """What each SPIR-V capability and extension needs of a device (the tables ``_features`` reads).
 
 Each maps to the Vulkan feature or extension a message names, and the device tokens (see
-``_features``) any one of which provides it. Capabilities and extensions that are not here are
-not checked (the driver decides).
+``_features``) any one of which provides it. Capabilities Vulkan 1.0 has without a feature
+(``Sampled1D``, ``Image1D``, ``SampledBuffer``, ``ImageBuffer``, ``ImageQuery``) are here too,
+provided by every device slangrt opens (the token ``Vulkan 1.2``). Capabilities and extensions
+that are not here are not checked (the driver decides).
 """
 
 from __future__ import annotations
 
 __all__ = ["CAPABILITIES", "EXTENSIONS"]
+
+# What a capability that every Vulkan device has needs: the core version slangrt requires.
+_CORE = ("core in Vulkan 1.0", ("Vulkan 1.2",))
 
 # Capability (as slangrt.spirv._format.CAPABILITIES names it) -> (what the device needs, tokens
 # any of which provides it).
@@ -18,6 +23,42 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "Int64Atomics": ("shaderBufferInt64Atomics", ("shaderBufferInt64Atomics", "shaderSharedInt64Atomics")),
     "Int16": ("shaderInt16", ("shaderInt16",)),
     "ImageGatherExtended": ("shaderImageGatherExtended", ("shaderImageGatherExtended",)),
+    # Images, samplers and texel buffers.
+    "Sampled1D": _CORE,
+    "Image1D": _CORE,
+    "SampledBuffer": _CORE,
+    "ImageBuffer": _CORE,
+    "ImageQuery": _CORE,
+    "StorageImageMultisample": ("shaderStorageImageMultisample", ("shaderStorageImageMultisample",)),
+    "ImageMSArray": ("shaderStorageImageMultisample", ("shaderStorageImageMultisample",)),
+    "ImageCubeArray": ("imageCubeArray", ("imageCubeArray",)),
+    "SampledCubeArray": ("imageCubeArray", ("imageCubeArray",)),
+    "MinLod": ("shaderResourceMinLod", ("shaderResourceMinLod",)),
+    "SparseResidency": ("shaderResourceResidency", ("shaderResourceResidency",)),
+    "SampledImageArrayDynamicIndexing": (
+        "shaderSampledImageArrayDynamicIndexing",
+        ("shaderSampledImageArrayDynamicIndexing",),
+    ),
+    "StorageImageArrayDynamicIndexing": (
+        "shaderStorageImageArrayDynamicIndexing",
+        ("shaderStorageImageArrayDynamicIndexing",),
+    ),
+    "UniformTexelBufferArrayDynamicIndexing": (
+        "shaderUniformTexelBufferArrayDynamicIndexing",
+        ("shaderUniformTexelBufferArrayDynamicIndexing",),
+    ),
+    "StorageTexelBufferArrayDynamicIndexing": (
+        "shaderStorageTexelBufferArrayDynamicIndexing",
+        ("shaderStorageTexelBufferArrayDynamicIndexing",),
+    ),
+    "UniformTexelBufferArrayNonUniformIndexing": (
+        "shaderUniformTexelBufferArrayNonUniformIndexing",
+        ("shaderUniformTexelBufferArrayNonUniformIndexing",),
+    ),
+    "StorageTexelBufferArrayNonUniformIndexing": (
+        "shaderStorageTexelBufferArrayNonUniformIndexing",
+        ("shaderStorageTexelBufferArrayNonUniformIndexing",),
+    ),
     "UniformBufferArrayDynamicIndexing": (
         "shaderUniformBufferArrayDynamicIndexing",
         ("shaderUniformBufferArrayDynamicIndexing",),

@@ -67,7 +67,10 @@ OP_VECTOR_SHUFFLE = 79
 OP_COMPOSITE_EXTRACT = 81
 OP_COMPOSITE_INSERT = 82
 OP_COPY_OBJECT = 83
+OP_SAMPLED_IMAGE = 86
+OP_IMAGE_READ = 98
 OP_IMAGE_WRITE = 99
+OP_IMAGE = 100
 OP_SELECT = 169
 OP_ATOMIC_LOAD = 227
 OP_ATOMIC_STORE = 228
@@ -83,6 +86,35 @@ OP_LIFETIME_STOP = 257
 OP_NO_LINE = 317
 OP_EXECUTION_MODE_ID = 331
 OP_TYPE_ACCELERATION_STRUCTURE = 5341
+
+# Instructions that read texels of the image or sampled image at word 3: the sampling, fetch,
+# gather and read instructions, their sparse forms, and OpImageSampleFootprintNV.
+IMAGE_READS = frozenset({*range(87, 99), *range(305, 316), 320, 5283})
+# Instructions that ask an image of its size, levels, samples or format, or a sampled image of
+# the level it would sample: they read no texel.
+IMAGE_QUERIES = frozenset(range(101, 108))
+
+# OpTypeImage's Dim operand -> slangrt's word for it (Rect, SubpassData and the tile images are
+# not a compute kernel's).
+IMAGE_DIMS: Mapping[int, str] = {0: "1d", 1: "2d", 2: "3d", 3: "cube", 5: "buffer"}
+IMAGE_SAMPLED = 1  # OpTypeImage's Sampled operand: read through a sampler or fetched
+IMAGE_STORAGE = 2  # ... read and written without a sampler (a storage image or texel buffer)
+
+# SPIR-V's ImageFormat -> the name Slang's [[vk::image_format("...")]] gives it (GLSL's layout
+# qualifiers); 0, Unknown, has none.
+IMAGE_FORMATS: Mapping[int, str] = dict(
+    enumerate(
+        (
+            "",
+            *("rgba32f", "rgba16f", "r32f", "rgba8", "rgba8_snorm", "rg32f", "rg16f"),
+            *("r11f_g11f_b10f", "r16f", "rgba16", "rgb10_a2", "rg16", "rg8", "r16", "r8"),
+            *("rgba16_snorm", "rg16_snorm", "rg8_snorm", "r16_snorm", "r8_snorm"),
+            *("rgba32i", "rgba16i", "rgba8i", "r32i", "rg32i", "rg16i", "rg8i", "r16i", "r8i"),
+            *("rgba32ui", "rgba16ui", "rgba8ui", "r32ui", "rgb10_a2ui", "rg32ui", "rg16ui"),
+            *("rg8ui", "r16ui", "r8ui", "r64ui", "r64i"),
+        )
+    )
+)
 
 # Atomics that read and write their pointer (the result is at word 2, the pointer at word 3).
 ATOMIC_RMW = frozenset({*range(229, 243), 318, 5614, 5615, 6035})

@@ -45,6 +45,7 @@ from ._format import (
     Parsed,
     parse,
 )
+from ._images import Descriptor, Image, image_of
 from ._layout import Member, Place, byte_size, leaves, step
 
 __all__ = ["EntryInfo", "Member", "Module", "Resource", "loaded_offsets", "read_module"]
@@ -62,6 +63,16 @@ class Resource:
     as a write. So an ``RWStructuredBuffer`` an entry only reads is not writable for that entry,
     and a buffer decorated NonWritable never is. Uniform and push-constant blocks, samplers and
     sampled images never are.
+
+    ``image``: what an image, texel-buffer or combined image sampler binding is (its
+    :class:`~slangrt.spirv.Image`: dimensionality, arrayed, multisampled, depth, sampled or
+    storage, format, texel type); None for buffers, blocks and samplers. ``read``: this entry may
+    read through it: samples, fetches or reads an image's texels (a sampler: samples with it),
+    goes through it with an atomic, or loads bytes of a buffer; True for every resource whose
+    declaration allows no writes and is no image or sampler (uniform and push-constant blocks,
+    read-only buffers are bound to be read, and are not analysed). ``atomic``: an atomic
+    instruction goes through it (``InterlockedAdd`` on a buffer, or on an ``r32ui`` image through
+    ``OpImageTexelPointer``). A handle or pointer that escapes the analysis counts as read.
     """
 
     id: int  # the variable's SPIR-V result id (tells aliases of one binding apart)
@@ -76,6 +87,28 @@ class Resource:
     declared_writable: bool  # the declaration allows writes (no NonWritable, a storage image)
     type_text: str  # short description for messages
     array_size: int = 1  # descriptor count: N for arrays of resources, 0 for unsized arrays
+    image: Image | None = None  # an image, texel buffer or combined image sampler (see above)
+    read: bool = True  # this entry may read through it (see above)
+    atomic: bool = False  # an atomic instruction goes through it
+
+    @property
+    def descriptor(self) -> Descriptor:
+        """The Vulkan descriptor type it is bound as (``storage_buffer``, ``uniform_buffer``,
+        ``sampled_image``, ``storage_image``, ``sampler``, ``combined_image_sampler``,
+        ``uniform_texel_buffer``, ``storage_texel_buffer`` ...; ``push_constant`` for a
+        push-constant block, which has no descriptor)."""
+        if self.image is not None:
+            return self.image.descriptor
+        if self.storage == "storage":
+            return "storage_buffer"
+        if self.storage == "uniform":
+            return "uniform_buffer"
+        if self.storage == "push_constant":
+            return "push_constant"
+        base = self.type_text.split("[", 1)[0]
+        if base == "sampler":
+            return "sampler"
+        return "acceleration_structure" if base == "acceleration structure" else "other"
 
 
 @dataclass(frozen=True)
@@ -216,9 +249,11 @@ def _resource(p: Parsed, uses: Uses, var: int) -> Resource | None:
     if storage_class != SC_PUSH_CONSTANT:
         where = _set_and_binding(p, var)
     layout: tuple[tuple[Member, ...], int, int] = ((), 0, 0)
+    image = None
     if storage_class == SC_UNIFORM_CONSTANT:
         storage = "other"
         text, declared = _opaque(p, t)
+        image = image_of(p, t)
     else:
         if p.types[t].op != OP_TYPE_STRUCT:
             raise SpirvError(f"malformed SPIR-V module: buffer variable %{var} is not a struct")
@@ -227,6 +262,7 @@ def _resource(p: Parsed, uses: Uses, var: int) -> Resource | None:
         layout = _block_layout(p, t, storage)
         declared = storage == "storage" and not _members_non_writable(p, t)
     declared = declared and p.decoration(var, DEC_NON_WRITABLE) is None
+    analysis = Analysis(p, uses, var) if declared or storage == "other" else None
     return Resource(
         id=var,
         variable=p.names.get(var, ""),
@@ -236,10 +272,13 @@ def _resource(p: Parsed, uses: Uses, var: int) -> Resource | None:
         members=layout[0],
         element_stride=layout[1],
         size=layout[2],
-        writable=declared and Analysis(p, uses, var).written,
+        writable=declared and analysis is not None and analysis.written,
         declared_writable=declared,
         type_text=text if array_size == 1 else f"{text}[{array_size or ''}]",
         array_size=array_size,
+        image=image,
+        read=analysis is None or analysis.reads is None or bool(analysis.reads) or analysis.texels_read,
+        atomic=analysis is not None and analysis.atomic,
     )
 
 
