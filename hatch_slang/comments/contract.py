@@ -324,9 +324,16 @@ def _evidence(ref: dialect.BindingRef) -> bool:
     accessed = dialect.find_access(rest) is not None
     if (ref.strong and (typed or shaped or accessed)) or (typed and (shaped or accessed)):
         return True
-    # `s2: samp linear clamp`, `t0: src rgba8 image`: a register and an image's or sampler's words.
+    # `s2: samp linear clamp`, `t0: src rgba8 image`: a register and an image's or sampler's words
+    # (an `s` register alone is no evidence: `s1: the first step ...` is prose).
+    if not ref.strong or ref.name.lower() in dialect.PROSE_WORDS:
+        return False
     found = dialect.find_access(rest)
-    return ref.strong and image_words(rest, ref.register, found[0] if found else None).kind is not None
+    words = image_words(rest, None if ref.register == "s" else ref.register, found[0] if found else None)
+    if words.kind is not None:
+        return True
+    said = image_words(rest, ref.register, None).sampler if ref.register == "s" else None
+    return said is not None and (said.filter is not None or said.address is not None or said.comparison)
 
 
 def _continued(lines: list[tuple[int, str]], i: int) -> tuple[str, int]:

@@ -19,8 +19,8 @@ How the words are read, the way a careful human reader would:
 - **Phrases**: ``storage image``, ``sampled image``/``texture``, ``combined (image) sampler``,
   ``comparison``/``shadow sampler``, ``(uniform/storage) texel buffer``.
 - **Plain words** (``image``, ``img``, ``texture``, ``tex``, ``sampler``, ``samp``) name the kind
-  only where they stand as the binding's type: among the first three words after the name, and
-  not after an article (``the image``, ``an image`` is prose about one). ``image`` and
+  only where they stand as the binding's type: among the first three words after the name, before
+  any shape or tuple, and not after an article (``the image``, ``an image`` is prose about one). ``image`` and
   ``texture`` mean a storage image on a ``u`` register or a written binding, a sampled one on a
   ``t`` register, else what the word says. So a buffer *named* ``image`` stays a buffer.
 - **A format word** is one of the names Slang's ``[[vk::image_format("...")]]`` takes (``rgba8``,
@@ -85,7 +85,7 @@ def _formats() -> dict[str, ImageFormat]:
         ("rgb10_a2ui", 4, "uint"),
         ("bgra8", 4, "unorm"),
     ):
-        table[name] = ImageFormat(name, channels, component)  # type: ignore[arg-type]
+        table[name] = ImageFormat(name, channels, component)
     return table
 
 
@@ -144,7 +144,7 @@ _TYPE = re.compile(
     r"^(?:(?P<rw>rw|rasterizerordered)?texture(?P<d1>1d|2d|3d|cube)(?P<a1>array)?(?:ms)?"
     r"|[iu]?image(?P<d2>1d|2d|3d|cube)(?P<a2>array)?"
     r"|[iu]?sampler(?P<d3>1d|2d|3d|cube)(?P<a3>array)?(?P<shadow>shadow)?"
-    r"|(?P<state>samplerstate|samplercomparisonstate|sampler|samplershadow)"
+    r"|(?P<state>samplerstate|samplercomparisonstate|samplershadow)"
     r"|(?P<tb>[iu]?(?:image|sampler|texture)buffer))$"
 )
 _PHRASES: tuple[tuple[re.Pattern[str], ImageKind], ...] = (
@@ -230,8 +230,10 @@ def _storage_or_sampled(word: str, register: str | None, access: Access | None) 
 
 
 def _plain_kind(rest: str, register: str | None, access: Access | None) -> ImageKind | None:
-    """The kind a plain word names where it stands as the binding's type (see the module's doc)."""
-    words = [w.lower() for w in re.findall(r"[A-Za-z_][\w-]*", re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", rest))]
+    """The kind a plain word names where it stands as the binding's type (see the module's doc):
+    among the first three words, before any shape or tuple, not after an article."""
+    head = re.split(r"[\[(]", rest, maxsplit=1)[0]
+    words = [w.lower() for w in re.findall(r"[A-Za-z_][\w-]*", head)]
     for k, w in enumerate(words[:3]):
         if k > 0 and words[k - 1] in _ARTICLES:
             continue
@@ -286,6 +288,12 @@ _ADDRESS = re.compile(
     r"|(?P<mirror>mirror(?:ed)?(?:[\s_-]*repeat)?)|(?P<repeat>repeat|wrap))\b",
     re.I,
 )
+_ADDRESSES: dict[str, Address] = {
+    "clamp": "clamp",
+    "repeat": "repeat",
+    "mirror": "mirror",
+    "border": "border",
+}
 _COMPARE = re.compile(
     r"(?P<le><=|less[\s_-]*(?:than[\s_-]*)?(?:or[\s_-]*)?equal|lequal)|(?P<ge>>=|greater[\s_-]*(?:than[\s_-]*)?"
     r"(?:or[\s_-]*)?equal|gequal)|(?P<ne>!=|not[\s_-]*equal|notequal)|(?P<eq>==|\bequal\b)"
@@ -310,10 +318,14 @@ def _sampler(rest: str, comparison: bool, notes: list[str]) -> SamplerDoc:
     filters = list(dict.fromkeys(_FILTERS[w] for w in words if w in _FILTERS))
     text = re.sub(r"<[^<>]*>", " ", rest)  # `Sampler2D<float4>`: no comparison in a template argument
     found = [next(k for k, v in m.groupdict().items() if v) for m in _ADDRESS.finditer(text)]
-    addresses: list[Address] = list(dict.fromkeys(a for a in found if a in ("clamp", "repeat", "mirror", "border")))  # type: ignore[misc]
+    addresses = list(dict.fromkeys(_ADDRESSES[a] for a in found))
     ops: list[CompareOp] = []
     if comparison:
-        ops = list(dict.fromkeys(_OPS[next(k for k, v in m.groupdict().items() if v)] for m in _COMPARE.finditer(text)))
+        ops = list(
+            dict.fromkeys(
+                _OPS[next(k for k, v in m.groupdict().items() if v)] for m in _COMPARE.finditer(text)
+            )
+        )
     for what, said in (("filters", filters), ("address modes", addresses), ("comparisons", ops)):
         if len(said) > 1:
             notes.append(f"{what} {' and '.join(f'`{s}`' for s in said)}: `{said[0]}` is read")
