@@ -10,13 +10,14 @@ the groups of one backend and drops repeated bindings. A line that cannot be rea
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from hatch_slang.comments import dialect
 from hatch_slang.comments import params as params_tuple
 from hatch_slang.comments.dialect import Access, Unreadable
-from hatch_slang.comments.expr import MAX_LINE_LEN, Expr, check_argument
+from hatch_slang.comments.expr import MAX_LINE_LEN, Expr, ExprError, check_argument, parse_expr
+from hatch_slang.comments.images import IMAGE_KINDS, ImageDim, ImageKind, ImageWords, SamplerDoc, image_words
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,14 @@ class BindingDoc:
     set: int | None = None  # `set S, binding N`
     access: Access | None = None  # what the line's access words say
     quantised: bool = False  # quantised blocks: the buffer holds their bytes
+    # What the line says of an image, a sampler or a texel buffer (hatch_slang.comments.images);
+    # nothing reads these yet: the build still refuses those bindings.
+    kind: ImageKind | None = None  # None: a buffer (storage, uniform or params), as before
+    dim: ImageDim | None = None  # `1d`, `2d`, `3d`, `cube`, where the line says it
+    arrayed: bool = False  # an array of images (`Texture2DArray`, `2d array`)
+    format: str | None = None  # a format Slang's `[[vk::image_format]]` names (`rgba8`, `r32f`)
+    channels: int | None = None  # the texel type's channel count (`float4`: 4), else the format's
+    sampler: SamplerDoc | None = None  # sampler and combined lines: filter, address, comparison
 
 
 @dataclass(frozen=True)
@@ -163,16 +172,18 @@ def _read_binding(ref: dialect.BindingRef, number: int) -> tuple[BindingDoc | Un
         _check_reference(ref)
         found = dialect.find_access(ref.rest)
         access = found[0] if found else None
+        words = image_words(ref.rest, ref.register, access)
         body = _params_text(ref, found)
-        if not params_tuple.looks_like_params(body, ref.name):
-            return _data_binding(ref, number, body, access)
+        said = words.kind is not None and (words.typed or ref.register == "s")
+        if said or not params_tuple.looks_like_params(body, ref.name):
+            return _data_binding(ref, number, body, access, words)
         params = params_tuple.read_params(body)
         fields = _fields(params)
     except Unreadable as e:
         return e, []
     return BindingDoc(
         number,
-        ref.register,
+        _register(ref),
         ref.index,
         ref.name,
         "params",
@@ -183,6 +194,53 @@ def _read_binding(ref: dialect.BindingRef, number: int) -> tuple[BindingDoc | Un
         set=ref.set,
         access=access,
     ), []
+
+
+def _register(ref: dialect.BindingRef) -> Literal["t", "u", "b"] | None:
+    """The register a binding's doc keeps: an `s` (a sampler's) is none of a buffer's; its kind
+    (`sampler`) says what the line documents."""
+    return None if ref.register == "s" else ref.register
+
+
+def _image(doc: BindingDoc, words: ImageWords, rest: str) -> tuple[BindingDoc, list[Note]]:
+    """``doc`` with what its line says of an image, sampler or texel buffer, and the notes on it."""
+    if words.kind is None:
+        return doc, []
+    notes = list(words.notes)
+    shape = doc.shape
+    if shape is None and words.kind in IMAGE_KINDS:
+        shape, why = _tuple_shape(rest)
+        notes += [why] if why else []
+    needed = {"1d": 1, "2d": 2, "3d": 3, "cube": 2}.get(words.dim or "", 0) + words.arrayed
+    if shape is not None and needed and not needed <= len(shape) <= needed + 1 and words.dim != "cube":
+        notes.append(
+            f"a {words.dim}{' array' if words.arrayed else ''} image with a {len(shape)}-dimensional shape"
+        )
+    read = replace(
+        doc,
+        shape=shape,
+        kind=words.kind,
+        dim=words.dim,
+        arrayed=words.arrayed,
+        format=words.format,
+        channels=words.channels,
+        sampler=words.sampler,
+    )
+    return read, [Note(doc.line, f"binding {doc.index} (`{doc.name}`): {n}") for n in notes]
+
+
+_TUPLE = re.compile(r"\(\s*(?P<dims>[^()]+(?:,[^()]+)+)\s*\)")
+
+
+def _tuple_shape(rest: str) -> tuple[tuple[Expr, ...] | None, str | None]:
+    """An image's size written as a tuple, ``(h, w)``; or why the tuple is no size."""
+    m = _TUPLE.search(re.sub(r"<[^<>]*>", " ", rest))
+    if m is None:
+        return None, None
+    try:
+        return tuple(parse_expr(dialect.normalize_expr(p)) for p in m.group("dims").split(",")), None
+    except ExprError as e:
+        return None, f"cannot read `({m.group('dims').strip()})` as the image's size: {e}"
 
 
 def _check_reference(ref: dialect.BindingRef) -> None:
@@ -212,7 +270,7 @@ def _params_text(ref: dialect.BindingRef, found: tuple[Access, tuple[int, int]] 
 
 
 def _data_binding(
-    ref: dialect.BindingRef, number: int, body: str, access: Access | None
+    ref: dialect.BindingRef, number: int, body: str, access: Access | None, words: ImageWords
 ) -> tuple[BindingDoc | Unreadable, list[Note]]:
     """A data binding: its dtype, shape and description, and a note for a dtype word not known;
     :class:`Unreadable` where its shape cannot be read."""
@@ -229,28 +287,33 @@ def _data_binding(
                 "the wrapper takes the dtype reflection gives",
             )
         )
-    if shape is None and dtype is None and body.lstrip().startswith("("):
+    if shape is None and dtype is None and words.kind is None and body.lstrip().startswith("("):
         return Unreadable(f"cannot read `{body.strip()}` as a params tuple or a dtype and shape"), notes
     doc = _description(rest, shape)
     if quantised and not (dtype not in (None, "u8") and shape is not None and "/" in shape.dims[-1].text):
         # Counted in blocks or weights, not in the elements the buffer holds. (A shape whose last
         # dimension is divided, `[rows][cols / 8]` over u32, already counts the words: kept.)
         shape = None
-    return BindingDoc(
-        number,
-        ref.register,
-        ref.index,
-        ref.name,
-        "data",
-        dtype,
-        shape.dims if shape else None,
-        (),
-        doc,
-        flat=bool(shape and shape.flat),
-        set=ref.set,
-        access=access,
-        quantised=quantised,
-    ), notes
+    read, image_notes = _image(
+        BindingDoc(
+            number,
+            _register(ref),
+            ref.index,
+            ref.name,
+            "data",
+            dtype,
+            shape.dims if shape else None,
+            (),
+            doc,
+            flat=bool(shape and shape.flat),
+            set=ref.set,
+            access=access,
+            quantised=quantised,
+        ),
+        words,
+        rest,
+    )
+    return read, notes + image_notes
 
 
 def _description(rest: str, shape: dialect.Shape | None) -> str:

@@ -43,6 +43,7 @@ from hatch_slang.comments import params as params_tuple
 from hatch_slang.comments.bindings import BindingDoc, BindingSet, Group, Note, ParamsField, binding_sets
 from hatch_slang.comments.dialect import Unreadable
 from hatch_slang.comments.expr import MAX_LINE_LEN, Expr, check_argument, parse_expr
+from hatch_slang.comments.images import image_words
 
 __all__ = [
     "BindingDoc",
@@ -321,7 +322,18 @@ def _evidence(ref: dialect.BindingRef) -> bool:
     except Unreadable:
         shaped = True
     accessed = dialect.find_access(rest) is not None
-    return (ref.strong and (typed or shaped or accessed)) or (typed and (shaped or accessed))
+    if (ref.strong and (typed or shaped or accessed)) or (typed and (shaped or accessed)):
+        return True
+    # `s2: samp linear clamp`, `t0: src rgba8 image`: a register and an image's or sampler's words
+    # (an `s` register alone is no evidence: `s1: the first step ...` is prose).
+    if not ref.strong or ref.name.lower() in dialect.PROSE_WORDS:
+        return False
+    found = dialect.find_access(rest)
+    words = image_words(rest, None if ref.register == "s" else ref.register, found[0] if found else None)
+    if words.kind is not None:
+        return True
+    said = image_words(rest, ref.register, None).sampler if ref.register == "s" else None
+    return said is not None and (said.filter is not None or said.address is not None or said.comparison)
 
 
 def _continued(lines: list[tuple[int, str]], i: int) -> tuple[str, int]:

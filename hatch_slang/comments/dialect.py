@@ -87,6 +87,19 @@ def dtype_word(word: str) -> tuple[str, bool] | None:
     return None
 
 
+def texel_word(word: str) -> tuple[str, int] | None:
+    """The dtype code a texel type names and its channel count (``float4``: ``("f32", 4)``,
+    ``half``: ``("f16", 1)``); None for a word that names none, or quantised blocks."""
+    w = word.strip("`*_,;.:()").lower()
+    found = dtype_word(w)
+    if found is None or found[1]:
+        return None
+    if w in _DTYPE_WORDS:
+        return found[0], 1
+    m = _VECTOR.match(w)
+    return (found[0], int(w[-1])) if m is not None else None
+
+
 # --- access ------------------------------------------------------------------------------------
 
 # Longest spellings first: `read-write` must win over `read`.
@@ -137,7 +150,7 @@ _SEP = r"\s*(?:[:.)]|-{1,2}|–|—|=)?\s*"
 _NAME = r"`?(?P<name>[^\s:,`(\[–—=-][^\s:,`(\[–—]*)`?"
 _REF = (
     r"(?:"
-    r"(?P<reg>[tubTUB])(?P<i1>\d+)(?![\w])"
+    r"(?P<reg>[tubsTUBS])(?P<i1>\d+)(?![\w])"
     r"|\(?\s*set\s*[=:]?\s*(?P<set>\d+)\s*[,/;]?\s*(?:binding|slot)\s*[=:]?\s*(?P<i2>\d+)\s*\)?"
     r"|@group\(\s*(?P<set2>\d+)\s*\)\s*@binding\(\s*(?P<i3>\d+)\s*\)"
     r"|(?:binding|buffer|slot)(?:\s*/\s*(?:binding|buffer|slot))?\s*(?:[=#(]\s*)?(?P<i4>\d+)\s*\)?"
@@ -146,7 +159,7 @@ _REF = (
     r")"
 )
 _BINDING = re.compile(rf"^\s*(?:[-*•]\s+)?{_REF}{_SEP}{_NAME}\s*(?:[:,]|-{{1,2}}|–|—)?\s*(?P<rest>.*)$")
-_STRONG = re.compile(r"^\s*(?:[-*•]\s+)?(?:[tubTUB]\d+|set\s*[=:]?\s*\d|@group|binding|buffer)\b")
+_STRONG = re.compile(r"^\s*(?:[-*•]\s+)?(?:[tubsTUBS]\d+|set\s*[=:]?\s*\d|@group|binding|buffer)\b")
 
 
 MAX_INDEX = 2**32 - 1  # a Vulkan binding number or set is a uint32_t
@@ -159,7 +172,7 @@ def _index(digits: str) -> int:
 
 @dataclass(frozen=True)
 class BindingRef:
-    register: Literal["t", "u", "b"] | None
+    register: Literal["t", "u", "b", "s"] | None  # `s`: a sampler's
     index: int
     set: int | None
     name: str
@@ -175,10 +188,10 @@ def binding_ref(text: str) -> BindingRef | None:
     reg = m.group("reg")
     index = _index(next(v for v in m.group("i1", "i2", "i3", "i4", "i5", "i6") if v is not None))
     set_text = m.group("set") or m.group("set2")
-    register: Literal["t", "u", "b"] | None = None
+    register: Literal["t", "u", "b", "s"] | None = None
     if reg:
         low = reg.lower()
-        register = "t" if low == "t" else "u" if low == "u" else "b"
+        register = "t" if low == "t" else "u" if low == "u" else "s" if low == "s" else "b"
     name = m.group("name").rstrip(".;")
     if name.lower() in ("set", "binding", "buffer"):
         return None
