@@ -216,15 +216,11 @@ def _enable_host_import(memory: Memory, core: Core, pd: Any) -> None:
     """Let memory import host pages (VK_EXT_external_memory_host; used with SLANGRT_HOST_IMPORT)."""
     vk = _vk.vk()
     ffi = vk.ffi
-    host_props = ffi.new(
-        "VkPhysicalDeviceExternalMemoryHostPropertiesEXT*",
-        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT},
+    host_props = _vk.device_properties(
+        pd,
+        "VkPhysicalDeviceExternalMemoryHostPropertiesEXT",
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT,
     )
-    props2 = ffi.new(
-        "VkPhysicalDeviceProperties2*",
-        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": host_props},
-    )
-    vk.lib.vkGetPhysicalDeviceProperties2(pd, props2)
     get_props = vk.lib.vkGetDeviceProcAddr(core.handle, b"vkGetMemoryHostPointerPropertiesEXT")
     if get_props != ffi.NULL:
         mem = ffi.new("VkPhysicalDeviceMemoryProperties*")

@@ -325,16 +325,9 @@ def _query_features(
 def _subgroup_tokens(pd: Any, dev_exts: set[str]) -> set[str]:
     """The subgroup operations the device supports in compute shaders."""
     vk = _vk.vk()
-    ffi = vk.ffi
-    subgroup = ffi.new(
-        "VkPhysicalDeviceSubgroupProperties*",
-        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES},
+    subgroup = _vk.device_properties(
+        pd, "VkPhysicalDeviceSubgroupProperties", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
     )
-    props2 = ffi.new(
-        "VkPhysicalDeviceProperties2*",
-        {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": subgroup},
-    )
-    vk.lib.vkGetPhysicalDeviceProperties2(pd, props2)
     tokens: set[str] = set()
     if subgroup.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
         for bit, token in _features.SUBGROUP_TOKENS.items():

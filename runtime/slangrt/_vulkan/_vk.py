@@ -106,6 +106,19 @@ def call(what: str, *, nbytes: int | None = None) -> Iterator[None]:
         raise error_for(name, what, nbytes) from None
 
 
+def device_properties(physical_device: Any, struct: str, stype: int) -> Any:
+    """A ``struct`` (say ``VkPhysicalDeviceSubgroupProperties``, with its ``stype``) filled by
+    ``vkGetPhysicalDeviceProperties2``, chained as its ``pNext``."""
+    v = vk()
+    found = v.ffi.new(f"{struct}*", {"sType": stype})
+    props2 = v.ffi.new(
+        "VkPhysicalDeviceProperties2*",
+        {"sType": v.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": found},
+    )
+    v.lib.vkGetPhysicalDeviceProperties2(physical_device, props2)
+    return found
+
+
 def create_command_pool(device: Any, queue_family: int, flags: int) -> Any:
     """A command pool on ``queue_family`` of ``device`` (raises through :func:`check`)."""
     v = vk()
