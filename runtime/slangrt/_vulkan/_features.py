@@ -88,6 +88,7 @@ CORE_FEATURES = _same(
     "shaderStorageImageWriteWithoutFormat",
     "shaderUniformBufferArrayDynamicIndexing",
     "shaderStorageBufferArrayDynamicIndexing",
+    "samplerAnisotropy",  # (not a shader feature: slangrt.Sampler(max_anisotropy=...))
 )
 
 FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
