@@ -44,9 +44,9 @@ def exclude_from_walk(build_config: object, patterns: list[str]) -> None:
     spec once, as a ``functools.cached_property`` that every file walk asks; a cached property's
     value lives in the instance's ``__dict__``, where setting it is the documented way to replace
     it. This is the one place hatch-slang reaches into hatchling's objects, and it checks that the
-    property is still what it relies on (tests/scenarios/test_sdist.py and tests/scenarios/test_wheel.py pin the
-    result), so that a hatchling that changed it fails the build by name instead of shipping
-    generated files."""
+    property is still what it relies on (tests/scenarios/test_sdist.py and
+    tests/scenarios/test_wheel.py pin the result), so that a hatchling that changed it fails the
+    build by name instead of shipping generated files."""
     prop = next(
         (vars(k)["exclude_spec"] for k in type(build_config).__mro__ if "exclude_spec" in vars(k)), None
     )

@@ -22,6 +22,7 @@ from .._vulkan import _vk
 from .._vulkan._core import Core
 from .._vulkan._formats import Format, check_usage
 from ._contexts import Contexts
+from ._heap import Allocation
 from ._memory import Memory
 
 __all__ = ["ImageMemory", "ImageShape", "download", "generate_mips", "upload"]
@@ -306,6 +307,14 @@ def _regions(shape: ImageShape, levels: Sequence[int], offsets: list[int], base:
     return regions
 
 
+def _staging(memory: Memory, shape: ImageShape, total: int, what: str) -> tuple[Allocation, int]:
+    """A host buffer for ``total`` bytes and where in it they start: copies need buffer offsets
+    that are multiples of the texel size (12 bytes for three 32-bit channels, say)."""
+    step = shape.format.texel_bytes * 4
+    staging = memory.host.allocate(total + step, what)
+    return staging, -staging.offset % step
+
+
 def upload(
     memory: Memory, contexts: Contexts, img: ImageMemory, data: Sequence[np.ndarray[Any, Any]]
 ) -> None:
@@ -316,15 +325,15 @@ def upload(
     memory.flush_batch_using(img)
     levels = list(range(len(data)))
     offsets, total = img.shape.offsets(levels)
-    staging = memory.host.allocate(total, "an image upload")
+    staging, base = _staging(memory, img.shape, total, "an image upload")
     try:
-        view = staging.view(total)
+        view = staging.view(total + base)[base:]
         for at, part in zip(offsets, data):
             view[at : at + part.size] = part
         ctx = contexts.begin()
         dst = vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
         img.transition(ctx.cb, dst, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-        regions = _regions(img.shape, levels, offsets, staging.offset)
+        regions = _regions(img.shape, levels, offsets, staging.offset + base)
         vk.lib.vkCmdCopyBufferToImage(ctx.cb, staging.buffer, img.image, dst, len(levels), regions)
         contexts.submit(ctx, "an image upload", (staging, img))
     finally:
@@ -339,17 +348,17 @@ def download(
     core = memory.core
     memory.flush_batch_using(img)
     offsets, total = img.shape.offsets(levels)
-    staging = memory.host.allocate(total, "an image download")
+    staging, base = _staging(memory, img.shape, total, "an image download")
     try:
         ctx = contexts.begin()
         src = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
         img.transition(ctx.cb, src, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
-        regions = _regions(img.shape, levels, offsets, staging.offset)
+        regions = _regions(img.shape, levels, offsets, staging.offset + base)
         vk.lib.vkCmdCopyImageToBuffer(ctx.cb, img.image, src, staging.buffer, len(levels), regions)
         core.barrier_after_transfer(ctx.cb)  # the copy's writes, visible to the host
         contexts.submit(ctx, "an image download", (staging, img))
         memory.settle(staging, "copying an image to the host")
-        view = staging.view(total)
+        view = staging.view(total + base)[base:]
         return [view[at : at + img.shape.level_bytes(level)].copy() for at, level in zip(offsets, levels)]
     finally:
         staging.release()
