@@ -185,6 +185,8 @@ def test_round_trip_every_kind(kind: str, shape: tuple[int, ...], dtype: str) ->
     img = slangrt.Image.from_numpy(arr, kind=kind)
     np.testing.assert_array_equal(img.numpy(), arr)
     assert img.kind == kind and img.shape == shape and img.mip_levels == 1
+    view = img._view()  # made once, as the kind says
+    assert view is not None and img._view() == view
 
 
 def test_non_contiguous_and_big_endian_arrays_are_copied() -> None:
@@ -460,6 +462,7 @@ def test_every_image_path_runs_clean_under_validation() -> None:
             img.generate_mips()
             assert (img.numpy() == a).all(), kind
             img.numpy(1)
+            img._view()
             img.close()
         for a in (rng.random((3, 3, 3), dtype=np.float32), rng.integers(0, 255, (3, 3, 3), dtype=np.uint8)):
             assert (slangrt.Image.from_numpy(a).numpy() == a).all()

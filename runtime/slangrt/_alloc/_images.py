@@ -25,9 +25,19 @@ from ._contexts import Contexts
 from ._heap import Allocation
 from ._memory import Memory
 
-__all__ = ["ImageMemory", "ImageShape", "download", "generate_mips", "upload"]
+__all__ = ["VIEW_TYPES", "ImageMemory", "ImageShape", "download", "generate_mips", "upload"]
 
 _IMAGE_TYPES = {"1d": "VK_IMAGE_TYPE_1D", "2d": "VK_IMAGE_TYPE_2D", "3d": "VK_IMAGE_TYPE_3D"}
+#: A view's type (slangrt.Image's kinds) -> VkImageViewType.
+VIEW_TYPES = {
+    "1d": "VK_IMAGE_VIEW_TYPE_1D",
+    "1d_array": "VK_IMAGE_VIEW_TYPE_1D_ARRAY",
+    "2d": "VK_IMAGE_VIEW_TYPE_2D",
+    "2d_array": "VK_IMAGE_VIEW_TYPE_2D_ARRAY",
+    "3d": "VK_IMAGE_VIEW_TYPE_3D",
+    "cube": "VK_IMAGE_VIEW_TYPE_CUBE",
+    "cube_array": "VK_IMAGE_VIEW_TYPE_CUBE_ARRAY",
+}
 _serials = itertools.count(1)
 
 
@@ -35,7 +45,8 @@ _serials = itertools.count(1)
 class ImageShape:
     """What a ``VkImage`` is made of. ``image_type``: ``"1d"``, ``"2d"`` or ``"3d"``;
     ``extent``: (width, height, depth), 1 where the type has no such axis; ``layers``: array
-    layers (six per cube); ``cube``: made cube-compatible."""
+    layers (six per cube); ``cube``: made cube-compatible; ``view``: the type of its views (a
+    key of :data:`VIEW_TYPES`)."""
 
     image_type: str
     extent: tuple[int, int, int]
@@ -43,6 +54,7 @@ class ImageShape:
     mip_levels: int
     format: Format
     cube: bool = False
+    view: str = "2d"
 
     def level_extent(self, level: int) -> tuple[int, int, int]:
         return tuple(max(1, e >> level) for e in self.extent)  # type: ignore[return-value]
@@ -70,6 +82,8 @@ class ImageMemory:
     - ``image``: the ``VkImage``; ``shape``: its :class:`ImageShape`; ``usage``: its
       ``VkImageUsageFlags``; ``key``: identifies it in recorded commands (a serial, never
       the handle, whose value a new image may reuse).
+    - :meth:`view`: a ``VkImageView`` of every level and layer (made once per view type, destroyed
+      with the image), what a descriptor binds.
     - ``layout``: the ``VkImageLayout`` every subresource is in after the recorded work;
       ``stage``, ``access``: the pipeline stages and access mask of that work (the source of the
       next barrier). ``VK_IMAGE_LAYOUT_UNDEFINED`` (contents undefined) until first written.
@@ -90,6 +104,7 @@ class ImageMemory:
         "shape",
         "stage",
         "usage",
+        "views",
         "vk_memory",
     )
 
@@ -105,6 +120,7 @@ class ImageMemory:
         self.layout = vk.VK_IMAGE_LAYOUT_UNDEFINED
         self.stage = vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
         self.access = 0
+        self.views: dict[str, Any] = {}
         self.image: Any = None
         self.vk_memory: Any = None
         _check_limits(core, shape, usage, what)
@@ -124,6 +140,14 @@ class ImageMemory:
         )
         self.layout, self.stage, self.access = layout, stage, access
 
+    def view(self, view_type: str | None = None) -> Any:
+        """The ``VkImageView`` of all levels and layers as ``view_type`` (default: the shape's)."""
+        kind = view_type or self.shape.view
+        handle = self.views.get(kind)
+        if handle is None:
+            handle = self.views[kind] = _create_view(self._core, self, kind)
+        return handle
+
     def release(self) -> None:
         """Free the image once the work submitted on it has finished. Idempotent."""
         if self.released:
@@ -138,6 +162,9 @@ class ImageMemory:
         if not core.alive:
             return  # vkDestroyDevice released everything made from it
         vk = _vk.vk()
+        views, self.views = list(self.views.values()), {}
+        for handle in views:
+            vk.lib.vkDestroyImageView(core.handle, handle, vk.ffi.NULL)
         if self.image is not None:
             vk.lib.vkDestroyImage(core.handle, self.image, vk.ffi.NULL)
         if self.vk_memory is not None:
@@ -209,6 +236,32 @@ def _create_image(core: Core, shape: ImageShape, usage: int, what: str) -> Any:
     )
     out = ffi.new("VkImage*")
     _vk.check(vk.lib.vkCreateImage(core.handle, info, ffi.NULL, out), f"creating an image for {what}")
+    return out[0]
+
+
+def _create_view(core: Core, img: ImageMemory, kind: str) -> Any:
+    vk = _vk.vk()
+    ffi = vk.ffi
+    identity = vk.VK_COMPONENT_SWIZZLE_IDENTITY
+    info = ffi.new(
+        "VkImageViewCreateInfo*",
+        {
+            "sType": vk.VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
+            "image": img.image,
+            "viewType": getattr(vk, VIEW_TYPES[kind]),
+            "format": img.shape.format.value,
+            "components": {"r": identity, "g": identity, "b": identity, "a": identity},
+            "subresourceRange": {
+                "aspectMask": vk.VK_IMAGE_ASPECT_COLOR_BIT,
+                "baseMipLevel": 0,
+                "levelCount": img.shape.mip_levels,
+                "baseArrayLayer": 0,
+                "layerCount": img.shape.layers,
+            },
+        },
+    )
+    out = ffi.new("VkImageView*")
+    _vk.check(vk.lib.vkCreateImageView(core.handle, info, ffi.NULL, out), f"creating a {kind} image view")
     return out[0]
 
 

@@ -141,6 +141,7 @@ class Image:
     #   _core     the device's Core it lives on (a kernel refuses an image of another)
     #   _format   the format on the device (a three-channel array's may be its four-channel form)
     #   _kind, _channels, _texel   as given (the host array's view of it)
+    #   _view(view_type=None)   its VkImageView (made once per type; checks device features)
     __slots__ = (
         "__weakref__",
         "_channels",
@@ -187,7 +188,7 @@ class Image:
         self._shape, self._dtype, self._kind = shape, fmt.dtype, kind
         self._channels, self._texel, self._format = channels, fmt.texel, on_device
         self._mip_levels = levels
-        layout = ImageShape(image_type, extent, layers, levels, on_device, kind.startswith("cube"))
+        layout = ImageShape(image_type, extent, layers, levels, on_device, kind.startswith("cube"), kind)
         self._mem: ImageMemory | None = ImageMemory(core, parts.memory, layout, _usage(core, on_device), what)
         self._finalizer = weakref.finalize(self, self._mem.release)
         self._finalizer.atexit = False  # at exit, destroying the device frees everything at once
@@ -338,6 +339,8 @@ class Image:
             )
         if mem.shape.mip_levels > 1:
             generate_mips(self._memory, self._contexts, mem, what)
+        if self._core.validation:
+            self._core.check_validation()
 
     # -- properties --------------------------------------------------------------------------
 
@@ -395,6 +398,16 @@ class Image:
             f"<slangrt.Image {self._kind} shape={self._shape} dtype={self._dtype} format={self.format} "
             f"mip_levels={self._mip_levels}{state}>"
         )
+
+    def _view(self, view_type: str | None = None) -> Any:
+        """The ``VkImageView`` of every level and layer (default: as its ``kind``), for binding."""
+        mem = self._live()
+        kind = view_type or self._kind
+        if kind == "cube_array" and "imageCubeArray" not in self._device.features:
+            raise UnsupportedFeatureError(
+                f"a 'cube_array' image view: {self._device.info.name} lacks imageCubeArray"
+            )
+        return mem.view(kind)
 
     def _live(self) -> ImageMemory:
         """The live image memory; raises if the image or its device was closed."""

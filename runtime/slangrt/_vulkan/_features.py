@@ -89,6 +89,7 @@ CORE_FEATURES = _same(
     "shaderUniformBufferArrayDynamicIndexing",
     "shaderStorageBufferArrayDynamicIndexing",
     "samplerAnisotropy",  # (not a shader feature: slangrt.Sampler(max_anisotropy=...))
+    "imageCubeArray",  # (views of slangrt.Image(kind="cube_array"))
 )
 
 FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
