@@ -203,6 +203,9 @@ def test_write_overwrites_and_casts() -> None:
     np.testing.assert_array_equal(img.numpy(), new.astype(np.float32))
     with pytest.raises(ValueError, match=r"level 0 must have shape \(4, 4, 2\), got \(4, 4\)"):
         img.write(np.zeros((4, 4)))
+    line = slangrt.Image.empty(3, np.int32, kind="1d")  # a list of numbers is one array
+    line.write([4, 5, 6])
+    np.testing.assert_array_equal(line.numpy(), [4, 5, 6])
 
 
 # -- mip levels ------------------------------------------------------------------------------------

@@ -113,6 +113,12 @@ def _host_dtype(dtype: npt.DTypeLike, what: str) -> np.dtype[Any]:
     return dt.newbyteorder("=") if dt.byteorder == ">" else dt
 
 
+def _is_chain(arr: object) -> bool:
+    """Whether ``arr`` is a mip chain: a non-empty list or tuple of NumPy arrays (anything else
+    is one array, nested lists of numbers included)."""
+    return isinstance(arr, (list, tuple)) and bool(arr) and all(isinstance(a, np.ndarray) for a in arr)
+
+
 def _one(fmt: Format) -> Any:
     """The alpha that three-channel texels are padded with (1, or the largest normalized value)."""
     if fmt.dtype.kind == "f" or fmt.texel != "float":
@@ -227,7 +233,7 @@ class Image:
         1); a plain array fills level 0 of ``mip_levels`` (default 1): :meth:`generate_mips`
         fills the rest. Returns once ``arr`` has been copied."""
         what = "Image.from_numpy"
-        chain = isinstance(arr, (list, tuple)) and bool(arr) and all(isinstance(a, np.ndarray) for a in arr)
+        chain = _is_chain(arr)
         levels = [np.asarray(a) for a in arr] if chain else [np.asarray(arr)]  # type: ignore[union-attr]
         if chain and mip_levels is not None and mip_levels != len(levels):
             raise ValueError(f"{what}: mip_levels={mip_levels} but {len(levels)} arrays were given")
@@ -244,7 +250,11 @@ class Image:
             device=device,
             what=what,
         )
-        img.write(levels)
+        try:
+            img.write(levels)
+        except BaseException:
+            img.close()
+            raise
         return img
 
     @classmethod
@@ -289,11 +299,11 @@ class Image:
         return (sizes["W"], sizes.get("H", 1), sizes.get("D", 1))
 
     def write(self, levels: npt.ArrayLike | Sequence[npt.ArrayLike]) -> None:
-        """Overwrite levels 0.. with ``levels`` (a list of arrays, level 0 first, or one array:
-        level 0), each of its level's shape (cast to the image's dtype). Ordered after the work
+        """Overwrite levels 0.. with ``levels`` (a list or tuple of NumPy arrays, level 0 first,
+        or one array: level 0), each of its level's shape (cast to the image's dtype). Ordered after the work
         submitted on the image; returns once the arrays have been copied."""
         mem = self._live()
-        arrays = levels if isinstance(levels, (list, tuple)) else [levels]
+        arrays: Sequence[Any] = levels if _is_chain(levels) else [levels]  # type: ignore[assignment]
         if not 1 <= len(arrays) <= self._mip_levels:
             raise ValueError(f"Image.write: 1 to {self._mip_levels} levels, got {len(arrays)}")
         data = []
