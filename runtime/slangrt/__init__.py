@@ -1,7 +1,7 @@
 """slangrt: the Vulkan runtime that hatch-slang's generated kernel wrappers call.
 
-``import slangrt`` does not touch Vulkan; the first :func:`device`, :func:`devices` or
-:class:`Tensor` call loads the Vulkan loader and creates the instance.
+``import slangrt`` does not touch Vulkan; the first :func:`device`, :func:`devices`,
+:class:`Tensor` or :class:`Image` call loads the Vulkan loader and creates the instance.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 from ._calls._graph import Graph, Recorded, record, recorded
 from ._calls._kernel import BindingSpec, Kernel
 from ._devices._device import Device, DeviceInfo, device, devices
+from ._devices._image import Image
+from ._devices._sampler import Sampler
 from ._devices._tensor import Tensor
 from ._errors import (
     DeviceLostError,
@@ -32,10 +34,12 @@ __all__ = [
     "DeviceLostError",
     "DispatchTimeoutError",
     "Graph",
+    "Image",
     "Kernel",
     "Profile",
     "ProfileRecord",
     "Recorded",
+    "Sampler",
     "SlangRTError",
     "SpirvError",
     "Tensor",

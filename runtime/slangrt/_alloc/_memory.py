@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,7 +34,15 @@ from .._vulkan._queue import PENDING, Queue
 from ._contexts import Contexts
 from ._heap import SUBALLOC_MAX, Allocation, Heap
 
-__all__ = ["PARAMS_MAX", "Memory", "Params", "parallel_copy"]
+__all__ = ["PARAMS_MAX", "InUse", "Memory", "Params", "parallel_copy"]
+
+
+class InUse(Protocol):
+    """What submitted work reads or writes: an allocation, or an image (``_images``)."""
+
+    @property
+    def last_use(self) -> int: ...
+
 
 # Read-only arguments up to this size (kernel parameters) are kept, by content, in the params cache.
 PARAMS_MAX = 4096
@@ -185,6 +193,8 @@ class Memory:
         self.device = Heap(core, queue, "device", device_type, mapped=self.direct)
         self.host = Heap(core, queue, "host", host_type, mapped=True)
         self.params = Params(self.host)
+        self.memory_types = memory_types  # each type's property flags (images choose: ``_images``)
+        self._own()
         self._import_ok = False
         self._import_align = 4096
         self._import_types: tuple[int, ...] = ()
@@ -193,7 +203,18 @@ class Memory:
         self._chunks_lock = threading.Lock()
         self._chunks_free = threading.Condition(self._chunks_lock)
 
+    def _own(self) -> None:
+        #: Live objects with their own Vulkan memory (images), destroyed with the device.
+        self.owned: set[Any] = set()
+        # Frees of objects released while an open batch still used them (``free_after``).
+        self._pending_frees: list[tuple[InUse, Callable[[], None]]] = []
+        self._pending_lock = threading.Lock()
+
     def destroy(self) -> None:
+        self._pending_frees.clear()
+        owned, self.owned = self.owned, set()
+        for item in owned:
+            item.destroy()
         self.params.clear()
         self._chunks.clear()
         self.device.destroy()
@@ -201,14 +222,14 @@ class Memory:
 
     # -- host access ------------------------------------------------------------------------------
 
-    def flush_batch_using(self, alloc: Allocation) -> None:
+    def flush_batch_using(self, alloc: InUse) -> None:
         """Submit this thread's open batch if it has recorded work on ``alloc``."""
         if alloc.last_use == PENDING:
             self._flush_batch()
             if alloc.last_use == PENDING:
                 raise SlangRTError("this tensor is used by a batch that another thread has not submitted yet")
 
-    def settle(self, alloc: Allocation, what: str) -> None:
+    def settle(self, alloc: InUse, what: str) -> None:
         """Wait until no submitted work uses ``alloc`` (so that the host may touch it)."""
         self.flush_batch_using(alloc)
         self._queue.wait(alloc.last_use, what)
@@ -217,6 +238,21 @@ class Memory:
         """An open batch was submitted: memory released while it was open can go back."""
         self.device.batch_submitted()
         self.host.batch_submitted()
+        if self._pending_frees:
+            with self._pending_lock:
+                ready = [p for p in self._pending_frees if p[0].last_use != PENDING]
+                self._pending_frees = [p for p in self._pending_frees if p[0].last_use == PENDING]
+            for used, free in ready:
+                self._queue.defer(used.last_use, free)
+
+    def free_after(self, used: InUse, free: Callable[[], None]) -> None:
+        """Call ``free`` once the work submitted on ``used`` has finished (after the open batch
+        that used it is submitted): how objects that are not heap allocations go back."""
+        if used.last_use == PENDING:
+            with self._pending_lock:
+                self._pending_frees.append((used, free))
+        else:
+            self._queue.defer(used.last_use, free)
 
     # -- staging chunks --------------------------------------------------------------------------
 

@@ -177,6 +177,8 @@ def _describe_core(core: Core, pd: Any, info: DeviceInfo, instance: Instance, de
     core.max_uniform_range = int(limits.maxUniformBufferRange)
     core.max_storage_range = int(limits.maxStorageBufferRange)
     core.max_push_constants = int(limits.maxPushConstantsSize)
+    core.max_sampler_anisotropy = float(limits.maxSamplerAnisotropy)
+    core.physical = pd
     core.storage_align = max(1, int(limits.minStorageBufferOffsetAlignment))
     core.uniform_align = max(1, int(limits.minUniformBufferOffsetAlignment))
     core.timestamp_period_ns = float(limits.timestampPeriod)

@@ -72,6 +72,7 @@ class Core:
         self.handle = handle
         self.queue_handle = queue  # the VkQueue (the Queue part submits to it)
         self.queue_family = queue_family
+        self.physical: Any = None  # the VkPhysicalDevice (format queries: ``_formats``)
         # State: ``alive`` until the VkDevice is destroyed; ``closed`` once closing began;
         # ``lost`` once the driver reported VK_ERROR_DEVICE_LOST.
         self.alive = True
@@ -93,6 +94,7 @@ class Core:
         self.max_uniform_range = 0
         self.max_storage_range = 0
         self.max_push_constants = 0
+        self.max_sampler_anisotropy = 1.0  # maxSamplerAnisotropy (with samplerAnisotropy on)
         # minStorageBufferOffsetAlignment / minUniformBufferOffsetAlignment: where a tensor view
         # may start in its buffer when it is bound (else it is copied, or refused if written).
         self.storage_align = 1

@@ -89,11 +89,12 @@ CORE_FEATURES = _same(
     "shaderUniformBufferArrayDynamicIndexing",
     "shaderStorageBufferArrayDynamicIndexing",
     "shaderStorageImageMultisample",
-    "imageCubeArray",
+    "imageCubeArray",  # (also views of slangrt.Image(kind="cube_array"))
     "shaderResourceMinLod",
     "shaderResourceResidency",
     "shaderSampledImageArrayDynamicIndexing",
     "shaderStorageImageArrayDynamicIndexing",
+    "samplerAnisotropy",  # (not a shader feature: slangrt.Sampler(max_anisotropy=...))
 )
 
 FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
