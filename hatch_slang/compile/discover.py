@@ -1,8 +1,9 @@
 """Find the shaders a project builds and decide each one's module name and entry points.
 
-Two steps: :func:`sources` reads and hashes the files (all a build needs to find its cached
-results), :func:`parse` reads a source's comment contract and entry points (needed only for
-what is compiled or generated afresh). :func:`discover` does both.
+Two steps: :func:`sources` reads and hashes the files, :func:`parse` reads a source's comment
+contract and entry points; the build parses every chosen source, and the cache looks a parsed
+:class:`Shader` up (its entries are part of what a cached result must match). :func:`discover`
+does both.
 """
 
 from __future__ import annotations

@@ -8,13 +8,13 @@ hatch-slang-runtime releases that provide the version it generates for as the wh
 :func:`require` with the version it was written for, so a runtime that provides another one is
 refused at import with an ``ImportError`` naming both, never with an error mid-call.
 
-The names (implemented in ``slangrt._calls._call``):
+The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_library``):
 
 - :func:`require` ``(version, module)``: refuse another API version (kept by every version).
 - :func:`library` ``(__file__)``: the package's kernel library (``manifest.json`` beside the
   module); its ``.kernel(shader, entry)`` is the ``Kernel`` to dispatch.
-- :class:`Dims` ``(kernel)``: one call's argument checks: ``given``, ``array``, ``get``,
-  ``expect``, ``derived``, ``pack`` and ``run`` (the dispatch).
+- :class:`Dims` ``(name)``: one call's argument checks (``name``: the entry, for messages):
+  ``given``, ``array``, ``get``, ``expect``, ``derived``, ``pack`` and ``run`` (the dispatch).
 - :class:`LastCall` ``()``: one per wrapper, at module level; ``.repeat(arrays, scalars)``
   dispatches again, unchecked, when a call's arguments are the last kept call's (the same open
   tensors, equal values of the same types), and ``Dims.run(..., last=, args=, scalars=)`` keeps
