@@ -112,3 +112,21 @@ def test_step_py_measures_every_row_of_the_issue(tmp_path: Path) -> None:
     assert _measured(data, "batch|")
     moe = _measured(data, "moe|")
     assert any("replay()" in k for k in moe) and any("GPU time" in k for k in moe)
+
+
+def test_images_py_times_image_transfers_beside_tensor_transfers_and_mips(tmp_path: Path) -> None:
+    md = tmp_path / "images.md"
+    args = ("--quick", "--sizes", "0.0625", "--mip-size", "64", "--rounds", "1", "--out", str(md))
+    data = _run(tmp_path, "images.py", *args)
+    assert data["failed"] == [] and len(data["cases"]) == 4, data
+    transfers = _measured(data, "transfer|")
+    for case in data["cases"]:
+        for op in ("upload, new", "upload, existing", "download, new array"):
+            for who in ("image", "tensor"):
+                assert transfers[f"{case['key']}|{op}|{who}"] > 0, (case, op, who)
+    assert set(_measured(data, "mips|")) == {
+        "mips|Image.generate_mips()",
+        "mips|host: NumPy 2x2 means + Image.write(chain)",
+    }
+    text = md.read_text(encoding="utf-8")
+    assert "| image/tensor |" in text and "| host / this |" in text and "VK_FORMAT_R8G8B8A8_UNORM" in text
