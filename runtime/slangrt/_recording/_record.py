@@ -350,6 +350,17 @@ def _bind_buffers(
         bind_extra_sets(state, cb, allocs, rs, sets, set_cache)
 
 
+def _buffer_barrier(
+    core: Core, cb: Any, hazards: _Hazards, spans: list[Any], writable: Any, refs: list[Allocation] | None
+) -> None:
+    """The barrier before a dispatch over ``spans`` where it needs one (see :func:`record_ops`)."""
+    ref_spans = [_whole(a) for a in refs] if refs else []
+    if hazards.need_barrier(spans, writable, ref_spans):
+        core.barrier_between_dispatches(cb)
+        hazards.clear()
+    hazards.note(spans, writable, ref_spans)
+
+
 def record_ops(
     core: Core,
     cb: Any,
@@ -382,11 +393,7 @@ def record_ops(
             _desc_barriers(core, cb, hazards, state, allocs, rs, refs)
         else:
             spans = [(a.block.serial, a.offset, a.offset + bind_range(a, r)) for a, r in zip(allocs, rs)]
-            ref_spans = [_whole(a) for a in refs] if refs else []
-            if hazards.need_barrier(spans, writable, ref_spans):
-                core.barrier_between_dispatches(cb)
-                hazards.clear()
-            hazards.note(spans, writable, ref_spans)
+            _buffer_barrier(core, cb, hazards, spans, writable, refs)
         if state.pipeline is not pipeline:
             pipeline = state.pipeline
             lib.vkCmdBindPipeline(cb, 1, pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
@@ -433,11 +440,7 @@ def _desc_barriers(
         if held is not None:
             spans.append((held.block.serial, held.offset, held.offset + bind_range(held, r)))
             writable.append(w)
-    ref_spans = [_whole(a) for a in refs] if refs else []
-    if hazards.need_barrier(spans, writable, ref_spans):
-        core.barrier_between_dispatches(cb)
-        hazards.clear()
-    hazards.note(spans, writable, ref_spans)
+    _buffer_barrier(core, cb, hazards, spans, writable, refs)
     vk = _vk.vk()
     writes = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
     for a in allocs:
