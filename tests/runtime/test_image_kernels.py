@@ -293,6 +293,7 @@ def test_bad_binding_specs() -> None:
         (BindingSpec(0, "x", "storage", False, dim="2d"), r"a storage buffer has no dim"),
         (BindingSpec(0, "x", "storage_image", False, format="r32ui", texel="float"), r"holds 'uint' texels"),
         (BindingSpec(0, "x", "texture", False), r"unknown kind 'texture'"),  # type: ignore[arg-type]
+        (BindingSpec(0, "x", "sampled_image", True), r"a sampled_image binding is read-only"),
     ]
     for spec, message in cases:
         with pytest.raises(ValueError, match=message):

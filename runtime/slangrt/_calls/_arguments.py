@@ -113,6 +113,13 @@ def _check_image_fields(name: str, b: BindingSpec) -> None:
         fmt = declared_format(b.format, what)
         if b.texel is not None and b.texel != fmt.texel:
             raise ValueError(f"{what}: format {b.format!r} holds {fmt.texel!r} texels, not texel={b.texel!r}")
+    if b.writable and b.kind in (
+        "sampled_image",
+        "sampler",
+        "combined_image_sampler",
+        "uniform_texel_buffer",
+    ):
+        raise ValueError(f"{what}: a {b.kind} binding is read-only, got writable=True")
     if b.kind in BUFFER_KINDS and (b.dim, b.arrayed, b.format, b.texel) != (None, False, None, None):
         raise ValueError(f"{what}: a {b.kind} buffer has no dim, arrayed, format or texel")
 

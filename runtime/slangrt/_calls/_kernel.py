@@ -181,6 +181,15 @@ class Kernel:
         written binding (later work that uses them waits for this kernel). Generated wrappers
         also pass the params they packed (``Packed``, as a read-only NumPy argument).
         Arguments are checked before anything is submitted.
+
+        Image bindings (``storage_image``, ``sampled_image``) take an :class:`Image` (bound in
+        place) or a NumPy array (a temporary image of the binding's kind, texel and format,
+        copied back if the binding is written); ``sampler`` bindings a :class:`Sampler`;
+        ``combined_image_sampler`` ones an Image, an ``(Image, Sampler)`` pair or a NumPy array
+        (with ``Sampler()``); texel buffers a Tensor or a NumPy array, of shape ``(N,)`` or
+        ``(N, C)``, seen as texels of the format its dtype, channels and the binding's texel
+        kind give. Such a kernel checks every call in full (it makes no plan), and is not
+        recorded by ``record()`` yet.
         """
         plans = self._plans
         if plans and push is None and not refs and not self._closed:
