@@ -167,7 +167,18 @@ class Block:
 class Allocation:
     """``nbytes`` bytes at ``offset`` in ``block``; ``capacity`` bytes are reserved."""
 
-    __slots__ = ("block", "buffer", "capacity", "heap", "key", "last_use", "nbytes", "offset", "released")
+    __slots__ = (
+        "block",
+        "buffer",
+        "capacity",
+        "heap",
+        "key",
+        "last_use",
+        "nbytes",
+        "offset",
+        "released",
+        "texel_views",
+    )
     #: Whether this is a :class:`View` into another allocation (class-level: views override it).
     is_view = False
     #: Where the device cannot bind it: 1 as a storage buffer, 2 as a uniform buffer (views only).
@@ -186,6 +197,39 @@ class Allocation:
         # Identifies what a descriptor for this allocation points at, for recorded commands:
         # the block's serial, never its handle (a freed buffer's handle value comes back).
         self.key = (block.serial, offset, bind_range(self, nbytes))
+        # VkBufferViews of it by (offset, bytes, VkFormat), made by texel_view, freed with it.
+        self.texel_views: dict[tuple[int, int, int], Any] | None = None
+
+    def texel_view(self, fmt: int, nbytes: int, what: str) -> Any:
+        """A ``VkBufferView`` of ``nbytes`` bytes from this allocation's start as texels of
+        ``fmt`` (made once per range and format, kept by the root allocation, destroyed when its
+        memory goes back)."""
+        root = self.root if isinstance(self, View) else self
+        key = (self.offset, nbytes, fmt)
+        views = root.texel_views
+        if views is None:
+            views = root.texel_views = {}
+        handle = views.get(key)
+        if handle is None:
+            vk = _vk.vk()
+            info = vk.ffi.new(
+                "VkBufferViewCreateInfo*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                    "buffer": self.buffer,
+                    "format": fmt,
+                    "offset": self.offset,
+                    "range": nbytes,
+                },
+            )
+            out = vk.ffi.new("VkBufferView*")
+            core = self.heap._core
+            _vk.check(
+                vk.lib.vkCreateBufferView(core.handle, info, vk.ffi.NULL, out),
+                f"creating a buffer view for {what}",
+            )
+            handle = views[key] = out[0]
+        return handle
 
     def view(self, nbytes: int | None = None) -> np.ndarray[Any, np.dtype[np.uint8]]:
         """The mapped bytes (host memory, or device memory in direct mode)."""
@@ -226,6 +270,7 @@ class View(Allocation):
         self.block = root.block
         self.buffer = root.buffer
         self.released = False
+        self.texel_views = None  # (the root's hold its views)
         self.nbytes = nbytes
         if nbytes == 0:
             # Bound as the root's first bytes (Vulkan has no empty ranges); nothing is read.
@@ -338,6 +383,13 @@ class Heap:
             self._queue.defer(alloc.last_use, lambda a=alloc: self._free(a))  # type: ignore[misc]
 
     def _free(self, alloc: Allocation) -> None:
+        views = alloc.texel_views
+        if views:
+            alloc.texel_views = None
+            if self._core.alive:
+                lib, null = _vk.vk().lib, _vk.vk().ffi.NULL
+                for handle in views.values():
+                    lib.vkDestroyBufferView(self._core.handle, handle, null)
         block = alloc.block
         if not block.slot:
             with self._lock:

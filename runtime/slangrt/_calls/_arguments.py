@@ -19,9 +19,10 @@ from .._alloc._heap import Allocation
 from .._devices._device import Device
 from .._devices._tensor import Tensor
 from .._errors import UnsupportedKernelError
-from .._recording._pipeline import BindingKey, BindingSpec
+from .._recording._pipeline import BUFFER_KINDS, DIMS, KINDS, BindingKey, BindingSpec
 from .._vulkan import _features
 from .._vulkan._core import Core
+from .._vulkan._formats import declared_format
 from ..spirv import little_endian
 
 __all__ = ["Packed", "Signature"]
@@ -84,8 +85,12 @@ def _checked_bindings(name: str, bindings: Sequence[BindingSpec]) -> tuple[Bindi
     for b in bindings:
         if not isinstance(b, BindingSpec):
             raise TypeError(f"kernel {name!r}: bindings must be BindingSpec, got {type(b).__name__}")
-        if b.kind not in ("storage", "uniform"):
-            raise ValueError(f"kernel {name!r}: {b.describe()} ({b.name}) has unknown kind {b.kind!r}")
+        if b.kind not in KINDS:
+            raise ValueError(
+                f"kernel {name!r}: {b.describe()} ({b.name}) has unknown kind {b.kind!r} "
+                f"(known: {', '.join(KINDS)})"
+            )
+        _check_image_fields(name, b)
         if b.set < 0:
             raise ValueError(f"kernel {name!r}: {b.describe()} ({b.name}) has a negative set")
         if b.binding < 0 or (b.set, b.binding) in seen:
@@ -93,6 +98,30 @@ def _checked_bindings(name: str, bindings: Sequence[BindingSpec]) -> tuple[Bindi
             raise ValueError(f"kernel {name!r}: {what} {b.binding} is negative or repeated")
         seen.add((b.set, b.binding))
     return tuple(sorted(bindings, key=lambda b: (b.set, b.binding)))
+
+
+def _check_image_fields(name: str, b: BindingSpec) -> None:
+    """An image binding's optional fields: a known dimensionality, declared format and texel kind."""
+    what = f"kernel {name!r}: {b.describe()} ({b.name})"
+    if b.dim is not None and b.dim not in DIMS:
+        raise ValueError(f"{what}: dim must be one of {', '.join(map(repr, DIMS))} or None, got {b.dim!r}")
+    if b.texel is not None and b.texel not in ("float", "int", "uint"):
+        raise ValueError(f"{what}: texel must be 'float', 'int', 'uint' or None, got {b.texel!r}")
+    if b.format is not None:
+        if b.kind != "storage_image":
+            raise ValueError(f"{what}: only a storage image declares a format, got format={b.format!r}")
+        fmt = declared_format(b.format, what)
+        if b.texel is not None and b.texel != fmt.texel:
+            raise ValueError(f"{what}: format {b.format!r} holds {fmt.texel!r} texels, not texel={b.texel!r}")
+    if b.writable and b.kind in (
+        "sampled_image",
+        "sampler",
+        "combined_image_sampler",
+        "uniform_texel_buffer",
+    ):
+        raise ValueError(f"{what}: a {b.kind} binding is read-only, got writable=True")
+    if b.kind in BUFFER_KINDS and (b.dim, b.arrayed, b.format, b.texel) != (None, False, None, None):
+        raise ValueError(f"{what}: a {b.kind} buffer has no dim, arrayed, format or texel")
 
 
 def _checked_push_size(name: str, push_size: int) -> int:
@@ -116,6 +145,7 @@ class Signature:
 
     __slots__ = (
         "bindings",
+        "descs",
         "entry",
         "keys",
         "name",
@@ -152,6 +182,8 @@ class Signature:
         self.writable = tuple(b.writable for b in self.bindings)
         self.uniforms = tuple(i for i, b in enumerate(self.bindings) if b.kind == "uniform")
         self.keys: tuple[BindingKey, ...] = tuple(b.key for b in self.bindings)
+        #: Which bindings are images, samplers or texel buffers (``_images`` checks them).
+        self.descs = tuple(i for i, b in enumerate(self.bindings) if b.kind not in BUFFER_KINDS)
         # A device's pipelines are shared by kernels of the same module, entry and layout.
         self.pipeline_key = (
             hashlib.sha256(code).digest(),

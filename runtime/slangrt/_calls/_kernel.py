@@ -30,6 +30,7 @@ from .._recording._batch import open_blocks as _open_blocks
 from .._recording._callkey import op_key, variant_key
 from .._recording._pipeline import BindingSpec, KernelState, Pipeline
 from .._vulkan._core import Core
+from . import _images
 from ._arguments import Packed, Signature
 
 __all__ = ["BindingSpec", "Kernel"]
@@ -180,6 +181,15 @@ class Kernel:
         written binding (later work that uses them waits for this kernel). Generated wrappers
         also pass the params they packed (``Packed``, as a read-only NumPy argument).
         Arguments are checked before anything is submitted.
+
+        Image bindings (``storage_image``, ``sampled_image``) take an :class:`Image` (bound in
+        place) or a NumPy array (a temporary image of the binding's kind, texel and format,
+        copied back if the binding is written); ``sampler`` bindings a :class:`Sampler`;
+        ``combined_image_sampler`` ones an Image, an ``(Image, Sampler)`` pair or a NumPy array
+        (with ``Sampler()``); texel buffers a Tensor or a NumPy array, of shape ``(N,)`` or
+        ``(N, C)``, seen as texels of the format its dtype, channels and the binding's texel
+        kind give. Such a kernel checks every call in full (it makes no plan), and is not
+        recorded by ``record()`` yet.
         """
         plans = self._plans
         if plans and push is None and not refs and not self._closed:
@@ -236,6 +246,8 @@ class Kernel:
             self._last_grid = (grid, dims)
         if len(buffers) != len(sig.keys):
             sig.check_keys(buffers)
+        if sig.descs:
+            return self._dispatch_images(dev, buffers, dims, push, refs)
         bound = self._bind(dev, core, buffers, push is None and not refs)
         allocs = bound.allocs
         for i in sig.uniforms:
@@ -269,6 +281,45 @@ class Kernel:
         if bound.slots is not None:  # the packed params' memory is known now
             slots = tuple((b, held, a if held is None else allocs[a]) for b, held, a in bound.slots)
             self._plans = [_Plan(grid, slots, allocs, dims, state, parts), *self._plans[: _PLANS - 1]]
+
+    def _dispatch_images(
+        self,
+        dev: Device,
+        buffers: Mapping[Any, Any],
+        dims: tuple[int, int, int],
+        push: bytes | np.ndarray[Any, Any] | Packed | None,
+        refs: Sequence[Tensor],
+    ) -> None:
+        """:meth:`_dispatch` of a kernel with images, samplers or texel buffers: every call
+        checks everything (no plan) and is recorded for its one submission (see ``_record``);
+        with a written NumPy argument it waits and copies the result back."""
+        sig = self._sig
+        parts = dev.parts
+        core = parts.core
+        pushed = sig.check_push(push) if push is not None or sig.push_size else None
+        ref_allocs = sig.check_refs(core, dev, refs) if refs else None
+        rec = _batch.recorder(parts.batches)
+        if rec is not None and rec.graph is not None:
+            raise ValueError(
+                f"kernel {self.name!r} binds images, samplers or texel buffers, which a recorded "
+                "step (slangrt.record()) cannot replay yet: the layout barriers of each image "
+                "depend on the work before it; call it outside record()"
+            )
+        call = _images.bind_call(sig, dev, buffers)
+        try:
+            if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
+                return
+            state = self._state or self._ensure_state(dev)
+            wait = bool(call.readback)
+            serial = self._run(parts, state, call.allocs, call.ranges, dims, pushed, ref_allocs, now=wait)
+            if wait:
+                assert serial is not None  # now=True submits
+                parts.queue.wait(serial, f"kernel {self.name!r}")
+                call.copy_back()
+        finally:
+            call.release()  # once the work that uses them is done
+        if core.validation:
+            core.check_validation()
 
     def _usable_device(self) -> Device:
         """The device to run on: this kernel's, or in a forked child the child's default."""
@@ -370,6 +421,8 @@ class Kernel:
         submit the kernel's own command buffer for it. ``now``: submit even inside a batch (the
         caller waits for the result). Returns the serial, or None while a batch keeps it."""
         rec = _batch.recorder(parts.batches)
+        if rec is None and state.descs:
+            rec = _batch.Recorder(parts.batches, batched=False)  # recorded for this submission
         if rec is not None:
             serial = rec.dispatch(state, allocs, ranges, dims, push, refs, now=now)
         else:

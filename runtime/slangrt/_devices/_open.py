@@ -162,6 +162,9 @@ def _describe_core(core: Core, pd: Any, info: DeviceInfo, instance: Instance, de
         | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
         | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
         | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+        # Any tensor may be bound as a texel buffer (through a VkBufferView).
+        | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+        | vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
     )
     if device_address:
         # Tensors' addresses can be passed to kernels (pointer parameters).
@@ -181,6 +184,8 @@ def _describe_core(core: Core, pd: Any, info: DeviceInfo, instance: Instance, de
     core.physical = pd
     core.storage_align = max(1, int(limits.minStorageBufferOffsetAlignment))
     core.uniform_align = max(1, int(limits.minUniformBufferOffsetAlignment))
+    core.texel_align = max(1, int(limits.minTexelBufferOffsetAlignment))
+    core.max_texel_elements = int(limits.maxTexelBufferElements)
     core.timestamp_period_ns = float(limits.timestampPeriod)
     families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
     core.timestamp_bits = int(families[core.queue_family].timestampValidBits)

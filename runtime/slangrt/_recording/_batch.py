@@ -247,6 +247,31 @@ class Batches:
                 self._items[key] = program
             return self.queue.submit(program.command_buffers, "a batch of dispatches", program, uses)
 
+    def submit_once(self, ops: list[Op], templates: dict[int, Any], uses: Sequence[Any]) -> int:
+        """Record ``ops`` into a one-off command buffer and submit it: ops of kernels with
+        images (their layout barriers depend on the state the work before left each image in,
+        so a recording is never replayed)."""
+        core = self._core
+        lib = _vk.vk().lib
+        ctx = self.contexts.begin()
+        ctx.serial = 0
+        sets: list[tuple[Any, Any]] = []
+        try:
+            record_ops(core, ctx.cb, ops, templates, None, sets)
+            core.barrier_after_compute(ctx.cb)
+            _vk.check(lib.vkEndCommandBuffer(ctx.cb), "recording a batch")
+            serial = self.queue.submit(ctx.command_buffers, "a batch of dispatches", ctx, uses)
+        except BaseException:
+            if ctx.serial:  # the driver has it (an interrupt as the call returned)
+                self.descriptors.free_after(sets, ctx.serial)
+            else:
+                self.descriptors.free(sets)
+            self.contexts.give_back(ctx)
+            raise
+        self.descriptors.free_after(sets, serial)
+        self.contexts.give_back(ctx)
+        return serial
+
     def destroy(self) -> None:
         vk = _vk.vk()
         with self._lock:
@@ -271,6 +296,8 @@ class Recorder:
         self.keys: list[Any] = []
         self.allocs: list[Allocation] = []
         self.profiled = False
+        # Whether a kept dispatch binds images (the batch is recorded for its one submission).
+        self.once = False
         #: Dispatches kept since the last submission.
         self.count = 0
         self._templates: dict[int, Any] = {}
@@ -298,8 +325,12 @@ class Recorder:
         open_profiles = _local.profiles
         profiles = tuple(open_profiles) if open_profiles and self.graph is None else ()
         self.ops.append((state, allocs, ranges, dims, profiles, push, refs))
-        # Replays record their own push constants, and barriers depend on the refs.
-        self.keys.append(key if key is not None else op_key(state, allocs, dims, ranges, push, refs))
+        if state.descs:
+            self.once = True
+            self.keys.append(None)
+        else:
+            # Replays record their own push constants, and barriers depend on the refs.
+            self.keys.append(key if key is not None else op_key(state, allocs, dims, ranges, push, refs))
         if refs:
             for a in refs:
                 a.last_use = PENDING
@@ -341,11 +372,14 @@ class Recorder:
         if self.graph is not None:
             self.graph.refuse_flush()  # raises: a recorded step runs on the device in one piece
         batches = self.batches
-        allocs, keys, profiled = self.allocs, self.keys, self.profiled
+        allocs, keys, profiled, once = self.allocs, self.keys, self.profiled, self.once
         self.ops, self.keys, self.allocs, self.profiled, self.count = [], [], [], False, 0
+        self.once = False
         try:
             if profiled:
                 serial = self._submit_timed(ops, allocs)
+            elif once:
+                serial = batches.submit_once(ops, self._templates, allocs)
             else:
                 serial = batches.submit(tuple(keys), ops, self._templates, allocs)
         except BaseException:

@@ -18,11 +18,23 @@ from .._alloc._heap import Allocation
 from .._alloc._memory import Memory
 from .._vulkan import _vk
 from .._vulkan._core import Core
+from .._vulkan._formats import Texel
 from .._vulkan._queue import Queue
 from ._callkey import variant_key
 from ._record import DescriptorSets, record_ops
 
-__all__ = ["BindingKey", "BindingSpec", "KernelState", "Pipeline", "descriptor_type"]
+__all__ = [
+    "BUFFER_KINDS",
+    "DIMS",
+    "IMAGE_KINDS",
+    "KINDS",
+    "TEXEL_KINDS",
+    "BindingKey",
+    "BindingSpec",
+    "KernelState",
+    "Pipeline",
+    "descriptor_type",
+]
 
 # Recorded command buffers kept per kernel (one per distinct set of buffers and grid).
 MAX_VARIANTS = 16
@@ -32,26 +44,82 @@ MAX_VARIANTS = 16
 BindingKey = int | tuple[int, int]
 
 
+#: Descriptor kinds that bind a buffer's bytes directly (a Tensor's allocation, NumPy copied).
+BUFFER_KINDS = ("storage", "uniform")
+#: Kinds bound through a VkBufferView of a buffer (a Tensor or NumPy array).
+TEXEL_KINDS = ("uniform_texel_buffer", "storage_texel_buffer")
+#: Kinds bound as a VkImageView (an Image or NumPy array; the combined one with a sampler).
+IMAGE_KINDS = ("storage_image", "sampled_image", "combined_image_sampler")
+#: Every kind a BindingSpec may have.
+KINDS = (*BUFFER_KINDS, *TEXEL_KINDS, *IMAGE_KINDS, "sampler")
+#: An image binding's dimensionality (``"buffer"``: a texel buffer).
+DIMS = ("1d", "2d", "3d", "cube", "buffer")
+
+Kind = Literal[
+    "storage",
+    "uniform",
+    "storage_image",
+    "sampled_image",
+    "sampler",
+    "combined_image_sampler",
+    "uniform_texel_buffer",
+    "storage_texel_buffer",
+]
+
+_DESCRIPTOR_TYPES = {
+    "storage": "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER",
+    "uniform": "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER",
+    "storage_image": "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE",
+    "sampled_image": "VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE",
+    "sampler": "VK_DESCRIPTOR_TYPE_SAMPLER",
+    "combined_image_sampler": "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER",
+    "uniform_texel_buffer": "VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER",
+    "storage_texel_buffer": "VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER",
+}
+
+
 @dataclass(frozen=True)
 class BindingSpec:
-    """One buffer binding of a kernel: ``binding`` in descriptor set ``set``.
+    """One binding of a kernel: ``binding`` in descriptor set ``set``.
 
-    ``kind`` is ``"storage"`` (a storage buffer: StructuredBuffer, RWStructuredBuffer, ...) or
-    ``"uniform"`` (a uniform buffer: ConstantBuffer, cbuffer). ``writable`` bindings are the
-    ones whose NumPy arguments are copied back after a dispatch, and the ones later dispatches
-    in a batch wait for.
+    ``kind``: ``"storage"`` (a storage buffer: StructuredBuffer, RWStructuredBuffer, ...),
+    ``"uniform"`` (a uniform buffer: ConstantBuffer, cbuffer), ``"storage_image"``
+    (RWTexture*), ``"sampled_image"`` (Texture*), ``"sampler"`` (SamplerState,
+    SamplerComparisonState), ``"combined_image_sampler"`` (Sampler2D, ...),
+    ``"uniform_texel_buffer"`` (Buffer<T>) or ``"storage_texel_buffer"`` (RWBuffer<T>).
+    ``writable`` bindings are the ones whose NumPy arguments are copied back after a dispatch,
+    and the ones later dispatches in a batch wait for.
+
+    What an image or texel-buffer binding's argument is checked against (all optional):
+    ``dim``, its dimensionality (``"1d"``, ``"2d"``, ``"3d"``, ``"cube"``; ``"buffer"`` for a
+    texel buffer; None: any); ``arrayed``, an array of images (Texture2DArray, ...);
+    ``format``, a storage image's declared format in Slang's names (``"rgba8"``, ``"r32f"``, ...;
+    None: undeclared); ``texel``, how it reads texels, ``"float"``, ``"int"`` or ``"uint"``
+    (None: any).
     """
 
     binding: int
     name: str
-    kind: Literal["storage", "uniform"]
+    kind: Kind
     writable: bool
     set: int = 0
+    dim: str | None = None
+    arrayed: bool = False
+    format: str | None = None
+    texel: Texel | None = None
 
     @property
     def key(self) -> BindingKey:
         """This binding's key in ``Kernel.dispatch``'s ``buffers``."""
         return self.binding if self.set == 0 else (self.set, self.binding)
+
+    @property
+    def image_kind(self) -> str | None:
+        """The ``Image.kind`` this binding's view has (``"2d_array"``, ...; None: any, or not an
+        image binding)."""
+        if self.kind not in IMAGE_KINDS or self.dim is None or self.dim == "buffer":
+            return None
+        return f"{self.dim}_array" if self.arrayed else self.dim
 
     def describe(self) -> str:
         """``binding N`` (set 0) or ``set S, binding N``, as error messages name it."""
@@ -169,9 +237,8 @@ class Pipeline:
 
 
 def descriptor_type(b: BindingSpec) -> int:
-    vk = _vk.vk()
-    uniform = b.kind == "uniform"
-    return int(vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER if uniform else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
+    """The ``VkDescriptorType`` of ``b``'s kind."""
+    return int(getattr(_vk.vk(), _DESCRIPTOR_TYPES[b.kind]))
 
 
 def _extra_sets(
@@ -237,6 +304,10 @@ class KernelState:
         self.name = name
         self.what = f"kernel {name!r}"  # for messages
         self.writable = tuple(b.writable for b in bindings)
+        # Which bindings are not plain buffers (images, samplers, texel buffers): their entries
+        # in a dispatch's ``allocs`` are ``_record.Descriptor``s. Empty for buffer-only kernels,
+        # which record as before; others are recorded for each call (see ``_record``).
+        self.descs = tuple(i for i, b in enumerate(bindings) if b.kind not in BUFFER_KINDS)
         # The push-descriptor set's bindings come first (bindings are sorted by set).
         pushed = [b for b in bindings if b.set == pipeline.push_set]
         self.n_push = len(pushed)

@@ -5,6 +5,14 @@
 kernel's first descriptor set are bound with push descriptors; its other sets from descriptor
 sets allocated here (:class:`DescriptorSets`), written for the recording that binds them and
 freed when its command buffer is re-recorded or its work is done.
+
+A kernel that binds images, samplers or texel buffers (``KernelState.descs``) has a
+:class:`Descriptor` where a dispatch's ``allocs`` would hold a buffer's allocation. Before its
+dispatch each image is moved to the layout its binding reads it in (``ImageMemory.transition``,
+which also orders it after the work that last wrote it, or read it where this one writes), and
+its descriptors are written for this recording: such dispatches are recorded where they are
+submitted, never replayed from a recorded command buffer, since their barriers depend on the
+state the work before them left each image in.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from .._vulkan import _vk
 from .._vulkan._core import Core
 from .._vulkan._queue import Queue
 
-__all__ = ["DescriptorSets", "Op", "record_ops"]
+__all__ = ["Descriptor", "DescriptorSets", "Op", "record_ops"]
 
 _OUT_OF_POOL_MEMORY = -1000069000
 _FRAGMENTED_POOL = -12
@@ -46,12 +54,19 @@ class DescriptorSets:
         vk = _vk.vk()
         ffi = vk.ffi
         n = self._SETS_PER_POOL
+        counts = [
+            ("STORAGE_BUFFER", 8),
+            ("UNIFORM_BUFFER", 2),
+            ("STORAGE_IMAGE", 2),
+            ("SAMPLED_IMAGE", 2),
+            ("SAMPLER", 2),
+            ("COMBINED_IMAGE_SAMPLER", 2),
+            ("UNIFORM_TEXEL_BUFFER", 1),
+            ("STORAGE_TEXEL_BUFFER", 1),
+        ]
         sizes = ffi.new(
-            "VkDescriptorPoolSize[2]",
-            [
-                {"type": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, "descriptorCount": 8 * n},
-                {"type": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, "descriptorCount": 2 * n},
-            ],
+            f"VkDescriptorPoolSize[{len(counts)}]",
+            [{"type": getattr(vk, f"VK_DESCRIPTOR_TYPE_{t}"), "descriptorCount": k * n} for t, k in counts],
         )
         info = ffi.new(
             "VkDescriptorPoolCreateInfo*",
@@ -59,7 +74,7 @@ class DescriptorSets:
                 "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                 "flags": vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
                 "maxSets": n,
-                "poolSizeCount": 2,
+                "poolSizeCount": len(counts),
                 "pPoolSizes": sizes,
             },
         )
@@ -120,6 +135,53 @@ class DescriptorSets:
             pools, self._pools = self._pools, []
         for pool in pools:
             vk.lib.vkDestroyDescriptorPool(self._core.handle, pool, vk.ffi.NULL)
+
+
+class Descriptor:
+    """What an image, sampler or texel-buffer binding binds for one dispatch (in the place of a
+    buffer's allocation in ``allocs``).
+
+    ``image``: the ``ImageMemory`` (None for a sampler or a texel buffer), ``view`` its
+    ``VkImageView`` or the texel buffer's ``VkBufferView``; ``sampler``: the ``VkSampler`` (a
+    sampler or combined binding; else None); ``layout``: the ``VkImageLayout`` the dispatch
+    reads the image in; ``alloc``: a texel buffer's allocation (its bytes count for the
+    barriers as a buffer's do); ``write``: whether the kernel writes it. ``last_use`` is the
+    image's or the allocation's (``Queue.submit`` sets it, as for an allocation in ``uses``).
+    """
+
+    __slots__ = ("alloc", "capacity", "image", "layout", "nbytes", "sampler", "view", "write")
+
+    def __init__(
+        self,
+        *,
+        image: Any = None,
+        view: Any = None,
+        sampler: Any = None,
+        layout: int = 0,
+        alloc: Allocation | None = None,
+        nbytes: int = 0,
+        write: bool = False,
+    ) -> None:
+        self.image = image
+        self.view = view
+        self.sampler = sampler
+        self.layout = layout
+        self.alloc = alloc
+        self.write = write
+        # (bytes a profile counts: a texel buffer's range; an image's are not counted)
+        self.nbytes = self.capacity = nbytes
+
+    @property
+    def last_use(self) -> int:
+        held = self.image if self.image is not None else self.alloc
+        return int(held.last_use) if held is not None else 0
+
+    @last_use.setter
+    def last_use(self, serial: int) -> None:
+        if self.image is not None:
+            self.image.last_use = serial
+        if self.alloc is not None:
+            self.alloc.last_use = serial
 
 
 # One recorded dispatch: kernel state (``_pipeline.KernelState``), buffers, descriptor ranges
@@ -288,6 +350,17 @@ def _bind_buffers(
         bind_extra_sets(state, cb, allocs, rs, sets, set_cache)
 
 
+def _buffer_barrier(
+    core: Core, cb: Any, hazards: _Hazards, spans: list[Any], writable: Any, refs: list[Allocation] | None
+) -> None:
+    """The barrier before a dispatch over ``spans`` where it needs one (see :func:`record_ops`)."""
+    ref_spans = [_whole(a) for a in refs] if refs else []
+    if hazards.need_barrier(spans, writable, ref_spans):
+        core.barrier_between_dispatches(cb)
+        hazards.clear()
+    hazards.note(spans, writable, ref_spans)
+
+
 def record_ops(
     core: Core,
     cb: Any,
@@ -316,20 +389,23 @@ def record_ops(
     for state, allocs, ranges, dims, profiles, push_data, refs in ops:
         writable = state.writable
         rs = ranges if ranges is not None else [a.nbytes for a in allocs]
-        spans = [(a.block.serial, a.offset, a.offset + bind_range(a, r)) for a, r in zip(allocs, rs)]
-        ref_spans = [_whole(a) for a in refs] if refs else []
-        if hazards.need_barrier(spans, writable, ref_spans):
-            core.barrier_between_dispatches(cb)
-            hazards.clear()
-        hazards.note(spans, writable, ref_spans)
+        if state.descs:
+            _desc_barriers(core, cb, hazards, state, allocs, rs, refs)
+        else:
+            spans = [(a.block.serial, a.offset, a.offset + bind_range(a, r)) for a, r in zip(allocs, rs)]
+            _buffer_barrier(core, cb, hazards, spans, writable, refs)
         if state.pipeline is not pipeline:
             pipeline = state.pipeline
             lib.vkCmdBindPipeline(cb, 1, pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
             bound = None
-        key = [(a.buffer, a.offset, r) for a, r in zip(allocs, rs)]
-        if key != bound and allocs:
-            _bind_buffers(core, cb, state, allocs, rs, templates, sets, set_cache)
-            bound = key
+        if state.descs:
+            _bind_descriptors(core, cb, state, allocs, rs, sets)
+            bound = None
+        else:
+            key = [(a.buffer, a.offset, r) for a, r in zip(allocs, rs)]
+            if key != bound and allocs:
+                _bind_buffers(core, cb, state, allocs, rs, templates, sets, set_cache)
+                bound = key
         if push_data is not None:
             push_constants(state, cb, push_data)
         if timed is not None and profiles:
@@ -342,3 +418,92 @@ def record_ops(
         else:
             lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
     return entries
+
+
+# -- kernels with images, samplers and texel buffers ----------------------------------------------
+
+
+def _desc_barriers(
+    core: Core,
+    cb: Any,
+    hazards: _Hazards,
+    state: Any,
+    allocs: list[Any],
+    rs: list[int],
+    refs: list[Allocation] | None,
+) -> None:
+    """The barriers before a dispatch of a kernel with descriptors: its buffers' (texel
+    buffers' bytes included) as any dispatch's, then each image moved to its binding's layout."""
+    spans, writable = [], []
+    for a, r, w in zip(allocs, rs, state.writable):
+        held = a.alloc if isinstance(a, Descriptor) else a
+        if held is not None:
+            spans.append((held.block.serial, held.offset, held.offset + bind_range(held, r)))
+            writable.append(w)
+    _buffer_barrier(core, cb, hazards, spans, writable, refs)
+    vk = _vk.vk()
+    writes = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+    for a in allocs:
+        if isinstance(a, Descriptor) and a.image is not None:
+            img = a.image
+            if img.layout != a.layout or a.write or img.access & writes:
+                access = vk.VK_ACCESS_SHADER_READ_BIT | (vk.VK_ACCESS_SHADER_WRITE_BIT if a.write else 0)
+                img.transition(cb, a.layout, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, access)
+
+
+def _desc_writes(
+    allocs: list[Any], rs: list[int], first: int, numbers: tuple[int, ...], types: tuple[int, ...], ds: Any
+) -> tuple[Any, list[Any]]:
+    """``VkWriteDescriptorSet``s of bindings ``first``.. (``numbers``, of ``types``) into set
+    ``ds`` (NULL: pushed), and the structs they point to (kept until they are used)."""
+    vk = _vk.vk()
+    ffi = vk.ffi
+    n = len(numbers)
+    buffers = ffi.new("VkDescriptorBufferInfo[]", n)
+    images = ffi.new("VkDescriptorImageInfo[]", n)
+    views = ffi.new("VkBufferView[]", n)
+    writes = ffi.new("VkWriteDescriptorSet[]", n)
+    for j in range(n):
+        a = allocs[first + j]
+        w = writes[j]
+        w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+        w.dstSet = ds
+        w.dstBinding = numbers[j]
+        w.descriptorCount = 1
+        w.descriptorType = types[j]
+        if not isinstance(a, Descriptor):
+            buffers[j].buffer = a.buffer
+            buffers[j].offset = a.offset
+            buffers[j].range = bind_range(a, rs[first + j])
+            w.pBufferInfo = buffers + j
+        elif a.alloc is not None:
+            views[j] = a.view
+            w.pTexelBufferView = views + j
+        else:
+            images[j].sampler = a.sampler if a.sampler is not None else ffi.NULL
+            images[j].imageView = a.view if a.view is not None else ffi.NULL
+            images[j].imageLayout = a.layout if a.image is not None else 0
+            w.pImageInfo = images + j
+    return writes, [buffers, images, views]
+
+
+def _bind_descriptors(
+    core: Core, cb: Any, state: Any, allocs: list[Any], rs: list[int], sets: list[tuple[Any, Any]]
+) -> None:
+    """Bind a dispatch's buffers, images, samplers and texel buffers, written for it: push
+    descriptors for the first set, descriptor sets (appended to ``sets``) for the others."""
+    vk = _vk.vk()
+    ffi = vk.ffi
+    pipeline = state.pipeline
+    if state.n_push:
+        writes, keep = _desc_writes(allocs, rs, 0, state.binding_indices, state.descriptor_types, ffi.NULL)
+        core.push_descriptor(cb, 1, pipeline.layout, pipeline.push_set, state.n_push, writes)
+        del keep
+    for s, first, end, layout, numbers, types in state.extra_sets:
+        pool, ds = state.descriptors.allocate(layout, f"kernel {state.name!r}")
+        sets.append((pool, ds))
+        writes, keep = _desc_writes(allocs, rs, first, numbers, types, ds)
+        vk.lib.vkUpdateDescriptorSets(core.handle, end - first, writes, 0, ffi.NULL)
+        del keep
+        dsets = ffi.new("VkDescriptorSet[1]", [ds])
+        vk.lib.vkCmdBindDescriptorSets(cb, 1, pipeline.layout, s, 1, dsets, 0, ffi.NULL)

@@ -99,6 +99,9 @@ class Core:
         # may start in its buffer when it is bound (else it is copied, or refused if written).
         self.storage_align = 1
         self.uniform_align = 1
+        # minTexelBufferOffsetAlignment, maxTexelBufferElements: texel buffers' start and length.
+        self.texel_align = 1
+        self.max_texel_elements = 0
         # Shared by the kernels on it.
         self.pipeline_cache: PipelineCache | None = None
         self.pipelines: dict[Any, Pipeline] = {}
