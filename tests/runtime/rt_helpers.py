@@ -56,6 +56,14 @@ def run_python(
 _device_ok: bool | None = None
 
 
+def has_validation_layer() -> bool:
+    """Whether the Khronos validation layer is installed where the loader looks for it."""
+    return any(
+        Path(d, "VkLayer_khronos_validation.json").is_file()
+        for d in ("/usr/share/vulkan/explicit_layer.d", "/usr/local/share/vulkan/explicit_layer.d")
+    )
+
+
 def has_vulkan_device() -> bool:
     """Whether slangrt can open a device; asked once, in a subprocess, so that a broken
     driver cannot take the test session down with it."""

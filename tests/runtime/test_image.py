@@ -4,14 +4,13 @@ mip levels, bad inputs, formats a device lacks, samplers validated and cached, l
 from __future__ import annotations
 
 import gc
-import glob
 import textwrap
 from typing import Any
 
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import has_vulkan_device, run_python
+from rt_helpers import has_validation_layer, has_vulkan_device, run_python
 from slangrt._vulkan._formats import DECLARED, declared_format, format_for, missing_usages
 
 pytestmark = [
@@ -447,11 +446,7 @@ def test_an_image_cannot_cross_a_fork() -> None:
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
 
 
-@pytest.mark.skipif(
-    not glob.glob("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json")
-    and not glob.glob("/usr/local/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"),
-    reason="the Khronos validation layer is not installed",
-)
+@pytest.mark.skipif(not has_validation_layer(), reason="the Khronos validation layer is not installed")
 def test_every_image_path_runs_clean_under_validation() -> None:
     code = textwrap.dedent(
         """

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import has_vulkan_device, run_python, spirv
+from rt_helpers import has_validation_layer, has_vulkan_device, run_python, spirv
 from slangrt import BindingSpec, Image, Kernel, Sampler, Tensor
 from slangrt._vulkan._formats import format_for, missing_usages
 
@@ -316,6 +316,7 @@ def test_recorded_steps_refuse_images(copy: Kernel) -> None:
 
 
 @pytest.mark.skipif(os.environ.get("SLANGRT_VALIDATION") == "1", reason="already under validation")
+@pytest.mark.skipif(not has_validation_layer(), reason="the Khronos validation layer is not installed")
 def test_every_kernel_runs_clean_under_validation() -> None:
     """This module's tests again, with the validation layer on (any message fails them)."""
     here = os.path.dirname(os.path.abspath(__file__))
