@@ -84,12 +84,14 @@ class ImageMemory:
       the handle, whose value a new image may reuse).
     - :meth:`view`: a ``VkImageView`` of every level and layer (made once per view type, destroyed
       with the image), what a descriptor binds.
-    - ``layout``: the ``VkImageLayout`` every subresource is in after the recorded work;
-      ``stage``, ``access``: the pipeline stages and access mask of that work (the source of the
-      next barrier). ``VK_IMAGE_LAYOUT_UNDEFINED`` (contents undefined) until first written.
+    - ``layout``: ``VK_IMAGE_LAYOUT_GENERAL`` from :func:`initialize` on, for good: storage,
+      sampling, copies and blits all take it, so no use changes an image's layout and no state
+      that two threads, an interrupt or a failed submission could leave stale is kept; ``stage``,
+      ``access``: what any earlier work may have done to it (every compute and transfer write),
+      the source of each barrier, which therefore never depends on which work came last.
     - ``last_use``: the serial of the last submission that used it, as an allocation's
       (``Queue.submit`` sets it for each of its ``uses``; ``PENDING`` in an open batch).
-    - :meth:`transition`: record the barrier from the tracked state to a new one, and track it.
+    - :meth:`transition`: record the barrier that orders earlier work on the image before a use.
     """
 
     __slots__ = (
@@ -117,9 +119,10 @@ class ImageMemory:
         self.key = next(_serials)
         self.last_use = 0
         self.released = False
-        self.layout = vk.VK_IMAGE_LAYOUT_UNDEFINED
-        self.stage = vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
-        self.access = 0
+        self.layout = vk.VK_IMAGE_LAYOUT_UNDEFINED  # until initialize(): GENERAL for good
+        # Each barrier's source: whatever earlier work may have written, whichever came last.
+        self.stage = vk.VK_PIPELINE_STAGE_TRANSFER_BIT | vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        self.access = vk.VK_ACCESS_TRANSFER_WRITE_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
         self.views: dict[str, Any] = {}
         self.image: Any = None
         self.vk_memory: Any = None
@@ -133,12 +136,12 @@ class ImageMemory:
         memory.owned.add(self)
 
     def transition(self, cb: Any, layout: int, stage: int, access: int) -> None:
-        """Record into ``cb`` the barrier from the tracked layout, stage and access to these
-        (all levels and layers), and track them."""
-        _barrier(
-            cb, self, self.layout, layout, self.stage, self.access, stage, access, 0, self.shape.mip_levels
-        )
-        self.layout, self.stage, self.access = layout, stage, access
+        """Record into ``cb`` the barrier that makes every earlier write to the image (all levels
+        and layers) visible to a use at ``stage`` with ``access``, and orders that use after any
+        earlier read. ``layout`` must be ``GENERAL``, the only one an image is ever in."""
+        if layout != _vk.vk().VK_IMAGE_LAYOUT_GENERAL:
+            raise AssertionError("images stay in VK_IMAGE_LAYOUT_GENERAL")
+        _barrier(cb, self, layout, layout, self.stage, self.access, stage, access, 0, self.shape.mip_levels)
 
     def view(self, view_type: str | None = None) -> Any:
         """The ``VkImageView`` of all levels and layers as ``view_type`` (default: the shape's)."""
@@ -384,13 +387,36 @@ def upload(
         for at, part in zip(offsets, data):
             view[at : at + part.size] = part
         ctx = contexts.begin()
-        dst = vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
+        dst = vk.VK_IMAGE_LAYOUT_GENERAL
         img.transition(ctx.cb, dst, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
         regions = _regions(img.shape, levels, offsets, staging.offset + base)
         vk.lib.vkCmdCopyBufferToImage(ctx.cb, staging.buffer, img.image, dst, len(levels), regions)
         contexts.submit(ctx, "an image upload", (staging, img))
     finally:
         staging.release()  # once the copy is done
+
+
+def initialize(contexts: Contexts, img: ImageMemory) -> None:
+    """Move a new image from ``UNDEFINED`` into ``GENERAL``, where it stays: submitted before the
+    image is returned to anyone, so no later use ever sees (or races on) another layout."""
+    vk = _vk.vk()
+    ctx = contexts.begin()
+    general = vk.VK_IMAGE_LAYOUT_GENERAL
+    everything = vk.VK_PIPELINE_STAGE_TRANSFER_BIT | vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+    _barrier(
+        ctx.cb,
+        img,
+        vk.VK_IMAGE_LAYOUT_UNDEFINED,
+        general,
+        vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+        0,
+        everything,
+        0,
+        0,
+        img.shape.mip_levels,
+    )
+    contexts.submit(ctx, "preparing an image", (img,))
+    img.layout = general
 
 
 def download(
@@ -404,7 +430,7 @@ def download(
     staging, base = _staging(memory, img.shape, total, "an image download")
     try:
         ctx = contexts.begin()
-        src = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
+        src = vk.VK_IMAGE_LAYOUT_GENERAL
         img.transition(ctx.cb, src, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
         regions = _regions(img.shape, levels, offsets, staging.offset + base)
         vk.lib.vkCmdCopyImageToBuffer(ctx.cb, img.image, src, staging.buffer, len(levels), regions)
@@ -431,8 +457,8 @@ def _blit(cb: Any, img: ImageMemory, level: int) -> None:
             "dstOffsets": [{"x": 0, "y": 0, "z": 0}, {"x": dw, "y": dh, "z": dd}],
         },
     )
-    src, dst = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
-    vk.lib.vkCmdBlitImage(cb, img.image, src, img.image, dst, 1, blit, vk.VK_FILTER_LINEAR)
+    general = vk.VK_IMAGE_LAYOUT_GENERAL
+    vk.lib.vkCmdBlitImage(cb, img.image, general, img.image, general, 1, blit, vk.VK_FILTER_LINEAR)
 
 
 def generate_mips(memory: Memory, contexts: Contexts, img: ImageMemory, what: str) -> None:
@@ -441,14 +467,13 @@ def generate_mips(memory: Memory, contexts: Contexts, img: ImageMemory, what: st
     vk = _vk.vk()
     check_usage(memory.core, img.shape.format, ("blit src", "blit dst", "linear filter"), what)
     memory.flush_batch_using(img)
-    src, dst = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
+    general = vk.VK_IMAGE_LAYOUT_GENERAL
     transfer = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
     read, write = vk.VK_ACCESS_TRANSFER_READ_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT
     ctx = contexts.begin()
-    img.transition(ctx.cb, dst, transfer, write)
+    img.transition(ctx.cb, general, transfer, read | write)
     for level in range(1, img.shape.mip_levels):
-        _barrier(ctx.cb, img, dst, src, transfer, write, transfer, read, level - 1, 1)
+        # the level just written (or level 0), read by the next blit
+        _barrier(ctx.cb, img, general, general, transfer, write, transfer, read, level - 1, 1)
         _blit(ctx.cb, img, level)
-    _barrier(ctx.cb, img, dst, src, transfer, write, transfer, read, img.shape.mip_levels - 1, 1)
-    img.layout, img.stage, img.access = src, transfer, read | write
     contexts.submit(ctx, "generating mip levels", (img,))

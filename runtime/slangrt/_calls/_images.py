@@ -316,8 +316,7 @@ def _bind_image(
             "dispatch binds an image once"
         )
     seen[mem.key] = i
-    storage = spec.kind == "storage_image"
-    layout = vk.VK_IMAGE_LAYOUT_GENERAL if storage else vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
+    layout = vk.VK_IMAGE_LAYOUT_GENERAL  # every image's one layout (_alloc._images.initialize)
     handle = sampler._handle(dev) if sampler is not None else None
     call.allocs.append(
         Descriptor(

@@ -17,7 +17,7 @@ from typing import Any, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from .._alloc._images import ImageMemory, ImageShape, download, generate_mips, upload
+from .._alloc._images import ImageMemory, ImageShape, download, generate_mips, initialize, upload
 from .._errors import SlangRTError, UnsupportedFeatureError
 from .._vulkan import _vk
 from .._vulkan._core import Core
@@ -197,6 +197,7 @@ class Image:
         layout = ImageShape(image_type, extent, layers, levels, on_device, kind.startswith("cube"), kind)
         self._mem: ImageMemory | None = ImageMemory(core, parts.memory, layout, _usage(core, on_device), what)
         self._finalizer = weakref.finalize(self, self._mem.release)
+        initialize(parts.contexts, self._mem)
         self._finalizer.atexit = False  # at exit, destroying the device frees everything at once
 
     @staticmethod

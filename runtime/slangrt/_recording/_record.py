@@ -442,13 +442,13 @@ def _desc_barriers(
             writable.append(w)
     _buffer_barrier(core, cb, hazards, spans, writable, refs)
     vk = _vk.vk()
-    writes = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
     for a in allocs:
         if isinstance(a, Descriptor) and a.image is not None:
             img = a.image
-            if img.layout != a.layout or a.write or img.access & writes:
-                access = vk.VK_ACCESS_SHADER_READ_BIT | (vk.VK_ACCESS_SHADER_WRITE_BIT if a.write else 0)
-                img.transition(cb, a.layout, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, access)
+            # Always a barrier: it orders this dispatch after whatever came before on the image,
+            # without state about which work that was (see _alloc._images: one layout, for good).
+            access = vk.VK_ACCESS_SHADER_READ_BIT | (vk.VK_ACCESS_SHADER_WRITE_BIT if a.write else 0)
+            img.transition(cb, a.layout, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, access)
 
 
 def _desc_writes(
