@@ -303,6 +303,29 @@ def test_image_the_device_can_only_sample() -> None:
         k.dispatch({0: img, 1: np.zeros((4, 4, 4), np.float32)}, (1, 1, 1))
 
 
+def test_written_image_without_a_declared_format() -> None:
+    """Slang declares StorageImageReadWithoutFormat for an RWTexture without a declared format even
+    where the kernel only writes it: a device lacking the feature refuses it naming the binding
+    and the cure; one that has it runs it."""
+    specs = [
+        BindingSpec(0, "src", "sampled_image", False, dim="2d", texel="float"),
+        BindingSpec(1, "dst", "storage_image", True, dim="2d", texel="float"),
+    ]
+    k = _kernel("img_unformatted", specs, (8, 8, 1))
+    a = _whole(5, 7)
+    out = np.zeros_like(a)
+    if "shaderStorageImageReadWithoutFormat" in slangrt.device().features:
+        k.dispatch({0: a, 1: out}, _groups(7, 5))
+        assert np.array_equal(out, a * 2)
+        return
+    with pytest.raises(
+        slangrt.UnsupportedKernelError,
+        match=r"StorageImageReadWithoutFormat .* does not support it \(the kernel only writes `dst`, "
+        r"but Slang declares the capability .* declare its format in the shader \(\[format\(\"rgba8\"\)\]",
+    ):
+        k.dispatch({0: a, 1: out}, _groups(7, 5))
+
+
 def test_bad_binding_specs() -> None:
     code = spirv("img_copy")
     cases = [

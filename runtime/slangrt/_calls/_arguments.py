@@ -18,12 +18,12 @@ import numpy as np
 from .._alloc._heap import Allocation
 from .._devices._device import Device
 from .._devices._tensor import Tensor
-from .._errors import UnsupportedKernelError
+from .._errors import SpirvError, UnsupportedKernelError
 from .._recording._pipeline import BUFFER_KINDS, DIMS, KINDS, BindingKey, BindingSpec
 from .._vulkan import _features
 from .._vulkan._core import Core
 from .._vulkan._formats import declared_format
-from ..spirv import little_endian
+from ..spirv import little_endian, read_module
 
 __all__ = ["Packed", "Signature"]
 
@@ -70,6 +70,31 @@ def _normalize_key(key: object) -> tuple[int, int] | None:
 
 def _show_key(key: tuple[int, int]) -> str:
     return str(key[1]) if key[0] == 0 else str(key)
+
+
+def _unformatted_hint(spirv: bytes, entry: str, missing: Sequence[str]) -> str:
+    """What to do where the device lacks reads of storage images without a declared format:
+    Slang declares that capability for every ``RWTexture``/``RWBuffer`` with none, even one the
+    kernel only writes, so the cure is in the shader (its bindings named)."""
+    if not any("StorageImageReadWithoutFormat" in m for m in missing):
+        return ""
+    try:
+        mod = read_module(spirv)
+        resources = mod.entry(entry).resources if entry in mod.entries else ()
+    except SpirvError:
+        return ""
+    unformatted = [r for r in resources if r.image is not None and r.image.storage and r.image.format is None]
+    if not unformatted:
+        return ""
+    names = ", ".join(f"`{r.variable or f'binding {r.binding}'}`" for r in unformatted)
+    what = "its format" if len(unformatted) == 1 else "their formats"
+    how = f'declare {what} in the shader ([format("rgba8")], [format("r32f")] ...)'
+    if any(r.read for r in unformatted):
+        return f" (it reads storage images without a declared format: {names}; {how})"
+    return (
+        f" (the kernel only writes {names}, but Slang declares the capability for every RWTexture "
+        f"or RWBuffer without a declared format; {how} to run it on this device)"
+    )
 
 
 def _checked_code(spirv: bytes, label: str) -> bytes:
@@ -356,6 +381,7 @@ class Signature:
             them = "it" if len(missing) == 1 else "them"
             raise UnsupportedKernelError(
                 f"kernel `{self.name}` needs {' and '.join(missing)}; {info.name} does not support {them}"
+                + _unformatted_hint(self.spirv, self.entry, missing)
             )
         limit = dev.parts.core.max_push_constants
         if self.push_range > limit:
