@@ -22,8 +22,8 @@ depthwise ``conv2d`` (padding 1) on ``(1, 4, H, W)`` CUDA tensors, float32 and f
 - ``wall us``: the median wall-clock time of one call waited for (``Device.synchronize()``,
   ``torch.cuda.synchronize()``): launch and Python overhead included;
 - ``GB/s``: the source's and the output's bytes over the GPU time;
-- ``torch/ours``: torch's GPU time over ours, against torch at the same precision where it has
-  one (float32, float16; rgba8 against float32): above 1, ours is faster.
+- ``torch/ours GPU``, ``torch/ours wall``: torch's time over ours, against torch at the same
+  precision where it has one (float32, float16; rgba8 against float32): above 1, ours is faster.
 
 ``--check`` first compares every output with a NumPy reference (``hatch_slang.images`` for the
 sampling; tolerances from the filter's sub-texel precision and the format's rounding), and
@@ -298,6 +298,7 @@ class Row:
     wall_us: float
     mb: float  # source + output bytes
     torch_over_ours: float | None = None  # torch's GPU time over ours (above 1: ours faster)
+    torch_over_ours_wall: float | None = None  # the same of the wall times
     check_err: float | None = None  # --check: max |ours - NumPy| (texels as read: UNORM as c/255)
     check_tol: float | None = None
 
@@ -315,13 +316,13 @@ def run_op(
     shape = f"{h}x{w} -> {oh}x{ow}"
     rng = np.random.default_rng(22)
     rows, bad = [], []
-    torch_gpu: dict[str, float] = {}
+    torch_times: dict[str, tuple[float, float]] = {}
     for dtype in ("float32", "float16") if th else ():
         host = host_image(h, w, "rgba32f", rng).astype(dtype)
         gpu, wall = th.time_us(th.op(op, host, dtype), args.reps)
         mb = (h * w + oh * ow) * 4 * np.dtype(dtype).itemsize / 1e6
         rows.append(Row(op, shape, dtype, "torch", gpu, wall, mb))
-        torch_gpu[dtype] = gpu
+        torch_times[dtype] = gpu, wall
     for fmt in FORMATS:
         host = host_image(h, w, fmt, rng)
         o = make_ours(kernels, op, fmt, host)
@@ -334,24 +335,27 @@ def run_op(
         finally:
             o.src.close()
             o.dst.close()
-        base = torch_gpu.get(FORMATS[fmt][2])
+        base = torch_times.get(FORMATS[fmt][2])
         mb = (h * w + oh * ow) * 4 * host.itemsize / 1e6
-        rows.append(Row(op, shape, fmt, "slangrt", gpu, wall, mb, base / gpu if base else None, err, tol))
+        ratios = (base[0] / gpu, base[1] / wall) if base else (None, None)
+        rows.append(Row(op, shape, fmt, "slangrt", gpu, wall, mb, *ratios, err, tol))
         print(f"{op} {fmt}: done", file=sys.stderr, flush=True)
     return rows, bad
 
 
 def table(rows: list[Row]) -> list[str]:
     out = [
-        "| op | shape | format | side | GPU us | wall us | MB | GB/s | torch/ours | max err (tol) |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| op | shape | format | side | GPU us | wall us | MB | GB/s | torch/ours GPU | torch/ours wall "
+        "| max err (tol) |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
         ratio = "" if r.torch_over_ours is None else f"{r.torch_over_ours:.2f}"
+        wall = "" if r.torch_over_ours_wall is None else f"{r.torch_over_ours_wall:.2f}"
         checked = "" if r.check_err is None else f"{r.check_err:.2g} ({r.check_tol:.2g})"
         out.append(
             f"| {r.op} | {r.shape} | {r.fmt} | {r.side} | {r.gpu_us:.1f} | {r.wall_us:.1f} "
-            f"| {r.mb:.1f} | {r.mb / 1e3 / (r.gpu_us / 1e6):.1f} | {ratio} | {checked} |"
+            f"| {r.mb:.1f} | {r.mb / 1e3 / (r.gpu_us / 1e6):.1f} | {ratio} | {wall} | {checked} |"
         )
     return out
 
