@@ -9,7 +9,7 @@ axis, what was expected (and where an expected size came from) and what was give
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -19,10 +19,23 @@ from .._devices._sampler import Sampler
 from .._devices._tensor import Tensor
 from .._vulkan._formats import DECLARED, Format
 
-if TYPE_CHECKING:
-    from ._call import Dims
-
 __all__ = ["combined", "image", "sampler", "texels"]
+
+
+class Dims(Protocol):
+    """What these functions use of ``_call.Dims`` (the one call's checks they add to)."""
+
+    shapes: dict[str, tuple[int, ...]]
+    descriptors: bool
+
+    def _err(self, msg: str) -> str: ...
+
+    def _bind(self, arg: str, axis: int, name: str, size: int, *, whole: bool = False) -> None: ...
+
+    def _contiguous(self, name: str, value: npt.NDArray[Any], writable: bool) -> npt.NDArray[Any]: ...
+
+    def _not_aliased(self, name: str, value: Any) -> None: ...
+
 
 Shape = tuple[str | int | None, ...] | None
 
@@ -182,7 +195,7 @@ def image(
     _check_dtype(d, name, got_dtype, texel, fmt, format)
     _check_axes(d, name, got_shape, kind, channels, shape)
     if writable:
-        d._not_aliased(name, value)  # type: ignore[arg-type]
+        d._not_aliased(name, value)
     if isinstance(value, Image):
         return value
     return d._contiguous(name, value, writable)
