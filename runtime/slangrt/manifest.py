@@ -101,6 +101,16 @@ class Manifest(TypedDict):
     shaders: dict[str, Shader]  # by module name
 
 
+def format_of(shaders: dict[str, Shader]) -> int:
+    """The format a manifest of ``shaders`` is written as: :data:`FORMAT` where a binding has an
+    image, sampler or texel-buffer kind, else 2 (which every slangrt of the 0.1 series reads)."""
+    for shader in shaders.values():
+        for entry in shader["entries"].values():
+            if any(b["kind"] not in _BUFFER_KINDS for b in entry["bindings"]):
+                return FORMAT
+    return 2
+
+
 def dumps(manifest: Manifest) -> str:
     """The file's text: keys sorted, two-space indents, a final newline (stable bytes)."""
     return json.dumps(manifest, indent=2, sort_keys=True) + "\n"

@@ -222,3 +222,12 @@ def test_the_manifest_file_is_data(tmp_path: Path) -> None:
     with pytest.raises(SlangRTError, match=r"bindings\[0\]\.format must be null or a format name"):
         KernelLibrary(path).kernel(SHADER, "img_copy")
     assert json.loads((path / "manifest.json").read_text())["format"] == 3
+
+
+def test_only_a_manifest_with_images_is_written_as_format_3(tmp_path: Path) -> None:
+    m = _read(tmp_path, {})
+    assert manifest.format_of(m["shaders"]) == 3
+    for entry in m["shaders"][SHADER]["entries"].values():
+        entry["bindings"] = [b for b in entry["bindings"] if b["kind"] in ("storage", "uniform")]
+    assert manifest.format_of(m["shaders"]) == 2
+    assert manifest.format_of({}) == 2
