@@ -166,8 +166,8 @@ def _descriptor(r: Resource, b: _manifest.Binding, what: str) -> str | None:
         shown = "an array of descriptors" if r.array_size != 1 else f"a {r.type_text or r.descriptor}"
         return f"the SPIR-V's {what} is {shown}, which slangrt does not bind"
     if kind != b["kind"]:
-        said = _KIND_WORDS.get(b["kind"], repr(b["kind"]))
-        return f"the SPIR-V's {what} is {_KIND_WORDS[kind]}; the manifest says it is {said}"
+        said = _KIND_WORDS.get(b["kind"], "")
+        return f"the SPIR-V's {what} is {_KIND_WORDS[kind]}; the manifest says {b['kind']} ({said})"
     if r.writable and not b["writable"]:
         return f"the SPIR-V writes {what}; the manifest says it is read-only (its results would be lost)"
     image = r.image
