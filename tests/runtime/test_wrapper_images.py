@@ -515,3 +515,33 @@ def test_repeated_texel_buffer_calls_take_every_check(lib: KernelLibrary) -> Non
     k = lib.kernel(SHADER, "texel_buf")
     last.keep((dst,), (), k, {0: dst, 1: Tensor.zeros((64, 4), np.float32)}, (1, 1, 1))
     assert last._plans == ()
+
+
+def test_declared_formats_without_a_kernel() -> None:
+    """A declared format decides the dtype and the channels; an Image must have that very format;
+    a packed one is one uint32 word per texel (no channel axis)."""
+    kw: dict[str, Any] = {"dim": "2d", "arrayed": False, "texel": "float", "writable": True}
+    d = _c.Dims("k")
+    packed = Image.from_numpy(np.zeros((4, 4), np.uint32), format="r11f_g11f_b10f")
+    assert d.image("p", packed, ("h", "w"), channels=3, format="r11f_g11f_b10f", **kw) is packed
+    with pytest.raises(
+        TypeError, match=r"argument `q` must have dtype uint32 \(the kernel declares the format"
+    ):
+        d.image("q", np.zeros((4, 4, 3), np.float32), None, channels=3, format="r11f_g11f_b10f", **kw)
+    bgra = Image.from_numpy(np.zeros((4, 4, 4), np.uint8), format="bgra8")
+    with pytest.raises(
+        ValueError,
+        match=r"argument `i` is an image of VK_FORMAT_B8G8R8A8_UNORM; the kernel declares "
+        r"VK_FORMAT_R8G8B8A8_UNORM",
+    ):
+        d.image("i", bgra, None, channels=4, format="rgba8", **kw)
+    u8 = np.zeros((4, 4, 4), np.uint8)
+    assert d.image("u", u8, ("h", "w"), channels=4, format="rgba8", **kw) is u8
+    with pytest.raises(
+        TypeError, match=r"argument `s` must have dtype int8 \(the kernel declares the format 'rgba8_snorm'\)"
+    ):
+        d.image("s", u8, None, channels=4, format="rgba8_snorm", **kw)
+    with pytest.raises(
+        ValueError, match=r"argument `r`: the kernel declares the format 'rgb9', unknown to slangrt"
+    ):
+        d.image("r", u8, None, channels=4, format="rgb9", **kw)
