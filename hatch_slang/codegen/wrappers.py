@@ -600,7 +600,8 @@ def _manifest_binding(b: BufferSpec) -> manifest.Binding:
 
 
 def render_manifest(shaders: dict[str, manifest.Shader], compiler: str) -> str:
-    return manifest.dumps({"format": manifest.FORMAT, "compiler": f"slang {compiler}", "shaders": shaders})
+    fmt = manifest.format_of(shaders)
+    return manifest.dumps({"format": fmt, "compiler": f"slang {compiler}", "shaders": shaders})
 
 
 def render_init(modules: list[str]) -> str:
