@@ -1,10 +1,11 @@
 """NumPy reference for blur_separable.slang: a [1 2 1] / 4 blur, rows then columns, edges clamped.
 
-The images are ``rgba16f``: each pass computes in float32 and stores half floats, rounded to
-nearest. The weights are powers of two, so the float32 sum of three f16 values is exact and the
-only error is the one rounding to f16 per pass, which this reference does too (``np.float16``
-rounds to nearest even, as Vulkan's conversion to a 16-bit float does). A GPU may round the other
-way on a tie: one f16 ulp, ``rtol = 2**-10``, and ``atol`` for values near zero.
+The images are ``rgba16f``: each pass computes in float32 and stores half floats. The weights
+are powers of two, so the float32 sum of three f16 values is exact and the only error is the
+rounding to f16 of each store. Vulkan leaves that rounding open ("Floating-Point Format
+Conversions": a value between two representable ones becomes one or the other; lavapipe differs
+by one ulp in places), while this reference rounds to nearest even (``np.float16``):
+one f16 ulp apart at most, ``rtol = 2**-10``, and ``atol`` for values near zero.
 """
 
 from __future__ import annotations
