@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 from slangrt import BindingSpec, Kernel, Sampler
+from slangrt._recording._pipeline import Kind
 
 from hatch_slang.compile.compiler import CompileJob, CompileOptions, CompilerPool
 from hatch_slang.spec.reflection import normalize_spirv
@@ -39,8 +40,10 @@ def _groups(x: int, y: int, z: int = 1, *, tx: int = 8, ty: int = 8) -> tuple[in
 
 
 def _size(args: Args, name: str) -> tuple[int, int]:
-    """An image argument's (w, h): its array's first two axes are (h, w)."""
-    h, w = np.asarray(args[name]).shape[:2]
+    """An image argument's (w, h): its array's first two axes are (h, w) (of a combined
+    binding's ``(image, sampler)``, the image's)."""
+    value = args[name]
+    h, w = np.asarray(value[0] if isinstance(value, tuple) else value).shape[:2]
     return int(w), int(h)
 
 
@@ -54,7 +57,7 @@ class Raw:
     """One entry as the build would bind it."""
 
     shader: str  # the file's stem
-    bindings: tuple[tuple[str, BindingSpec], ...]  # (argument name, binding)
+    bindings: tuple[BindingSpec, ...]  # each named as its argument
     threads: tuple[int, int, int]
     grid: Callable[[Args], tuple[int, int, int]]
     samplers: dict[str, Sampler] = field(default_factory=dict)  # the comments' defaults
@@ -62,8 +65,9 @@ class Raw:
     params_name: str = "params"
 
 
-def _img(binding: int, kind: str, writable: bool, **kw: Any) -> BindingSpec:
-    return BindingSpec(binding, "", kind, writable, **kw)  # type: ignore[arg-type]
+def _b(name: str, binding: int, kind: Kind, writable: bool, **kw: Any) -> BindingSpec:
+    """Binding ``binding`` of set 0, the argument ``name``."""
+    return BindingSpec(binding, name, kind, writable, **kw)
 
 
 RGBA32F = {"dim": "2d", "format": "rgba32f", "texel": "float"}
@@ -73,9 +77,9 @@ RAW: dict[str, Raw] = {
     "resize_bilinear": Raw(
         "resize_bilinear",
         (
-            ("src", _img(0, "sampled_image", False, **TEX2D)),
-            ("samp", _img(1, "sampler", False)),
-            ("dst", _img(2, "storage_image", True, **RGBA32F)),
+            _b("src", 0, "sampled_image", False, **TEX2D),
+            _b("samp", 1, "sampler", False),
+            _b("dst", 2, "storage_image", True, **RGBA32F),
         ),
         (8, 8, 1),
         lambda a: _groups(*_size(a, "dst")),
@@ -84,8 +88,8 @@ RAW: dict[str, Raw] = {
     "blur_h": Raw(
         "blur_separable",
         (
-            ("src", _img(0, "storage_image", False, dim="2d", format="rgba16f", texel="float")),
-            ("tmp", _img(1, "storage_image", True, dim="2d", format="rgba16f", texel="float")),
+            _b("src", 0, "storage_image", False, dim="2d", format="rgba16f", texel="float"),
+            _b("tmp", 1, "storage_image", True, dim="2d", format="rgba16f", texel="float"),
         ),
         (8, 8, 1),
         lambda a: _groups(*_size(a, "src")),
@@ -93,8 +97,8 @@ RAW: dict[str, Raw] = {
     "blur_v": Raw(
         "blur_separable",
         (
-            ("tmp", _img(1, "storage_image", False, dim="2d", format="rgba16f", texel="float")),
-            ("dst", _img(2, "storage_image", True, dim="2d", format="rgba16f", texel="float")),
+            _b("tmp", 1, "storage_image", False, dim="2d", format="rgba16f", texel="float"),
+            _b("dst", 2, "storage_image", True, dim="2d", format="rgba16f", texel="float"),
         ),
         (8, 8, 1),
         lambda a: _groups(*_size(a, "tmp")),
@@ -102,10 +106,10 @@ RAW: dict[str, Raw] = {
     "lut3d": Raw(
         "lut3d",
         (
-            ("src", _img(0, "sampled_image", False, **TEX2D)),
-            ("lut", _img(1, "sampled_image", False, dim="3d", texel="float")),
-            ("samp", _img(2, "sampler", False)),
-            ("dst", _img(3, "storage_image", True, dim="2d", format="r32f", texel="float")),
+            _b("src", 0, "sampled_image", False, **TEX2D),
+            _b("lut", 1, "sampled_image", False, dim="3d", texel="float"),
+            _b("samp", 2, "sampler", False),
+            _b("dst", 3, "storage_image", True, dim="2d", format="r32f", texel="float"),
         ),
         (8, 8, 1),
         lambda a: _groups(*_size(a, "dst")),
@@ -114,11 +118,11 @@ RAW: dict[str, Raw] = {
     "texel_luma": Raw(
         "texel_luma",
         (
-            ("colors", _img(1, "uniform_texel_buffer", False, dim="buffer", texel="float")),
+            _b("colors", 1, "uniform_texel_buffer", False, dim="buffer", texel="float"),
             # Declared r32f in the shader; BindingSpec takes a format for storage images only
             # (a texel buffer's view format follows from the array: float32, one channel).
-            ("luma", _img(2, "storage_texel_buffer", True, dim="buffer", texel="float")),
-            ("globalParams", _img(0, "uniform", False)),
+            _b("luma", 2, "storage_texel_buffer", True, dim="buffer", texel="float"),
+            _b("globalParams", 0, "uniform", False),
         ),
         (64, 1, 1),
         _given_grid,
@@ -128,8 +132,8 @@ RAW: dict[str, Raw] = {
     "histogram2d": Raw(
         "histogram2d",
         (
-            ("src", _img(0, "sampled_image", False, **TEX2D)),
-            ("hist", _img(1, "storage_image", True, dim="2d", format="r32ui", texel="uint")),
+            _b("src", 0, "sampled_image", False, **TEX2D),
+            _b("hist", 1, "storage_image", True, dim="2d", format="r32ui", texel="uint"),
         ),
         (8, 8, 1),
         lambda a: _groups(*_size(a, "src")),
@@ -137,9 +141,9 @@ RAW: dict[str, Raw] = {
     "layer_gradient": Raw(
         "layer_gradient",
         (
-            ("layers", _img(0, "sampled_image", False, dim="2d", arrayed=True, texel="float")),
-            ("samp", _img(1, "sampler", False)),
-            ("grad", _img(2, "storage_image", True, dim="2d", arrayed=True, format="rgba32f", texel="float")),
+            _b("layers", 0, "sampled_image", False, dim="2d", arrayed=True, texel="float"),
+            _b("samp", 1, "sampler", False),
+            _b("grad", 2, "storage_image", True, dim="2d", arrayed=True, format="rgba32f", texel="float"),
         ),
         (8, 8, 1),
         _given_grid,
@@ -148,20 +152,20 @@ RAW: dict[str, Raw] = {
     "shift_combined": Raw(
         "shift_combined",
         (
-            ("tex", _img(0, "combined_image_sampler", False, **TEX2D)),
-            ("out", _img(1, "storage", True)),
-            ("params", _img(2, "uniform", False)),
+            _b("tex", 0, "combined_image_sampler", False, **TEX2D),
+            _b("out", 1, "storage", True),
+            _b("params", 2, "uniform", False),
         ),
         (8, 8, 1),
-        lambda a: _groups(*_size(a, "tex" if not isinstance(a["tex"], tuple) else "_tex")),
+        lambda a: _groups(*_size(a, "tex")),
         {"tex": Sampler("linear", "repeat")},
         params=lambda a: np.array([a["dx"], a["dy"], 0.0, 0.0], np.float32),
     ),
     "reduce2x": Raw(
         "pyramid",
         (
-            ("src", _img(0, "sampled_image", False, **TEX2D)),
-            ("coarse", _img(1, "storage_image", True, **RGBA32F)),
+            _b("src", 0, "sampled_image", False, **TEX2D),
+            _b("coarse", 1, "storage_image", True, **RGBA32F),
         ),
         (8, 8, 1),
         lambda a: _groups(*_size(a, "coarse")),
@@ -169,9 +173,9 @@ RAW: dict[str, Raw] = {
     "expand2x": Raw(
         "pyramid",
         (
-            ("coarse_in", _img(2, "sampled_image", False, **TEX2D)),
-            ("samp", _img(3, "sampler", False)),
-            ("dst", _img(4, "storage_image", True, **RGBA32F)),
+            _b("coarse_in", 2, "sampled_image", False, **TEX2D),
+            _b("samp", 3, "sampler", False),
+            _b("dst", 4, "storage_image", True, **RGBA32F),
         ),
         (8, 8, 1),
         lambda a: _groups(*_size(a, "dst")),
@@ -202,7 +206,8 @@ def spirv() -> dict[str, bytes]:
 def _buffers(raw: Raw, args: Args) -> dict[Any, Any]:
     """What ``Kernel.dispatch`` takes for a case's arguments (samplers defaulted, params packed)."""
     buffers: dict[Any, Any] = {}
-    for name, spec in raw.bindings:
+    for spec in raw.bindings:
+        name = spec.name
         if spec.kind == "uniform":
             assert raw.params is not None
             buffers[spec.key] = raw.params(args)
@@ -220,10 +225,7 @@ def _run(kernel: Kernel, raw: Raw, case: Case) -> Iterator[tuple[str, np.ndarray
     args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
     copies = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
     expect = case.expect(copies) if callable(case.expect) else case.expect
-    grid_args = dict(args)
-    if isinstance(args.get("tex"), tuple):
-        grid_args["_tex"] = args["tex"][0]
-    kernel.dispatch(_buffers(raw, args), raw.grid(grid_args))
+    kernel.dispatch(_buffers(raw, args), raw.grid(args))
     for name, want in expect.items():
         yield name, np.asarray(args[name]), np.asarray(want)
 
@@ -239,17 +241,15 @@ def test_reference_cases_on_the_device(shader: str, spirv: dict[str, bytes]) -> 
         raw = RAW[case.entry]
         assert raw.shader == shader, f"{case.entry} is not an entry of {shader}"
         if case.entry not in kernels:
-            specs = [
-                BindingSpec(s.binding, n, s.kind, s.writable, s.set, s.dim, s.arrayed, s.format, s.texel)
-                for n, s in raw.bindings
-            ]
-            kernels[case.entry] = Kernel(spirv[case.entry], case.entry, specs, raw.threads)
+            kernels[case.entry] = Kernel(spirv[case.entry], case.entry, raw.bindings, raw.threads)
         for name, got, want in _run(kernels[case.entry], raw, case):
             count += 1
             with np.errstate(under="ignore", over="ignore"):  # as validate compares (f16 results)
                 ok = got.shape == want.shape and np.allclose(got, want, atol=case.atol, rtol=case.rtol)
             if not ok:
                 err = float(np.max(np.abs(got.astype(np.float64) - want))) if got.shape == want.shape else -1
-                failures.append(f"{case.entry} [{case.label}] {name}: max |err| {err:.3g} > atol {case.atol:.3g}")
+                failures.append(
+                    f"{case.entry} [{case.label}] {name}: max |err| {err:.3g} > atol {case.atol:.3g}"
+                )
     assert count > 0
     assert not failures, "\n".join(failures)

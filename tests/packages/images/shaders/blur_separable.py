@@ -43,6 +43,10 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
     for h, w in SHAPES:
         src = rng.standard_normal((h, w, 4)).astype(np.float16)
         zeros = np.zeros_like(src)
-        yield Case("blur_h", label=f"{h}x{w}", args={"src": src, "tmp": zeros}, expect=blur_h, atol=ATOL, rtol=RTOL)
+        yield Case(
+            "blur_h", label=f"{h}x{w}", args={"src": src, "tmp": zeros}, expect=blur_h, atol=ATOL, rtol=RTOL
+        )
         tmp = blur_rows(src)
-        yield Case("blur_v", label=f"{h}x{w}", args={"tmp": tmp, "dst": zeros}, expect=blur_v, atol=ATOL, rtol=RTOL)
+        yield Case(
+            "blur_v", label=f"{h}x{w}", args={"tmp": tmp, "dst": zeros}, expect=blur_v, atol=ATOL, rtol=RTOL
+        )

@@ -43,10 +43,22 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
     # Added to, not cleared: counts already there stay.
     src = rng.integers(0, 256, (16, 16, 4), dtype=np.uint8)
     start = rng.integers(0, 1000, (8, 8)).astype(np.uint32)
-    yield Case("histogram2d", label="16x16 uint8 onto counts", args={"src": src, "hist": start},
-               expect=histogram, atol=0, rtol=0)
+    yield Case(
+        "histogram2d",
+        label="16x16 uint8 onto counts",
+        args={"src": src, "hist": start},
+        expect=histogram,
+        atol=0,
+        rtol=0,
+    )
     # Float pixels on the bin edges (k / bins, exact in binary), 1.0 and values outside [0, 1].
     edges = np.array([0.0, 0.25, 0.5, 0.75, 1.0, -0.5, 1.5, 0.125], np.float32)
     src = rng.choice(edges, (9, 11, 4)).astype(np.float32)
-    yield Case("histogram2d", label="9x11 float32 on bin edges bins=4",
-               args={"src": src, "hist": np.zeros((4, 4), np.uint32)}, expect=histogram, atol=0, rtol=0)
+    yield Case(
+        "histogram2d",
+        label="9x11 float32 on bin edges bins=4",
+        args={"src": src, "hist": np.zeros((4, 4), np.uint32)},
+        expect=histogram,
+        atol=0,
+        rtol=0,
+    )

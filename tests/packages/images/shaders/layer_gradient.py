@@ -30,7 +30,9 @@ def gradient(args: dict[str, Any]) -> dict[str, np.ndarray]:
     s = (np.arange(w) + 1.0) / w
     t = (np.arange(h) + 0.5) / h
     index = np.arange(n)[:, None, None]
-    sampled = sample_bilinear(layers, s[None, None, :], t[None, :, None], address=samp.address[:2], layer=index)
+    sampled = sample_bilinear(
+        layers, s[None, None, :], t[None, :, None], address=samp.address[:2], layer=index
+    )
     return {"grad": (sampled - layers).astype(np.float32)}
 
 
@@ -39,7 +41,13 @@ def _pow2(n: int) -> bool:
 
 
 def cases(rng: np.random.Generator) -> Iterator[Case]:
-    shapes = [(1, 8, 8, "clamp"), (3, 4, 16, "repeat"), (2, 8, 4, "mirror"), (4, 7, 13, "clamp"), (5, 1, 9, "repeat")]
+    shapes = [
+        (1, 8, 8, "clamp"),
+        (3, 4, 16, "repeat"),
+        (2, 8, 4, "mirror"),
+        (4, 7, 13, "clamp"),
+        (5, 1, 9, "repeat"),
+    ]
     for n, h, w, address in shapes:
         layers = rng.random((n, h, w, 4), dtype=np.float32)
         exact = _pow2(h) and _pow2(w)

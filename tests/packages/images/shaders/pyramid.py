@@ -52,23 +52,44 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
     for h, w in [(16, 16), (7, 13), (1, 9), (2, 2)]:
         src = rng.random((h, w, 4), dtype=np.float32)
         coarse = np.zeros((-(-h // 2), -(-w // 2), 4), np.float32)
-        yield Case("reduce2x", label=f"{h}x{w}", args={"src": src, "coarse": coarse}, expect=reduce2x,
-                   atol=EXACT, rtol=0)
+        yield Case(
+            "reduce2x",
+            label=f"{h}x{w}",
+            args={"src": src, "coarse": coarse},
+            expect=reduce2x,
+            atol=EXACT,
+            rtol=0,
+        )
     u8 = rng.integers(0, 256, (12, 10, 4), dtype=np.uint8)
-    yield Case("reduce2x", label="12x10 uint8", args={"src": u8, "coarse": np.zeros((6, 5, 4), np.float32)},
-               expect=reduce2x, atol=EXACT, rtol=0)
+    yield Case(
+        "reduce2x",
+        label="12x10 uint8",
+        args={"src": u8, "coarse": np.zeros((6, 5, 4), np.float32)},
+        expect=reduce2x,
+        atol=EXACT,
+        rtol=0,
+    )
     for h, w, address in [(8, 8, "clamp"), (4, 16, "mirror"), (4, 7, "clamp"), (1, 5, "repeat")]:
         coarse = rng.random((h, w, 4), dtype=np.float32)
         exact = h & (h - 1) == 0 and w & (w - 1) == 0
         yield Case(
             "expand2x",
             label=f"{h}x{w} -> {2 * h}x{2 * w} {address}",
-            args={"coarse_in": coarse, "samp": Sampler(address=address), "dst": np.zeros((2 * h, 2 * w, 4), np.float32)},
+            args={
+                "coarse_in": coarse,
+                "samp": Sampler(address=address),
+                "dst": np.zeros((2 * h, 2 * w, 4), np.float32),
+            },
             expect=expand2x,
             atol=EXACT if exact else filter_tolerance(coarse) + EXACT,
             rtol=0,
         )
     coarse = rng.random((3, 3, 4), dtype=np.float32)  # the comment's sampler, to an odd size
-    yield Case("expand2x", label="3x3 -> 7x5 default sampler",
-               args={"coarse_in": coarse, "dst": np.zeros((7, 5, 4), np.float32)}, expect=expand2x,
-               atol=filter_tolerance(coarse) + EXACT, rtol=0)
+    yield Case(
+        "expand2x",
+        label="3x3 -> 7x5 default sampler",
+        args={"coarse_in": coarse, "dst": np.zeros((7, 5, 4), np.float32)},
+        expect=expand2x,
+        atol=filter_tolerance(coarse) + EXACT,
+        rtol=0,
+    )

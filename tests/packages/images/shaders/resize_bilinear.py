@@ -27,8 +27,18 @@ EXACT = 2e-6  # float32 rounding of a sum of four products of values below 1 (a 
 ONE_COUNT = 1 / 255  # one step of an 8-bit UNORM value
 
 # (h, w, oh, ow, address): exact scales, odd sizes, a single row, every address mode.
-EXACT_SHAPES = [(8, 8, 16, 16, "clamp"), (16, 8, 8, 4, "clamp"), (4, 8, 8, 16, "repeat"), (8, 4, 16, 8, "mirror")]
-INEXACT_SHAPES = [(7, 13, 10, 5, "clamp"), (1, 17, 3, 40, "clamp"), (13, 7, 29, 11, "repeat"), (9, 9, 20, 20, "mirror")]
+EXACT_SHAPES = [
+    (8, 8, 16, 16, "clamp"),
+    (16, 8, 8, 4, "clamp"),
+    (4, 8, 8, 16, "repeat"),
+    (8, 4, 16, 8, "mirror"),
+]
+INEXACT_SHAPES = [
+    (7, 13, 10, 5, "clamp"),
+    (1, 17, 3, 40, "clamp"),
+    (13, 7, 29, 11, "repeat"),
+    (9, 9, 20, 20, "mirror"),
+]
 BORDER_SHAPES = [(8, 8, 16, 16), (5, 11, 12, 7)]
 
 
@@ -44,9 +54,7 @@ def resize(args: dict[str, Any]) -> dict[str, np.ndarray]:
     s = (np.arange(ow) + 0.5) / ow
     t = (np.arange(oh) + 0.5) / oh
     border = 0.0 if samp.border_color == "transparent_black" else [0.0, 0.0, 0.0, 1.0]
-    out = sample_bilinear(
-        texels(src), s[None, :], t[:, None], address=samp.address[:2], border_color=border
-    )
+    out = sample_bilinear(texels(src), s[None, :], t[:, None], address=samp.address[:2], border_color=border)
     return {"dst": out.astype(np.float32)}
 
 
