@@ -12,7 +12,10 @@ test beside this one runs the same references through the generated wrappers.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,14 +23,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from slangrt import BindingSpec, Kernel, Sampler
+import slangrt
+from slangrt import BindingSpec, Image, Kernel, Sampler
 from slangrt._recording._pipeline import Kind
 
 from hatch_slang.compile.compiler import CompileJob, CompileOptions, CompilerPool
+from hatch_slang.images import filter_tolerance
 from hatch_slang.spec.reflection import normalize_spirv
 from hatch_slang.validate import Case, load_reference
 
-from ..helpers import PACKAGES, requires_device
+from ..helpers import PACKAGES, REPO, requires_device
 
 pytestmark = [pytest.mark.compile, pytest.mark.gpu, requires_device]
 
@@ -253,3 +258,53 @@ def test_reference_cases_on_the_device(shader: str, spirv: dict[str, bytes]) -> 
                 )
     assert count > 0
     assert not failures, "\n".join(failures)
+
+
+def test_pyramid_chained_through_one_image(spirv: dict[str, bytes]) -> None:
+    """reduce2x writes ``coarse`` as a storage image and expand2x samples the same Image, in one
+    batch: the second dispatch sees what the first wrote (the runtime's barrier between them)."""
+    reference = load_reference(SHADERS / "pyramid.py")
+    reduce, expand = RAW["reduce2x"], RAW["expand2x"]
+    first = Kernel(spirv["reduce2x"], "reduce2x", reduce.bindings, reduce.threads)
+    second = Kernel(spirv["expand2x"], "expand2x", expand.bindings, expand.threads)
+    src = np.random.default_rng(1).random((16, 12, 4), dtype=np.float32)
+    coarse = Image.empty((8, 6, 4), np.float32, format="rgba32f")
+    dst = Image.empty((16, 12, 4), np.float32, format="rgba32f")
+    with slangrt.batch():
+        first.dispatch({0: src, 1: coarse}, _groups(6, 8))
+        second.dispatch({2: coarse, 3: Sampler(), 4: dst}, _groups(12, 16))
+    half = reference.reduce2x({"src": src})["coarse"]
+    want = reference.expand2x({"coarse_in": half, "dst": np.zeros((16, 12, 4), np.float32)})["dst"]
+    np.testing.assert_allclose(coarse.numpy(), half, rtol=0, atol=reference.EXACT)
+    # 6x8 -> 12x16 is twice the size, but 6 is no power of two: 8-bit weights along x.
+    np.testing.assert_allclose(dst.numpy(), want, rtol=0, atol=filter_tolerance(half) + reference.EXACT)
+
+
+def _has_validation_layer() -> bool:
+    return any(
+        Path(d, "VkLayer_khronos_validation.json").is_file()
+        for d in ("/usr/share/vulkan/explicit_layer.d", "/usr/local/share/vulkan/explicit_layer.d")
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("SLANGRT_VALIDATION") == "1", reason="already under validation")
+@pytest.mark.skipif(not _has_validation_layer(), reason="the Khronos validation layer is not installed")
+def test_every_case_runs_clean_under_validation() -> None:
+    """This module's tests again with the validation layer on: any message raises, failing them."""
+    env = {**os.environ, "SLANGRT_VALIDATION": "1"}
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        __file__,
+        "-q",
+        "-x",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "not validation",
+    ]
+    result = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert " passed" in result.stdout
