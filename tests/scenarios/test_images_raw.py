@@ -308,3 +308,22 @@ def test_every_case_runs_clean_under_validation() -> None:
     result = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     assert " passed" in result.stdout
+
+
+@pytest.mark.parametrize("address", ["clamp", "repeat", "mirror", "border"])
+def test_tolerances_tell_address_modes_apart(address: str, spirv: dict[str, bytes]) -> None:
+    """The references' tolerances are tight enough to matter: the kernel run with one address
+    mode matches shift_combined's reference for that mode only (shifted by 2.5 and -1.5 texels,
+    the edges read up to three texels past the image, where every mode differs)."""
+    reference = load_reference(SHADERS / "shift_combined.py")
+    raw = RAW["shift_combined"]
+    kernel = Kernel(spirv["shift_combined"], "shift_combined", raw.bindings, raw.threads)
+    tex = np.random.default_rng(2).random((8, 8, 4), dtype=np.float32)
+    out = np.zeros((8, 8, 4), np.float32)
+    shift = np.array([2.5, -1.5, 0, 0], np.float32)
+    kernel.dispatch({0: (tex, Sampler(address=address)), 1: out, 2: shift}, _groups(8, 8))
+    for mode in ("clamp", "repeat", "mirror", "border"):
+        args = {"tex": (tex, Sampler(address=mode)), "out": out, "dx": 2.5, "dy": -1.5}
+        want = reference.shifted(args)["out"]
+        matches = np.allclose(out, want, rtol=0, atol=filter_tolerance(tex))
+        assert matches == (mode == address), f"ran {address}, compared with {mode}"
