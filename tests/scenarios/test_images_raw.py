@@ -67,7 +67,6 @@ class Raw:
     grid: Callable[[Args], tuple[int, int, int]]
     samplers: dict[str, Sampler] = field(default_factory=dict)  # the comments' defaults
     params: Callable[[Args], np.ndarray] | None = None  # the uniform block's bytes
-    params_name: str = "params"
 
 
 def _b(name: str, binding: int, kind: Kind, writable: bool, **kw: Any) -> BindingSpec:
@@ -132,7 +131,6 @@ RAW: dict[str, Raw] = {
         (64, 1, 1),
         _given_grid,
         params=lambda a: np.array([a[f"weights_{c}"] for c in "xyzw"], np.float32),
-        params_name="globalParams",
     ),
     "histogram2d": Raw(
         "histogram2d",
