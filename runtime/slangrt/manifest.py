@@ -4,8 +4,11 @@ hatch-slang writes it (``hatch_slang.codegen.wrappers``) and slangrt reads it (:
 through :func:`read`); this module is the one definition of its format for both. Tools read it
 too: ``hatch-slang validate`` sizes the arrays it makes from each binding's dtype and shape.
 
-Format 2 (the newest, :data:`FORMAT`) adds the optional per-binding ``set`` (default 0) and
-per-entry ``push_size`` (default 0) to format 1; slangrt reads every format in :data:`FORMATS`.
+Format 2 adds the optional per-binding ``set`` (default 0) and per-entry ``push_size`` (default
+0) to format 1. Format 3 (the newest, :data:`FORMAT`) adds the image kinds of a binding's
+``kind`` (:data:`IMAGE_KINDS`) and, for them, the optional ``dim``, ``arrayed``, ``format``,
+``texel``, ``channels`` and ``sampler``; a manifest with no image kind is still written as format
+2. slangrt reads every format in :data:`FORMATS`.
 """
 
 from __future__ import annotations
@@ -18,14 +21,39 @@ from ._errors import SlangRTError
 from .files import read_regular
 
 FILENAME = "manifest.json"
-FORMAT = 2
-FORMATS = (1, 2)
+FORMAT = 3
+FORMATS = (1, 2, 3)
+# The binding kinds format 3 adds: images, samplers and texel buffers (slangrt's BindingSpec kinds).
+ImageKind = Literal[
+    "storage_image",
+    "sampled_image",
+    "sampler",
+    "combined_image_sampler",
+    "uniform_texel_buffer",
+    "storage_texel_buffer",
+]
+IMAGE_KINDS: tuple[ImageKind, ...] = (
+    "storage_image",
+    "sampled_image",
+    "sampler",
+    "combined_image_sampler",
+    "uniform_texel_buffer",
+    "storage_texel_buffer",
+)
+
+
+class SamplerInfo(TypedDict):
+    """A sampler's or combined image sampler's default, as its comment gives it (format 3)."""
+
+    filter: Literal["linear", "nearest"]
+    address: Literal["clamp", "repeat", "mirror", "border"]
+    compare: str | None  # a comparison sampler's operation (`less` ...); None: no comparison
 
 
 class _Binding(TypedDict):
     binding: int
     name: str
-    kind: Literal["storage", "uniform"]
+    kind: Literal["storage", "uniform"] | ImageKind
     writable: bool  # the kernel may write it (batches place barriers by it)
     # The contract, for tools (not read by the runtime):
     role: Literal["data", "params"]
@@ -39,6 +67,15 @@ class Binding(_Binding, total=False):
 
     set: int  # the descriptor set (format 2); absent: 0
     flat: bool  # `flat[n]`: any shape, n elements in all; absent: False
+    # Images, texel buffers and combined image samplers (format 3). `dtype` is then the NumPy
+    # dtype of the array a tool makes for it (a declared format's, else the texel type's), `shape`
+    # its documented size axes only (never the channel axis).
+    dim: Literal["1d", "2d", "3d", "cube", "buffer"]
+    arrayed: bool
+    format: str | None  # a storage image's declared format in Slang's names (`rgba8`); None: undeclared
+    texel: Literal["float", "int", "uint"]  # how the kernel reads a texel's components
+    channels: int  # 1-4: the texel type's vector width (a declared format's channel count wins)
+    sampler: SamplerInfo  # samplers and combined image samplers: the default
 
 
 class _Entry(TypedDict):
