@@ -4,8 +4,9 @@ Every descriptor kind, in real Slang, documented and not, used by the entry and 
 sampler or a texel buffer the entry uses is an argument of its own kind (a comment that calls it
 a buffer is a warning naming the line; issue 22); an acceleration structure, a multisampled image
 or an array of descriptors fails the build naming `file:line`; one it does not use builds, and a
-comment that cannot describe it is a contradiction under `strict`. Storage and uniform buffers and push constants are bound as the
-descriptor type their SPIR-V declares, and the kernels compute the right thing on lavapipe.
+comment that cannot describe it is a contradiction under `strict`. Storage and uniform buffers
+and push constants are bound as the descriptor type their SPIR-V declares, and the kernels
+compute the right thing on lavapipe.
 """
 
 from __future__ import annotations
