@@ -299,6 +299,15 @@ def _shape(
                 f"({describe(kind, spec)}) takes {want}; the shape is not checked",
             )
         ]
+    odd = [d.text for d in doc.shape if not d.is_name and d.constant is None]
+    if odd:  # Dims.image takes names and ints: an expression axis is not checked
+        return doc.shape, [
+            (
+                doc.line,
+                f"binding `{doc.name}`: the image axis `{odd[0]}` is an expression; an image's axes "
+                "are checked as names or numbers only, so it is not checked",
+            )
+        ]
     return doc.shape, []
 
 
