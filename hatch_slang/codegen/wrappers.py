@@ -664,9 +664,8 @@ def _manifest_binding(b: BufferSpec) -> manifest.Binding:
 
 def render_manifest(shaders: dict[str, manifest.Shader], compiler: str) -> str:
     """The manifest's text: format 3 where a binding is an image kind, else format 2 (the bytes
-    of packages without images stay as they were)."""
-    kinds = {b["kind"] for s in shaders.values() for e in s["entries"].values() for b in e["bindings"]}
-    fmt = manifest.FORMAT if kinds & set(manifest.IMAGE_KINDS) else 2
+    of packages without images stay as they were: :func:`slangrt.manifest.format_of`)."""
+    fmt = manifest.format_of(shaders)
     return manifest.dumps({"format": fmt, "compiler": f"slang {compiler}", "shaders": shaders})
 
 

@@ -12,11 +12,9 @@ every binding it uses; a params buffer lists its fields as :class:`ParamSlot` va
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from slangrt.dtypes import DTYPES
-from slangrt.manifest import IMAGE_KINDS as IMAGE_KINDS
-from slangrt.manifest import ImageKind as ImageKind
 from slangrt.spirv import Image, Member, Resource
 
 from hatch_slang.comments.expr import Expr
@@ -34,8 +32,17 @@ def register(kind: str, writable: bool) -> str:
     return "b" if kind == "uniform" else "s" if kind == "sampler" else "u" if writable else "t"
 
 
-# The descriptor kinds of images, samplers and texel buffers (a BufferSpec's kind) are the
-# manifest's format-3 kinds, slangrt's `BindingSpec` kinds: IMAGE_KINDS, ImageKind, imported above.
+# The descriptor kinds of images, samplers and texel buffers, as a BufferSpec's kind: the
+# manifest's format-3 kinds (slangrt.manifest.Kind), slangrt's `BindingSpec` kinds.
+ImageKind = Literal[
+    "storage_image",
+    "sampled_image",
+    "sampler",
+    "combined_image_sampler",
+    "uniform_texel_buffer",
+    "storage_texel_buffer",
+]
+IMAGE_KINDS: tuple[ImageKind, ...] = get_args(ImageKind)
 Texel = Literal["float", "int", "uint"]
 
 

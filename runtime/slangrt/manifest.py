@@ -5,17 +5,17 @@ through :func:`read`); this module is the one definition of its format for both.
 too: ``hatch-slang validate`` sizes the arrays it makes from each binding's dtype and shape.
 
 Format 2 adds the optional per-binding ``set`` (default 0) and per-entry ``push_size`` (default
-0) to format 1. Format 3 (the newest, :data:`FORMAT`) adds the image kinds of a binding's
-``kind`` (:data:`IMAGE_KINDS`) and, for them, the optional ``dim``, ``arrayed``, ``format``,
-``texel``, ``channels`` and ``sampler``; a manifest with no image kind is still written as format
-2. slangrt reads every format in :data:`FORMATS`.
+0) to format 1. Format 3 (the newest, :data:`FORMAT`) adds the image, sampler and texel-buffer
+kinds and their optional keys (``dim``, ``arrayed``, ``format``, ``texel``, ``channels``,
+``sampler``); a manifest without such a binding is still written as format 2. slangrt reads every
+format in :data:`FORMATS`.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, get_args
 
 from ._errors import SlangRTError
 from .files import read_regular
@@ -23,8 +23,10 @@ from .files import read_regular
 FILENAME = "manifest.json"
 FORMAT = 3
 FORMATS = (1, 2, 3)
-# The binding kinds format 3 adds: images, samplers and texel buffers (slangrt's BindingSpec kinds).
-ImageKind = Literal[
+
+Kind = Literal[
+    "storage",
+    "uniform",
     "storage_image",
     "sampled_image",
     "sampler",
@@ -32,28 +34,20 @@ ImageKind = Literal[
     "uniform_texel_buffer",
     "storage_texel_buffer",
 ]
-IMAGE_KINDS: tuple[ImageKind, ...] = (
-    "storage_image",
-    "sampled_image",
-    "sampler",
-    "combined_image_sampler",
-    "uniform_texel_buffer",
-    "storage_texel_buffer",
-)
 
 
-class SamplerInfo(TypedDict):
-    """A sampler's or combined image sampler's default, as its comment gives it (format 3)."""
+class SamplerDefault(TypedDict):
+    """A sampler or combined binding's default sampler, as its comment gives it (format 3)."""
 
     filter: Literal["linear", "nearest"]
     address: Literal["clamp", "repeat", "mirror", "border"]
-    compare: str | None  # a comparison sampler's operation (`less` ...); None: no comparison
+    compare: str | None  # None, or a compare op: "less", "less_equal", ...
 
 
 class _Binding(TypedDict):
     binding: int
     name: str
-    kind: Literal["storage", "uniform"] | ImageKind
+    kind: Kind
     writable: bool  # the kernel may write it (batches place barriers by it)
     # The contract, for tools (not read by the runtime):
     role: Literal["data", "params"]
@@ -67,15 +61,14 @@ class Binding(_Binding, total=False):
 
     set: int  # the descriptor set (format 2); absent: 0
     flat: bool  # `flat[n]`: any shape, n elements in all; absent: False
-    # Images, texel buffers and combined image samplers (format 3). `dtype` is then the NumPy
-    # dtype of the array a tool makes for it (a declared format's, else the texel type's), `shape`
-    # its documented size axes only (never the channel axis).
+    # Image, texel-buffer and combined bindings (format 3; absent: what the SPIR-V says):
     dim: Literal["1d", "2d", "3d", "cube", "buffer"]
-    arrayed: bool
-    format: str | None  # a storage image's declared format in Slang's names (`rgba8`); None: undeclared
-    texel: Literal["float", "int", "uint"]  # how the kernel reads a texel's components
-    channels: int  # 1-4: the texel type's vector width (a declared format's channel count wins)
-    sampler: SamplerInfo  # samplers and combined image samplers: the default
+    arrayed: bool  # an array texture (Texture2DArray: layers), not an array of descriptors
+    format: str | None  # a storage image's declared format, Slang's name ("rgba8"); None: undeclared
+    texel: Literal["float", "int", "uint"]  # how the kernel reads texels
+    channels: int  # 1 to 4: the texel type's vector width (a declared format's wins)
+    # Sampler and combined bindings (format 3): the default sampler (else linear, clamp, None).
+    sampler: SamplerDefault
 
 
 class _Entry(TypedDict):
@@ -106,6 +99,16 @@ class Manifest(TypedDict):
     format: int
     compiler: str  # `slang <version>`
     shaders: dict[str, Shader]  # by module name
+
+
+def format_of(shaders: dict[str, Shader]) -> int:
+    """The format a manifest of ``shaders`` is written as: :data:`FORMAT` where a binding has an
+    image, sampler or texel-buffer kind, else 2 (which every slangrt of the 0.1 series reads)."""
+    for shader in shaders.values():
+        for entry in shader["entries"].values():
+            if any(b["kind"] not in _BUFFER_KINDS for b in entry["bindings"]):
+                return FORMAT
+    return 2
 
 
 def dumps(manifest: Manifest) -> str:
@@ -169,6 +172,7 @@ class _Where:
 def _check(data: dict[str, object], path: str) -> None:
     """Refuse a manifest whose structure is not the format's, naming the value and the file."""
     w = _Where(path)
+    kinds = _KINDS if data.get("format") == 3 else _BUFFER_KINDS
     w.typed(data, "shaders", "manifest", dict, "an object")
     shaders: dict[str, object] = data["shaders"]  # type: ignore[assignment]
     for module, shader in shaders.items():
@@ -179,10 +183,35 @@ def _check(data: dict[str, object], path: str) -> None:
             at = f"shaders.{module}.entries.{name}"
             if not isinstance(entry, dict):
                 raise w.bad(at, "an object", entry)
-            _check_entry(w, entry, at)
+            _check_entry(w, entry, at, kinds)
 
 
-def _check_entry(w: _Where, entry: dict[str, object], at: str) -> None:
+_BUFFER_KINDS = ("storage", "uniform")
+_KINDS: tuple[str, ...] = get_args(Kind)
+# The kinds that may carry each format-3 key.
+_TEXEL_KINDS = frozenset(
+    {
+        "storage_image",
+        "sampled_image",
+        "combined_image_sampler",
+        "uniform_texel_buffer",
+        "storage_texel_buffer",
+    }
+)
+_SAMPLER_KINDS = frozenset({"sampler", "combined_image_sampler"})
+_DIMS = ("1d", "2d", "3d", "cube", "buffer")
+_TEXELS = ("float", "int", "uint")
+_FILTERS = ("linear", "nearest")
+_ADDRESSES = ("clamp", "repeat", "mirror", "border")
+_COMPARES = ("never", "less", "equal", "less_equal", "greater", "not_equal", "greater_equal", "always")
+_MAX_FORMAT = 32  # the longest format name read (Slang's longest: 14 letters)
+
+
+def _one_of(choices: tuple[str, ...]) -> str:
+    return " or ".join(f'"{c}"' for c in choices)
+
+
+def _check_entry(w: _Where, entry: dict[str, object], at: str, kinds: tuple[str, ...]) -> None:
     w.typed(entry, "spirv", at, str, "a file name")
     w.typed(entry, "spirv_sha256", at, str, "a sha256 in hex")
     threads = entry.get("threads")
@@ -202,9 +231,51 @@ def _check_entry(w: _Where, entry: dict[str, object], at: str) -> None:
         w.int(b.get("set", 0), f"{where}.set", 0, _MAX_SET)
         w.typed(b, "name", where, str, "a string")
         w.typed(b, "writable", where, bool, "true or false")
-        if b.get("kind") not in ("storage", "uniform"):
-            raise w.bad(f"{where}.kind", '"storage" or "uniform"', b.get("kind"))
+        if b.get("kind") not in kinds:
+            raise w.bad(f"{where}.kind", _one_of(kinds), b.get("kind"))
+        _check_image_keys(w, b, where)
         key = (b.get("set", 0), b["binding"])
         if key in seen:
             raise w.bad(f"{where}.binding", "a binding no other binding of the entry has", b["binding"])
         seen.add(key)
+
+
+def _check_image_keys(w: _Where, b: dict[str, object], where: str) -> None:
+    """The format-3 keys of one binding: each only on the kinds that have it, each of its type."""
+    kind = b["kind"]
+    for key in ("dim", "arrayed", "format", "texel", "channels"):
+        if key in b and kind not in _TEXEL_KINDS:
+            raise w.bad(
+                f"{where}.{key}", f"absent on a {kind} binding (images and texel buffers only)", b[key]
+            )
+    if "sampler" in b and kind not in _SAMPLER_KINDS:
+        raise w.bad(f"{where}.sampler", f"absent on a {kind} binding (samplers only)", b["sampler"])
+    if "dim" in b and b["dim"] not in _DIMS:
+        raise w.bad(f"{where}.dim", _one_of(_DIMS), b["dim"])
+    if "arrayed" in b and not isinstance(b["arrayed"], bool):
+        raise w.bad(f"{where}.arrayed", "true or false", b["arrayed"])
+    fmt = b.get("format")
+    if fmt is not None and not (
+        isinstance(fmt, str)
+        and 0 < len(fmt) <= _MAX_FORMAT
+        and fmt.isascii()
+        and fmt.replace("_", "a").isalnum()
+    ):
+        raise w.bad(f"{where}.format", "null or a format name (letters, digits, _)", fmt)
+    if "texel" in b and b["texel"] not in _TEXELS:
+        raise w.bad(f"{where}.texel", _one_of(_TEXELS), b["texel"])
+    if "channels" in b:
+        w.int(b["channels"], f"{where}.channels", 1, 4)
+    if "sampler" in b:
+        _check_sampler(w, b["sampler"], f"{where}.sampler")
+
+
+def _check_sampler(w: _Where, s: object, at: str) -> None:
+    if not isinstance(s, dict):
+        raise w.bad(at, "an object", s)
+    if s.get("filter") not in _FILTERS:
+        raise w.bad(f"{at}.filter", _one_of(_FILTERS), s.get("filter"))
+    if s.get("address") not in _ADDRESSES:
+        raise w.bad(f"{at}.address", _one_of(_ADDRESSES), s.get("address"))
+    if s.get("compare") is not None and s.get("compare") not in _COMPARES:
+        raise w.bad(f"{at}.compare", f"null or {_one_of(_COMPARES)}", s.get("compare"))

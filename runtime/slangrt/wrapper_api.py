@@ -1,8 +1,9 @@
 """The contract between generated kernel wrappers and the runtime: what generated code may use.
 
 Modules that hatch-slang generates import this module (as ``_c``) and nothing else of slangrt
-but the public ``slangrt.Tensor`` in annotations. It is versioned: :data:`API_VERSION` changes
-whenever a name here is removed or changes meaning, and hatch-slang declares the
+but the public ``slangrt.Tensor``, ``slangrt.Image`` and ``slangrt.Sampler`` (in annotations, and
+a module-level default ``slangrt.Sampler(...)`` per sampler argument). It is versioned:
+:data:`API_VERSION` changes whenever a name here is removed or changes meaning, and hatch-slang declares the
 hatch-slang-runtime releases that provide the version it generates for as the wheel's
 ``Requires-Dist`` (API 1: ``hatch-slang-runtime>=0.1,<0.2``). A generated module first calls
 :func:`require` with the version it was written for, so a runtime that provides another one is
@@ -14,7 +15,14 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
 - :func:`library` ``(__file__)``: the package's kernel library (``manifest.json`` beside the
   module); its ``.kernel(shader, entry)`` is the ``Kernel`` to dispatch.
 - :class:`Dims` ``(name)``: one call's argument checks (``name``: the entry, for messages):
-  ``given``, ``array``, ``get``, ``expect``, ``derived``, ``pack`` and ``run`` (the dispatch).
+  ``given``, ``array``, ``get``, ``expect``, ``derived``, ``pack`` and ``run`` (the dispatch);
+  for images, samplers and texel buffers ``image`` (a storage or sampled image: a
+  ``slangrt.Image`` or a NumPy array, checked against the binding's dim, arrayed, channels,
+  texel and declared format, its documented size axes bound like an array's), ``combined`` (an
+  image or ``(image, slangrt.Sampler)``; returns the pair), ``sampler`` (None: the wrapper's
+  default ``slangrt.Sampler``) and ``texels`` (a ``slangrt.Tensor`` or NumPy array ``(N,)`` or
+  ``(N, C)``). Those four were added within API 1 (the 0.1 series, before its first release),
+  and a call that uses them is never kept by ``LastCall``: it takes every check each time.
 - :class:`LastCall` ``()``: one per wrapper, at module level; ``.repeat(arrays, scalars)``
   dispatches again, unchecked, when a call's arguments are the last kept call's (the same open
   tensors, equal values of the same types), and ``Dims.run(..., last=, args=, scalars=)`` keeps

@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._devices._sampler import Sampler
 from .._devices._tensor import Tensor
 from .._recording._callkey import value_key
 from ..dtypes import DTYPES
+from . import _image_args
 from ._arguments import Packed
 from ._kernel import Kernel
 from ._lastcall import LastCall
@@ -224,7 +226,7 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
 class Dims:
     """Dimension names bound while checking one call's arguments."""
 
-    __slots__ = ("kernel", "pointers", "shapes", "values", "writebacks", "written")
+    __slots__ = ("descriptors", "kernel", "pointers", "shapes", "values", "writebacks", "written")
 
     def __init__(self, kernel: str) -> None:
         self.kernel = kernel
@@ -235,6 +237,7 @@ class Dims:
         self.writebacks: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]] = []
         self.written: list[tuple[str, Bound]] = []  # the arguments for written bindings
         self.pointers: list[tuple[str, Tensor]] = []  # tensors passed to pointer parameters
+        self.descriptors = False  # an image, sampler or texel buffer was checked (never kept)
 
     def _err(self, msg: str) -> str:
         return f"{self.kernel}(): {msg}"
@@ -361,6 +364,77 @@ class Dims:
             return value
         assert isinstance(value, np.ndarray)
         return self._contiguous(name, value, writable)
+
+    def image(
+        self,
+        name: str,
+        value: object,
+        shape: tuple[str | int | None, ...] | None,
+        *,
+        dim: str,
+        arrayed: bool,
+        channels: int,
+        texel: str | None,
+        format: str | None,
+        writable: bool,
+    ) -> object:
+        """A storage or sampled image binding's argument, a :class:`slangrt.Image` or a NumPy
+        array (see ``_image_args``): checked, its documented size axes bound; what to bind."""
+        return _image_args.image(
+            self,
+            name,
+            value,
+            shape,
+            dim=dim,
+            arrayed=arrayed,
+            channels=channels,
+            texel=texel,
+            format=format,
+            writable=writable,
+        )
+
+    def combined(
+        self,
+        name: str,
+        value: object,
+        shape: tuple[str | int | None, ...] | None,
+        *,
+        dim: str,
+        arrayed: bool,
+        channels: int,
+        texel: str | None,
+        sampler: Sampler,
+    ) -> object:
+        """A combined image sampler's argument, an image or ``(image, Sampler)``; returns the
+        ``(image, sampler)`` to bind (``sampler``: the wrapper's default)."""
+        return _image_args.combined(
+            self,
+            name,
+            value,
+            shape,
+            dim=dim,
+            arrayed=arrayed,
+            channels=channels,
+            texel=texel,
+            sampler=sampler,
+        )
+
+    def sampler(self, name: str, value: object, default: Sampler) -> Sampler:
+        """A sampler argument: ``default`` for None, else a :class:`slangrt.Sampler`."""
+        return _image_args.sampler(self, name, value, default)
+
+    def texels(
+        self,
+        name: str,
+        value: object,
+        shape: tuple[str | int | None, ...] | None,
+        *,
+        channels: int,
+        texel: str | None,
+        writable: bool,
+    ) -> object:
+        """A texel buffer's argument, a :class:`Tensor` or NumPy array ``(N,)`` or ``(N, C)``."""
+        return _image_args.texels(self, name, value, shape, channels=channels, texel=texel, writable=writable)
 
     def _check_dtype(self, name: str, dtype: str, got: np.dtype[Any]) -> None:
         want = _NP_DTYPES.get(dtype)
@@ -524,7 +598,7 @@ class Dims:
     def run(
         self,
         kernel: Kernel,
-        buffers: Mapping[Any, Bound],
+        buffers: Mapping[Any, Any],
         grid: tuple[int, int, int],
         push: Packed | None = None,
         *,
@@ -536,7 +610,8 @@ class Dims:
         :meth:`pack` made for the push-constant block (None: the kernel has none). Tensors
         packed for pointer parameters go to the dispatch's ``refs``. ``last``: the wrapper's
         :class:`LastCall`, which keeps this call (its array ``args`` and other arguments
-        ``scalars``, as the wrapper was called) where it can be repeated unchecked."""
+        ``scalars``, as the wrapper was called) where it can be repeated unchecked (never one
+        with images, samplers or texel buffers: those take every check each call)."""
         # Packed params are read-only NumPy arguments: the kernel binds them from its device's
         # params cache (same bytes, same memory), so the call does not wait for them.
         refs: list[Tensor] = []
@@ -553,5 +628,5 @@ class Dims:
         kernel.dispatch(buffers, grid, push, refs)
         for original, copy in self.writebacks:
             original[...] = copy
-        if last is not None and push is None and not refs and not self.writebacks:
+        if last is not None and push is None and not refs and not self.writebacks and not self.descriptors:
             last.keep(args, scalars, kernel, buffers, grid)

@@ -12,7 +12,9 @@ takes the full path, which checks everything.
 
 Only calls whose every bound argument is one of the caller's tensors or packed params are kept
 (not those that copied, viewed or will write back a host array, nor those with pointers or push
-constants). A kept call holds weak references to its tensors: nothing stays alive because of it.
+constants, nor any call of a kernel with images, samplers or texel buffers: an image can be
+closed, and a sampler or an image is not a tensor, so those calls always take the checked
+path). A kept call holds weak references to its tensors: nothing stays alive because of it.
 The dispatch itself goes through ``Kernel.dispatch``, whose own plan check confirms the same
 allocations again.
 """
@@ -81,6 +83,8 @@ class LastCall:
         grid: tuple[int, int, int],
     ) -> None:
         """Remember a call that succeeded, if it can be repeated (see the module docstring)."""
+        if kernel._sig.descs:
+            return  # images, samplers, texel buffers: every call checks them (Dims.run keeps none)
         slots = []
         used = set()
         for arg in arrays:

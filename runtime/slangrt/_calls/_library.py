@@ -5,13 +5,16 @@ from __future__ import annotations
 import hashlib
 import threading
 from pathlib import Path
+from typing import Literal
 
 from .. import manifest as _manifest
 from .._errors import SlangRTError, SpirvError
 from ..files import read_regular
 from ..spirv import _entry as _spirv
+from ..spirv._module import Resource
 from ._kernel import BindingSpec, Kernel
 
+Facts = _spirv.Entry  # what the SPIR-V says of an entry (the class's `_spirv` is a method)
 _HEX = frozenset("0123456789abcdef")
 MAX_SPIRV_BYTES = 64 << 20  # the largest SPIR-V module read (real kernels: kilobytes)
 
@@ -65,8 +68,9 @@ class KernelLibrary:
             f"{why}; the package is damaged or was tampered with (rebuild or reinstall it)"
         )
 
-    def _check(self, shader: str, entry: str, info: _manifest.Entry, spirv: bytes) -> None:
-        """Refuse a manifest entry that disagrees with its SPIR-V about how to bind and run it."""
+    def _check(self, shader: str, entry: str, info: _manifest.Entry, spirv: bytes) -> Facts:
+        """Refuse a manifest entry that disagrees with its SPIR-V about how to bind and run it;
+        return the SPIR-V's facts."""
         try:
             facts = _spirv.read(spirv, entry)
         except SpirvError as e:
@@ -74,6 +78,7 @@ class KernelLibrary:
         problem = _disagreement(facts, info)
         if problem is not None:
             raise self._refuse(shader, entry, f"disagrees with the kernel's SPIR-V: {problem}")
+        return facts
 
     def kernel(self, shader: str, entry: str) -> Kernel:
         key = (shader, entry)
@@ -85,11 +90,8 @@ class KernelLibrary:
             if k is None:
                 info = self.entry(shader, entry)
                 spirv = self._spirv(shader, entry, info)
-                self._check(shader, entry, info, spirv)
-                bindings = [
-                    BindingSpec(b["binding"], b["name"], b["kind"], b["writable"], int(b.get("set", 0)))
-                    for b in info["bindings"]
-                ]
+                facts = self._check(shader, entry, info, spirv)
+                bindings = [_spec(b, facts) for b in info["bindings"]]
                 x, y, z = (int(v) for v in info["threads"])
                 k = Kernel(
                     spirv,
@@ -103,8 +105,91 @@ class KernelLibrary:
         return k
 
 
+def _spec(b: _manifest.Binding, facts: _spirv.Entry) -> BindingSpec:
+    """A manifest binding as the kernel binds it; an image's facts the manifest leaves out (it
+    agrees with the SPIR-V on those it gives) are the SPIR-V's."""
+    key = (int(b.get("set", 0)), b["binding"])
+    image = facts.descriptors[key].image
+    if image is None:
+        return BindingSpec(b["binding"], b["name"], b["kind"], b["writable"], key[0])
+    return BindingSpec(
+        b["binding"],
+        b["name"],
+        b["kind"],
+        b["writable"],
+        key[0],
+        dim=b.get("dim", image.dim),
+        arrayed=b.get("arrayed", image.arrayed),
+        # (only a storage image binds by its declared format: Slang declares one on others too)
+        format=b.get("format", image.format) if b["kind"] == "storage_image" else None,
+        texel=b.get("texel", _texel(image.texel)),
+    )
+
+
 def _where(key: tuple[int, int]) -> str:
     return f"binding {key[1]}" if key[0] == 0 else f"set {key[0]}, binding {key[1]}"
+
+
+# The manifest's kind of each Vulkan descriptor type slangrt binds (`Resource.descriptor`).
+_KIND_OF = {
+    "storage_buffer": "storage",
+    "uniform_buffer": "uniform",
+    "storage_image": "storage_image",
+    "sampled_image": "sampled_image",
+    "sampler": "sampler",
+    "combined_image_sampler": "combined_image_sampler",
+    "uniform_texel_buffer": "uniform_texel_buffer",
+    "storage_texel_buffer": "storage_texel_buffer",
+}
+# How messages say each manifest kind.
+_KIND_WORDS = {
+    "storage": "a storage buffer",
+    "uniform": "a uniform buffer",
+    "storage_image": "a storage image",
+    "sampled_image": "a sampled image",
+    "sampler": "a sampler",
+    "combined_image_sampler": "a combined image sampler",
+    "uniform_texel_buffer": "a uniform texel buffer",
+    "storage_texel_buffer": "a storage texel buffer",
+}
+
+
+def _texel(scalar: str) -> Literal["float", "int", "uint"]:
+    """The manifest's texel of a SPIR-V sampled type (``f32`` -> ``float``, ``u32`` -> ``uint``)."""
+    return "float" if scalar[0] == "f" else "int" if scalar[0] == "i" else "uint"
+
+
+def _descriptor(r: Resource, b: _manifest.Binding, what: str) -> str | None:
+    """How one descriptor of the SPIR-V and the manifest's binding for it disagree (None: not)."""
+    kind = _KIND_OF.get(r.descriptor)
+    if kind is None or r.array_size != 1:
+        shown = "an array of descriptors" if r.array_size != 1 else f"a {r.type_text or r.descriptor}"
+        return f"the SPIR-V's {what} is {shown}, which slangrt does not bind"
+    if kind != b["kind"]:
+        said = _KIND_WORDS.get(b["kind"], "")
+        return f"the SPIR-V's {what} is {_KIND_WORDS[kind]}; the manifest says {b['kind']} ({said})"
+    if r.writable and not b["writable"]:
+        return f"the SPIR-V writes {what}; the manifest says it is read-only (its results would be lost)"
+    image = r.image
+    if image is None:
+        return None
+    if image.multisampled:
+        return f"the SPIR-V's {what} is a multisampled image, which slangrt does not bind"
+    if "dim" in b and b["dim"] != image.dim:
+        return f"the SPIR-V's {what} is a {image.dim} image; the manifest says {b['dim']}"
+    if "arrayed" in b and b["arrayed"] != image.arrayed:
+        which = ("an arrayed", "not arrayed") if image.arrayed else ("not arrayed", "arrayed")
+        return f"the SPIR-V's {what} is {which[0]} image; the manifest says {which[1]}"
+    fmt = b.get("format")
+    if (("format" in b and kind == "storage_image") or fmt is not None) and fmt != image.format:
+        return (
+            f"the SPIR-V's {what} declares the format {image.format or 'Unknown'}; the manifest says "
+            f"{fmt or 'none'}"
+        )
+    if "texel" in b and b["texel"] != _texel(image.texel):
+        got = f"{_texel(image.texel)} texels ({image.texel})"
+        return f"the SPIR-V's {what} reads {got}; the manifest says {b['texel']}"
+    return None
 
 
 def _disagreement(facts: _spirv.Entry, info: _manifest.Entry) -> str | None:
@@ -115,13 +200,9 @@ def _disagreement(facts: _spirv.Entry, info: _manifest.Entry) -> str | None:
         what = f"{_where(key)} (`{r.variable}`)" if r.variable else _where(key)
         if b is None:
             return f"the SPIR-V uses {what}, which the manifest does not list (it would run unbound)"
-        if r.storage == "other" or r.array_size != 1:
-            kind = "an array of descriptors" if r.array_size != 1 else "an image, sampler or other non-buffer"
-            return f"the SPIR-V's {what} is {kind}, which slangrt does not bind"
-        if r.storage != b["kind"]:
-            return f"the SPIR-V's {what} is a {r.storage} buffer; the manifest says {b['kind']}"
-        if r.writable and not b["writable"]:
-            return f"the SPIR-V writes {what}; the manifest says it is read-only (its results would be lost)"
+        problem = _descriptor(r, b, what)
+        if problem is not None:
+            return problem
     for key in sorted(listed.keys() - facts.descriptors.keys()):
         return f"the manifest lists {_where(key)} ({listed[key]['name']}), which the SPIR-V does not use"
     push = int(info.get("push_size", 0))

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from hatch_slang import runtime_requirement
 from hatch_slang.codegen import wrappers as codegen
 from hatch_slang.comments import expr
 from hatch_slang.spec import reflection
+from hatch_slang.spec.model import IMAGE_KINDS
 
 from ...helpers import REPO, importable
 
@@ -91,9 +93,10 @@ def test_one_manifest_format() -> None:
     format 2's, as every package built before images was."""
     assert codegen.MANIFEST == manifest.FILENAME == "manifest.json"
     assert manifest.FORMAT == 3 and manifest.FORMATS == (1, 2, 3)
+    assert set(get_args(manifest.Kind)) == {"storage", "uniform", *IMAGE_KINDS}  # one vocabulary
     text = codegen.render_manifest({}, "2025.1")
     assert text == manifest.dumps({"format": 2, "compiler": "slang 2025.1", "shaders": {}})
-    for kind in manifest.IMAGE_KINDS:
+    for kind in IMAGE_KINDS:
         binding: manifest.Binding = {
             "binding": 0,
             "name": "x",
