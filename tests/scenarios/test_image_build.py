@@ -5,8 +5,8 @@ What the compiled code says of a binding (its descriptor type, dimensionality, a
 format, texel type, channel count) wins; a comment that says otherwise is a warning naming its
 line, never a failed build. A comment gives what the code does not: a sampler's default and the
 names of an image's size axes, which Dispatch lines and params use like array dims. The runtime's
-``Dims.image`` and its kin are another branch's; here the generated source, the manifest and
-``mypy --strict`` are checked.
+``Dims.image`` and its kin check the arguments; here the generated source, the manifest,
+``mypy --strict``, and two of the wrappers end to end on the device.
 """
 
 from __future__ import annotations
@@ -15,14 +15,19 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+import slangrt
 from slangrt import wrapper_api
 
 from hatch_slang.builder import pipeline
 from hatch_slang.config.project import load_project_config
+
+from ..helpers import BuiltPackage, built_package, requires_device
 
 pytestmark = pytest.mark.compile
 
@@ -328,3 +333,59 @@ def _mypy_errors(root: Path) -> list[str]:
     missing = [m for m in _DIMS_METHODS if not hasattr(wrapper_api.Dims, m)]
     allowed = tuple(f'"Dims" has no attribute "{m}"  [attr-defined]' for m in missing)
     return [e for e in errors if not e.endswith(allowed)]
+
+
+# End to end on the device, through the runtime's Dims.image and its kin.
+COMBO = """\
+[[vk::binding(0)]] Sampler2D<float4> comb;
+[[vk::binding(1)]] Buffer<float> lut;
+[[vk::binding(2)]] [[vk::image_format("rgba32f")]] RWBuffer<float4> outb;
+[[vk::binding(3)]] [[vk::image_format("r32ui")]] RWTexture2D<uint> hist;
+
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void combo(uint3 id : SV_DispatchThreadID)
+{
+    uint i = id.x;
+    float4 c = comb.SampleLevel(float2((i + 0.5) / 4.0, 0.5), 0);  // texel centres: exact weights
+    outb[i] = c * lut[i];
+    InterlockedAdd(hist[uint2(i % 2, 0)], 1u);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltPackage]:
+    root = _project(tmp_path_factory.mktemp("e2e"), {"resize.slang": RESIZE, "combo.slang": COMBO})
+    with built_package(root) as package:
+        yield package
+
+
+@requires_device
+@pytest.mark.gpu
+def test_an_idiomatic_combined_sampler_texel_buffers_and_image_atomics_compute(built: BuiltPackage) -> None:
+    combo = built.kernels("combo")
+    img = np.random.default_rng(0).random((1, 4, 4), dtype=np.float32)  # (H, W, C)
+    lut = np.arange(1, 5, dtype=np.float32)
+    outb = np.zeros((4, 4), np.float32)
+    hist = np.zeros((1, 2), np.uint32)
+    combo.combo(img, lut, outb, hist, grid=(1, 1, 1))
+    np.testing.assert_allclose(outb, img[0] * lut[:, None], rtol=1e-6)
+    assert hist.tolist() == [[2, 2]]
+
+
+@requires_device
+@pytest.mark.gpu
+def test_a_documented_resize_computes_with_its_sampler_default_and_inferred_sizes(
+    built: BuiltPackage,
+) -> None:
+    resize = built.kernels("resize")
+    src = np.random.default_rng(1).random((4, 4, 4), dtype=np.float32)
+    # Nearest sampling, 2x: each texel twice along each axis; rgba8 (UNORM) rounds to 1/255.
+    want = np.round(src.repeat(2, 0).repeat(2, 1) * 0.5 * 255)
+    for samp in (None, slangrt.Sampler(filter="nearest", address="clamp")):
+        dst = np.zeros((8, 8, 4), np.uint8)
+        resize.resize(src, dst, samp=samp, gain=0.5)  # h and w are inferred from src
+        assert np.abs(dst.astype(np.float64) - want).max() <= 1
+    with pytest.raises(TypeError, match="samp"):
+        resize.resize(src, np.zeros((8, 8, 4), np.uint8), samp="nearest", gain=0.5)
