@@ -389,3 +389,35 @@ def test_a_documented_resize_computes_with_its_sampler_default_and_inferred_size
         assert np.abs(dst.astype(np.float64) - want).max() <= 1
     with pytest.raises(TypeError, match="samp"):
         resize.resize(src, np.zeros((8, 8, 4), np.uint8), samp="nearest", gain=0.5)
+
+
+COMBO_DOC = """\
+// Bindings:
+//   t0: comb Sampler2D<float4> nearest repeat [h][w]
+//   t1: lut Buffer<float> [n]
+//   u2: outb RWBuffer<float4> rgba32f [n]
+//   u3: hist r32ui image [rows][cols]
+//
+// Dispatch: ceil(n / 4)
+"""
+
+
+@requires_device
+@pytest.mark.gpu
+def test_documented_texel_buffers_and_combined_sampler_give_sizes_and_defaults(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"combo.slang": COMBO_DOC + COMBO})
+    with built_package(root) as package:
+        assert not [w for w in package.output.warnings if "warning" in w], package.output.warnings
+        bindings = {b["name"]: b for b in package.entry("combo", "combo")["bindings"]}
+        assert bindings["comb"]["sampler"] == {"filter": "nearest", "address": "repeat", "compare": None}
+        assert bindings["lut"]["shape"] == ["n"] and bindings["outb"]["channels"] == 4
+        assert bindings["hist"]["shape"] == ["rows", "cols"] and bindings["hist"]["dtype"] == "u32"
+        img = np.random.default_rng(2).random((1, 4, 4), dtype=np.float32)
+        lut = np.arange(1, 5, dtype=np.float32)
+        outb = np.zeros((4, 4), np.float32)
+        hist = np.zeros((1, 2), np.uint32)
+        package.kernels("combo").combo(img, lut, outb, hist)  # the grid from `n`, read off lut
+        np.testing.assert_allclose(outb, img[0] * lut[:, None], rtol=1e-6)
+        assert hist.tolist() == [[2, 2]]
+        with pytest.raises(ValueError, match="outb"):  # `n` bound by lut: 4, not 3
+            package.kernels("combo").combo(img, lut, np.zeros((3, 4), np.float32), hist)
