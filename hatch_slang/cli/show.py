@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hatch_slang.spec.images import describe
 from hatch_slang.spec.model import BufferSpec, EntrySpec, ShaderSpec
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ def _arguments(e: EntrySpec) -> list[dict[str, str]]:
             shape = "".join(f"[{d.text}]" for d in b.shape or ())
             shape = (f"flat{shape}" if b.flat else shape or "1-D") if b.shape_checked else "any shape"
             kind = f"array {b.dtype or 'any dtype'} {shape}"
+            if b.image is not None:  # an image, sampler or texel buffer
+                kind = describe(b.kind, b.image) + ("" if b.kind == "sampler" else f" {shape}")
             out.append({"name": b.name, "kind": kind, "from": _origin(b.line)})
     dims: dict[str, BufferSpec] = {}
     for b in e.buffers:

@@ -24,13 +24,14 @@ import unicodedata
 from dataclasses import dataclass, replace
 
 from slangrt.dtypes import DTYPES
-from slangrt.spirv import EntryInfo, Module, read_module
+from slangrt.spirv import EntryInfo, Module, Resource, read_module
 
 from hatch_slang.comments.contract import BindingDoc, BindingSet, DispatchDoc
 from hatch_slang.comments.expr import argument_name, entry_name
 from hatch_slang.compile.compiler import CompileResult
 from hatch_slang.compile.discover import Shader, entry_functions
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
+from hatch_slang.spec import images
 from hatch_slang.spec.model import (
     GRID_ARGUMENT,
     Binding,
@@ -92,6 +93,9 @@ class _Documented:
     buffers: dict[tuple[int, int], BufferSpec]  # by (set, binding)
     push: tuple[BindingDoc, ...]  # params lines for the push-constant range (no descriptor)
     problems: _Problems
+    # Where a line about an image, sampler or texel buffer (or a buffer documented as one)
+    # disagrees with the compiled code, which wins: warnings whatever `strict` says.
+    notes: _Problems
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,8 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     bindings = {k: Binding.merged(r, declared.get(k)) for k, r in reflected_all.items()}
     chosen = _chosen_set(shader, compiled, bindings)
     warnings += _chosen_notes(shader, chosen)
-    documented = _documented(chosen, bindings, has_push(e.info for e in compiled))
+    documented = _documented(chosen, bindings, has_push(e.info for e in compiled), declared, shader.source)
+    warnings += [f"{shader.rel}:{line}: warning: {msg}" for line, msg in documented.notes]
     problems = [*documented.problems, *_dispatch_problems(shader, compiled)]
     pending = {d.name: d for d in documented.push}
     built: list[_Built] = []
@@ -185,13 +190,18 @@ def _chosen_notes(shader: Shader, chosen: BindingSet | None) -> list[str]:
 
 
 def _documented(
-    chosen: BindingSet | None, bindings: dict[tuple[int, int], Binding], push: bool
+    chosen: BindingSet | None,
+    bindings: dict[tuple[int, int], Binding],
+    push: bool,
+    declared: dict[tuple[int, int], Resource],
+    source: str,
 ) -> _Documented:
     """Each binding line of the chosen list as the argument it documents, checked against the
     binding it is; a params line no descriptor has documents the push-constant range."""
     buffers: dict[tuple[int, int], BufferSpec] = {}
     push_docs: list[BindingDoc] = []
     problems: _Problems = []
+    notes: _Problems = []
     for doc in chosen.bindings if chosen else ():
         b = _lookup(doc, bindings)
         if b is None and doc.role == "params" and push:
@@ -206,12 +216,16 @@ def _documented(
                     f"(it has {', '.join(have) or 'none'})",
                 )
             )
+        elif b.key in declared and images.bindable(declared[b.key]) and images.kind_of(b) is not None:
+            buffers[b.key], found = images.from_doc(doc, b, source)
+            notes += found
         elif b.opaque or b.descriptor == "other":
-            problems += _opaque_doc(doc, b)  # no wrapper binds it yet: check_bound says so
+            problems += _opaque_doc(doc, b)  # no wrapper binds it: check_bound says so
         else:
             buffers[b.key], found = _from_doc(doc, b)
             problems += found
-    return _Documented(buffers, tuple(push_docs), problems)
+            notes += images.buffer_notes(doc, b)
+    return _Documented(buffers, tuple(push_docs), problems, notes)
 
 
 def _dispatch_problems(shader: Shader, compiled: list[_Compiled]) -> _Problems:
@@ -267,8 +281,8 @@ def _undocumented(
         if r.key in documented:
             buffers.append(documented[r.key])
             continue
-        if res is not None and res.storage not in ("storage", "uniform"):
-            continue  # an image or sampler: check_bound says it cannot be bound
+        if res is not None and res.storage not in ("storage", "uniform") and not images.bindable(res):
+            continue  # check_bound says it cannot be bound
         if chosen is not None and r.index not in unread:
             # Left out of the comment: not a contradiction, so reflection fills it in.
             warnings.append(
@@ -277,7 +291,9 @@ def _undocumented(
                 "reflection"
             )
         b = Binding.merged(r, res)
-        if r.kind == "uniform" and b.descriptor == "uniform":
+        if images.kind_of(b) is not None:
+            buffers.append(images.from_code(b, python_name(b.variable, f"binding{b.index}"), shader.source))
+        elif r.kind == "uniform" and b.descriptor == "uniform":
             spec, errors = block(shader, b, r.variable, "uniform")
             buffers.append(spec)
             hard += errors
@@ -294,7 +310,9 @@ def _undocumented(
             hard += errors
         elif res.storage == "storage":
             buffers.append(from_spirv(b))
-        # Anything else (an image, a sampler ...) cannot be bound: check_bound says so.
+        elif images.bindable(res) and images.kind_of(b) is not None:
+            buffers.append(images.from_code(b, python_name(b.variable, f"binding{b.index}"), shader.source))
+        # Anything else (an acceleration structure ...) cannot be bound: check_bound says so.
     return buffers, warnings, hard
 
 

@@ -12,7 +12,7 @@ every binding it uses; a params buffer lists its fields as :class:`ParamSlot` va
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from slangrt.dtypes import DTYPES
 from slangrt.spirv import Image, Member, Resource
@@ -27,8 +27,62 @@ GRID_ARGUMENT = "grid"
 
 
 def register(kind: str, writable: bool) -> str:
-    """The HLSL register letter of a binding: `b` a uniform buffer, `u` read-write, `t` read-only."""
-    return "b" if kind == "uniform" else "u" if writable else "t"
+    """The HLSL register letter of a binding: `b` a uniform buffer, `s` a sampler, `u` read-write,
+    `t` read-only."""
+    return "b" if kind == "uniform" else "s" if kind == "sampler" else "u" if writable else "t"
+
+
+# The descriptor kinds of images, samplers and texel buffers, as a BufferSpec's kind: the
+# manifest's format-3 kinds (slangrt.manifest.Kind), slangrt's `BindingSpec` kinds.
+ImageKind = Literal[
+    "storage_image",
+    "sampled_image",
+    "sampler",
+    "combined_image_sampler",
+    "uniform_texel_buffer",
+    "storage_texel_buffer",
+]
+IMAGE_KINDS: tuple[ImageKind, ...] = get_args(ImageKind)
+Texel = Literal["float", "int", "uint"]
+
+
+@dataclass(frozen=True)
+class SamplerDefault:
+    """The sampler a wrapper passes when the caller gives none: the comment's words, else
+    linear filtering, clamped to the edge, no comparison (``slangrt.Sampler()``)."""
+
+    filter: Literal["linear", "nearest"] = "linear"
+    address: Literal["clamp", "repeat", "mirror", "border"] = "clamp"
+    compare: str | None = None  # a comparison sampler's operation (`less`, `less_equal` ...)
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """What an image, texel-buffer, combined or sampler argument is (the compiled code's facts,
+    the comment's where the code does not say: a sampler's default).
+
+    ``dim``: ``1d``, ``2d``, ``3d``, ``cube``, or ``buffer`` for a texel buffer; ``arrayed``: an
+    array texture; ``format``: a storage image's declared format in Slang's names (``rgba8``),
+    None when undeclared; ``texel``: how the kernel reads a texel's components; ``channels``: the
+    texel type's vector width (a declared format's channel count wins). A sampler has only
+    ``sampler``; a combined image sampler has both.
+    """
+
+    dim: Literal["1d", "2d", "3d", "cube", "buffer"] | None
+    arrayed: bool = False
+    format: str | None = None
+    texel: Texel | None = None
+    channels: int | None = None
+    sampler: SamplerDefault | None = None
+
+    @property
+    def size_axes(self) -> int:
+        """How many size axes a documented shape has (the channel axis never counts): a cube
+        is (6, H, W), a cube array (6 * n, H, W); another array adds a leading layers axis."""
+        if self.dim is None:
+            return 0
+        axes = {"1d": 1, "2d": 2, "3d": 3, "cube": 3, "buffer": 1}[self.dim]
+        return axes + (1 if self.arrayed and self.dim not in ("cube", "buffer") else 0)
 
 
 def is_float(scalar: str) -> bool:
@@ -50,9 +104,9 @@ class Binding:
     Room for what the next kinds of binding add: an image's dimensionality, arrayed,
     multisampled, depth, sampled or storage, format and texel type are ``image`` (the SPIR-V's
     :class:`~slangrt.spirv.Image`, read from its OpTypeImage; None for buffers, blocks, samplers
-    and bindings no entry's SPIR-V uses; nothing reads it yet), a struct's layout is ``members``
-    (the SPIR-V's leaves, with offsets), a device address is a member whose scalar is ``ptr``
-    (with its ``pointee``).
+    and bindings no entry's SPIR-V uses), its texel type's width ``channels`` (reflection's), a
+    struct's layout is ``members`` (the SPIR-V's leaves, with offsets), a device address is a
+    member whose scalar is ``ptr`` (with its ``pointee``).
     """
 
     set: int
@@ -74,6 +128,10 @@ class Binding:
     block_size: int  # a uniform or push-constant block's size in bytes
     array_size: int = 1  # descriptor count: N for arrays of resources, 0 for unsized arrays
     image: Image | None = None  # an image, texel buffer or combined image sampler (see above)
+    # From reflection: an image's or texel buffer's texel type's vector width (`Texture2D<float4>`:
+    # 4); a sampler's comparison (`SamplerComparisonState`). None/False where it does not say.
+    channels: int | None = None
+    comparison: bool = False
 
     @property
     def key(self) -> tuple[int, int]:
@@ -110,6 +168,8 @@ class Binding:
             any(v.shape == "byteAddressBuffer" for v in views),
             reflected.opaque,
             *_spirv_facts(resource),
+            channels=reflected.channels,
+            comparison=reflected.comparison,
         )
 
     @classmethod
@@ -171,7 +231,9 @@ class BufferSpec:
     index: int
     name: str
     role: Literal["data", "params"]
-    kind: Literal["storage", "uniform", "push"]  # push: the push-constant block (no descriptor)
+    # push: the push-constant block (no descriptor); an image kind: an image, sampler or texel
+    # buffer, whose facts are `image`.
+    kind: Literal["storage", "uniform", "push"] | ImageKind
     writable: bool
     dtype: str | None  # contract dtype code (f32, ...) for data; None: any dtype
     shape: tuple[Expr, ...] | None  # None: 1-D any length (or anything, when `shape_checked` is False)
@@ -186,10 +248,16 @@ class BufferSpec:
     # comment calls bytes or quantised blocks): the wrapper passes `raw=True` to `Dims.array`.
     raw: bool = False
     binding: Binding | None = None  # what the compiled code says of it
+    image: ImageSpec | None = None  # an image, sampler or texel buffer (kind one of IMAGE_KINDS)
 
     @property
     def key(self) -> tuple[int, int]:
         return (self.set, self.index)
+
+    @property
+    def is_image(self) -> bool:
+        """An image, sampler, combined image sampler or texel buffer (no buffer of arrays)."""
+        return self.kind in IMAGE_KINDS
 
     @property
     def register(self) -> str:

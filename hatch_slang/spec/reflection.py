@@ -55,6 +55,10 @@ class ReflectedBinding:
     # Not a buffer: what reflection says it is (`texture2D`, `samplerState`, `textureBuffer`,
     # `accelerationStructure`); "" for storage and uniform buffers.
     opaque: str = ""
+    # An image's or texel buffer's texel type's vector width (`resultType`: `Texture2D<float4>`
+    # 4, `RWTexture2D<float>` 1); None for buffers and where reflection does not say.
+    channels: int | None = None
+    comparison: bool = False  # a `SamplerComparisonState`
 
     @property
     def key(self) -> tuple[int, int]:
@@ -164,6 +168,7 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
             0,
             set=space,
             opaque="samplerState",
+            comparison=bool(t.get("comparison")) or "comparison" in str(t.get("name", "")).lower(),
         )
     if t.get("kind") != "resource":
         return None
@@ -171,13 +176,35 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
     writable = t.get("access", "read") in ("readWrite", "write", "append", "consume")
     if shape not in _BUFFER_SHAPES:  # an image, a texel buffer, an acceleration structure
         return ReflectedBinding(
-            int(b["index"]), param["name"], "storage", shape, writable, (), 0, set=space, opaque=shape or "?"
+            int(b["index"]),
+            param["name"],
+            "storage",
+            shape,
+            writable,
+            (),
+            0,
+            set=space,
+            opaque=shape or "?",
+            channels=_channels(t.get("resultType")),
         )
     elem = t.get("resultType")
     scalars, size = _flatten(elem, "", 0) if elem else ([], 0)
     return ReflectedBinding(
         int(b["index"]), param["name"], "storage", shape, writable, tuple(scalars), size, set=space
     )
+
+
+def _channels(result: object) -> int | None:
+    """The vector width of an image's texel type (reflection's `resultType`): a scalar 1, a
+    vector its element count; None where reflection gives none."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("kind") == "scalar":
+        return 1
+    if result.get("kind") == "vector":
+        n = result.get("elementCount")
+        return n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 4 else None
+    return None
 
 
 # The resource shapes that are storage buffers (Structured, RW, Append, Consume; ByteAddress).

@@ -5,7 +5,8 @@ Uniform and push-constant blocks no comment describes become params buffers whos
 keyword arguments (:func:`block`, :func:`push_block`); storage buffers reflection did not list
 come from the SPIR-V (:func:`from_spirv`); names taken from the code become Python arguments
 (:func:`python_name`, :func:`unique_names`, :func:`unclash`). Then the checks: every descriptor
-and push-constant range the entry uses is bound (:func:`check_bound`), and every byte it loads
+and push-constant range the entry uses is bound (:func:`check_bound`; images, samplers and texel
+buffers as their own kinds, :mod:`hatch_slang.spec.images`), and every byte it loads
 from an uncommented block belongs to an argument (:func:`check_blocks`); each returns the errors
 it finds, which no `strict = false` turns into warnings. :func:`unread_fields` says which params
 fields the entry never reads. Everything reads one entry's :class:`~slangrt.spirv.Module`, parsed
@@ -26,6 +27,7 @@ from hatch_slang.comments.contract import source_lines
 from hatch_slang.comments.expr import ExprError, argument_name
 from hatch_slang.compile.discover import Shader
 from hatch_slang.errors import HatchSlangError, ShaderError
+from hatch_slang.spec import images
 from hatch_slang.spec.model import Binding, BufferSpec, ParamSlot, is_float
 from hatch_slang.spec.reflection import scalar_size, unescape
 
@@ -252,25 +254,18 @@ def check_bound(shader: Shader, info: EntryInfo, buffers: list[BufferSpec]) -> l
     """The invariant: every descriptor and push-constant range the entry's SPIR-V uses is bound."""
     hard: list[HatchSlangError] = []
     for r in info.resources:
-        if r.storage == "other":
-            hard.append(not_bindable(shader, r))
+        if r.array_size != 1 and r.storage != "push_constant":
+            hard.append(_array_error(shader, r))
             continue
-        if r.array_size != 1:
-            hard.append(
-                ShaderError(
-                    shader.rel,
-                    declared_at(shader.source, python_name(r.variable, r.variable).split("_")[0]),
-                    f"`{r.variable or '?'}` is an array of "
-                    f"{r.array_size or 'unsized'} {r.type_text.split('[')[0]}s; a wrapper binds one "
-                    "buffer per binding: declare separate buffers",
-                )
-            )
+        if r.storage == "other" and not images.bindable(r):
+            hard.append(not_bindable(shader, r))
             continue
         if r.storage == "push_constant":
             ok = any(b.kind == "push" for b in buffers)
         else:
+            want = r.storage if r.storage != "other" else r.descriptor
             kinds = {b.kind for b in buffers if b.kind != "push" and b.key == (r.set or 0, r.binding or 0)}
-            ok = kinds == {r.storage}  # bound, and as the descriptor type the SPIR-V declares
+            ok = kinds == {want}  # bound, and as the descriptor type the SPIR-V declares
         if not ok:
             hard.append(
                 ShaderError(
@@ -282,6 +277,17 @@ def check_bound(shader: Shader, info: EntryInfo, buffers: list[BufferSpec]) -> l
                 )
             )
     return hard
+
+
+def _array_error(shader: Shader, r: Resource) -> ShaderError:
+    what = "buffer" if r.storage in ("storage", "uniform") else "descriptor"
+    return ShaderError(
+        shader.rel,
+        declared_at(shader.source, python_name(r.variable, r.variable).split("_")[0]),
+        f"`{r.variable or '?'}` is an array of "
+        f"{r.array_size or 'unsized'} {r.type_text.split('[')[0]}s; a wrapper binds one "
+        f"{what} per binding: declare separate {'buffers' if what == 'buffer' else 'bindings'}",
+    )
 
 
 def declared_descriptors(infos: Iterable[EntryInfo]) -> dict[tuple[int, int], Resource]:
@@ -298,17 +304,20 @@ def declared_descriptors(infos: Iterable[EntryInfo]) -> dict[tuple[int, int], Re
 
 def as_declared(info: EntryInfo, buffers: list[BufferSpec]) -> list[BufferSpec]:
     """Each descriptor binding bound as the descriptor type the entry's SPIR-V declares (a
-    storage or a uniform buffer), whatever the comment or reflection said; what the SPIR-V
-    declares as anything else is left out (:func:`check_bound` says why)."""
+    storage or a uniform buffer, or one of the image kinds), whatever the comment or reflection
+    said; what the SPIR-V declares as anything else, or an image kind bound as a buffer, is left
+    out (:func:`check_bound` says why)."""
     declared = declared_descriptors([info])
     out: list[BufferSpec] = []
     for b in buffers:
         res = declared.get(b.key)
         if b.kind == "push" or res is None:
             out.append(b)
-        elif res.storage in ("storage", "uniform"):
+        elif res.storage in ("storage", "uniform") and not b.is_image:
             kind: Literal["storage", "uniform"] = "storage" if res.storage == "storage" else "uniform"
             out.append(b if b.kind == kind else replace(b, kind=kind))
+        elif res.storage == "other" and b.kind == res.descriptor:
+            out.append(b)
     return out
 
 
@@ -318,15 +327,19 @@ def article(text: str) -> str:
 
 
 def not_bindable(shader: Shader, r: Resource) -> ShaderError:
-    """The error for a descriptor a wrapper cannot bind yet: an image, a sampler, a texel buffer
-    or an acceleration structure (whatever a comment says it is)."""
+    """The error for a descriptor a wrapper cannot bind: a multisampled image, an acceleration
+    structure or anything else that is no buffer, image, sampler or texel buffer (whatever a
+    comment says it is)."""
     where = f"set {r.set}, binding {r.binding}" if r.set is not None else "no binding"
+    what = r.type_text
+    if r.image is not None and r.image.multisampled:
+        what = f"multisampled {r.type_text}"
     return ShaderError(
         shader.rel,
         declared_at(shader.source, r.variable),
-        f"`{r.variable or '?'}` ({where}) is {article(r.type_text)}; hatch-slang binds storage buffers, "
-        "uniform buffers and push constants only (images, samplers, texel buffers and acceleration "
-        "structures are not supported yet)",
+        f"`{r.variable or '?'}` ({where}) is {article(what)}; hatch-slang binds storage and uniform "
+        "buffers, push constants, images, samplers, combined image samplers and texel buffers "
+        "(multisampled images and acceleration structures are not supported)",
     )
 
 

@@ -10,6 +10,7 @@ variable names, every uniform field as a keyword argument and `grid=(x, y, z)`.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,18 @@ void computeMain(uint3 id : SV_DispatchThreadID)
 }
 """
 
+MULTISAMPLED = """\
+Texture2DMS<float4> t;
+RWStructuredBuffer<float> out;
+
+[shader("compute")]
+[numthreads(8, 8, 1)]
+void computeMain(uint3 id : SV_DispatchThreadID)
+{
+    out[id.x] = t.Load(int2(0, 0), 0).x;
+}
+"""
+
 NO_ENTRY = """\
 RWStructuredBuffer<float> out;
 
@@ -278,20 +291,30 @@ def _build_error(root: Path) -> str:
     return str(info.value)
 
 
-def test_sampler_fails_naming_file_line_and_variable(tmp_path: Path) -> None:
-    message = _build_error(_project(tmp_path, {"sampled.slang": SAMPLED}))
-    assert "shaders/sampled.slang:2:" in message and "`s`" in message
-    assert "sampler" in message
+def test_a_sampler_and_texture_are_arguments_named_by_their_variables(tmp_path: Path) -> None:
+    out = pipeline.build(load_project_config(_project(tmp_path, {"sampled.slang": SAMPLED})))
+    manifest = json.loads(out.files["manifest.json"])
+    bindings = manifest["shaders"]["sampled"]["entries"]["computeMain"]["bindings"]
+    assert [(b["name"], b["kind"]) for b in bindings] == [
+        ("t", "sampled_image"),
+        ("s", "sampler"),
+        ("out", "storage"),
+    ]
+    source = out.files["sampled.py"].decode()
+    assert "    t: npt.NDArray[Any] | slangrt.Image,\n" in source
+    assert "    s: slangrt.Sampler | None = None,\n" in source
 
 
-def test_texture_fails_naming_file_line_and_variable(tmp_path: Path) -> None:
-    message = _build_error(_project(tmp_path, {"sampled.slang": SAMPLED}))
-    assert "shaders/sampled.slang:1:" in message and "`t`" in message
+def test_a_texture_alone_is_an_argument(tmp_path: Path) -> None:
+    out = pipeline.build(load_project_config(_project(tmp_path, {"tex.slang": TEXTURE_ONLY})))
+    manifest = json.loads(out.files["manifest.json"])
+    bindings = manifest["shaders"]["tex"]["entries"]["computeMain"]["bindings"]
+    assert bindings[0]["name"] == "t" and bindings[0]["channels"] == 1 and bindings[0]["dim"] == "2d"
 
 
-def test_texture_alone_fails(tmp_path: Path) -> None:
-    message = _build_error(_project(tmp_path, {"tex.slang": TEXTURE_ONLY}))
-    assert "shaders/tex.slang:1:" in message and "`t`" in message
+def test_a_multisampled_texture_fails_naming_file_line_and_variable(tmp_path: Path) -> None:
+    message = _build_error(_project(tmp_path, {"ms.slang": MULTISAMPLED}))
+    assert "shaders/ms.slang:1:" in message and "`t`" in message and "multisampled" in message
 
 
 def test_no_entry_lists_candidates(tmp_path: Path) -> None:
@@ -301,11 +324,11 @@ def test_no_entry_lists_candidates(tmp_path: Path) -> None:
 
 
 def test_errors_of_several_files_together(tmp_path: Path) -> None:
-    root = _project(tmp_path, {"noentry.slang": NO_ENTRY, "sampled.slang": SAMPLED})
+    root = _project(tmp_path, {"noentry.slang": NO_ENTRY, "ms.slang": MULTISAMPLED})
     with pytest.raises(BuildErrors) as info:
         pipeline.build(load_project_config(root))
     text = str(info.value)
-    assert "noentry.slang" in text and "sampled.slang:2" in text
+    assert "noentry.slang" in text and "ms.slang:1" in text
 
 
 def test_refused_compiler_option(tmp_path: Path) -> None:

@@ -4,9 +4,11 @@ Requires-Dist that names the runtimes providing it, and the tables both sides sh
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from hatch_slang import runtime_requirement
 from hatch_slang.codegen import wrappers as codegen
 from hatch_slang.comments import expr
 from hatch_slang.spec import reflection
+from hatch_slang.spec.model import IMAGE_KINDS
 
 from ...helpers import REPO, importable
 
@@ -86,10 +89,33 @@ def test_a_runtime_with_another_api_is_refused_at_import(tmp_path: Path) -> None
 
 
 def test_one_manifest_format() -> None:
+    """Format 3 (the newest) only where a binding is an image kind; without one the bytes stay
+    format 2's, as every package built before images was."""
     assert codegen.MANIFEST == manifest.FILENAME == "manifest.json"
-    assert manifest.FORMAT in manifest.FORMATS
+    assert manifest.FORMAT == 3 and manifest.FORMATS == (1, 2, 3)
+    assert set(get_args(manifest.Kind)) == {"storage", "uniform", *IMAGE_KINDS}  # one vocabulary
     text = codegen.render_manifest({}, "2025.1")
-    assert text == manifest.dumps({"format": 2, "compiler": "slang 2025.1", "shaders": {}})  # no images
+    assert text == manifest.dumps({"format": 2, "compiler": "slang 2025.1", "shaders": {}})
+    for kind in IMAGE_KINDS:
+        binding: manifest.Binding = {
+            "binding": 0,
+            "name": "x",
+            "kind": kind,
+            "writable": False,
+            "role": "data",
+            "dtype": None,
+            "shape": None,
+            "params": [],
+        }
+        entry: manifest.Entry = {
+            "spirv": "m.k.spv",
+            "spirv_sha256": "0" * 64,
+            "threads": [1, 1, 1],
+            "grid": None,
+            "bindings": [binding],
+        }
+        shaders: dict[str, manifest.Shader] = {"m": {"source": "m", "entries": {"k": entry}}}
+        assert json.loads(codegen.render_manifest(shaders, "2025.1"))["format"] == manifest.FORMAT
 
 
 def test_manifest_read_refuses_other_formats(tmp_path: Path) -> None:
