@@ -214,6 +214,8 @@ def known_sizes(entry: manifest.Entry, dims: Mapping[str, int], given: Mapping[s
         if b["role"] != "data" or b["shape"] is None or not isinstance(arr, np.ndarray):
             continue
         sizes = (arr.size,) if b.get("flat") else arr.shape
+        if b["kind"] in _TEXEL_KINDS:  # documented sizes are an image's trailing size axes
+            sizes = sizes[: _size_axes(b)][-len(b["shape"]) :] if b["shape"] else ()
         for dim, size in zip(b["shape"], sizes):
             if check_argument(dim) is None:  # a bare name (an argument, as the wrapper spells it)
                 values.setdefault(argument_name(dim), size)
@@ -243,8 +245,13 @@ def contract_shapes(
     shapes: dict[str, tuple[tuple[int, ...], np.dtype[Any]]] = {}
     for b in entry["bindings"]:
         name = b["name"]
-        if b["role"] != "data" or name in skip:
+        if b["role"] != "data" or name in skip or b["kind"] == "sampler":  # samplers: the wrapper's default
             continue
+        if b["kind"] in _TEXEL_KINDS and b["shape"] is not None and len(b["shape"]) != _size_axes(b):
+            raise HatchSlangError(
+                f"{where}: binding `{name}` documents {len(b['shape'])} of its {_size_axes(b)} size "
+                "axes, so it cannot be made from sizes: give it in a reference case's args"
+            )
         if b["shape"] is None or b["dtype"] is None:
             what = "shape" if b["shape"] is None else "dtype (it takes any)"
             raise HatchSlangError(
@@ -266,8 +273,39 @@ def contract_shapes(
         except (ExprError, ValueError) as e:
             raise HatchSlangError(f"{where}: cannot size binding `{name}`: {e} (shape {shown})") from None
         t = DTYPES[b["dtype"]]  # bf16, which NumPy lacks, as its bits (uint16)
-        shapes[name] = (shape, np.dtype(t.little_endian if t.code == "bf16" else t.numpy))
+        shapes[name] = (shape + _channel_axis(b), np.dtype(t.little_endian if t.code == "bf16" else t.numpy))
     return shapes
+
+
+# The binding kinds that hold texels: their documented shape is the size axes, channels apart.
+_TEXEL_KINDS = frozenset(
+    {
+        "storage_image",
+        "sampled_image",
+        "combined_image_sampler",
+        "uniform_texel_buffer",
+        "storage_texel_buffer",
+    }
+)
+# Storage formats that pack a texel's channels into one 32-bit word (no channel axis).
+_PACKED = frozenset({"r11f_g11f_b10f", "rgb10_a2", "rgb10_a2ui"})
+
+
+def _size_axes(b: manifest.Binding) -> int:
+    """How many size axes an image's array has: (W), (H, W), (D, H, W), a cube's (6, H, W), an
+    array's layers axis first (a cube array's faces and layers are one axis, 6 * n)."""
+    dim = b.get("dim", "2d")
+    axes = {"1d": 1, "2d": 2, "3d": 3, "cube": 3, "buffer": 1}.get(dim, 2)
+    return axes + (1 if b.get("arrayed") and dim in ("1d", "2d") else 0)
+
+
+def _channel_axis(b: manifest.Binding) -> tuple[int, ...]:
+    """The channel axis of an image or texel-buffer binding's array: none for one channel or a
+    packed format; none for buffers."""
+    channels = int(b.get("channels", 1))
+    if b["kind"] not in _TEXEL_KINDS or channels <= 1 or b.get("format") in _PACKED:
+        return ()
+    return (channels,)
 
 
 def find_entry(package: manifest.Manifest, module: str, name: str) -> tuple[str, str, manifest.Entry]:
@@ -392,11 +430,11 @@ def run_case(
 
 def _unsupported(e: Exception) -> bool:
     """Whether ``e`` says the device cannot run the kernel (not that the kernel is wrong)."""
-    try:
-        from slangrt import UnsupportedKernelError
+    try:  # a kernel the device cannot run, or an image format it cannot use that way
+        from slangrt import UnsupportedFeatureError
     except ImportError:  # an older runtime: it has no such error
         return False
-    return isinstance(e, UnsupportedKernelError)
+    return isinstance(e, UnsupportedFeatureError)
 
 
 def _copies(args: Mapping[str, Any]) -> dict[str, Any]:

@@ -304,9 +304,9 @@ def declared_descriptors(infos: Iterable[EntryInfo]) -> dict[tuple[int, int], Re
 
 def as_declared(info: EntryInfo, buffers: list[BufferSpec]) -> list[BufferSpec]:
     """Each descriptor binding bound as the descriptor type the entry's SPIR-V declares (a
-    storage or a uniform buffer, or one of the image kinds), whatever the comment or reflection
-    said; what the SPIR-V declares as anything else, or an image kind bound as a buffer, is left
-    out (:func:`check_bound` says why)."""
+    storage or a uniform buffer, or one of the image kinds, written where the entry writes it),
+    whatever the comment or reflection said; what the SPIR-V declares as anything else, or an
+    image kind bound as a buffer, is left out (:func:`check_bound` says why)."""
     declared = declared_descriptors([info])
     out: list[BufferSpec] = []
     for b in buffers:
@@ -317,7 +317,11 @@ def as_declared(info: EntryInfo, buffers: list[BufferSpec]) -> list[BufferSpec]:
             kind: Literal["storage", "uniform"] = "storage" if res.storage == "storage" else "uniform"
             out.append(b if b.kind == kind else replace(b, kind=kind))
         elif res.storage == "other" and b.kind == res.descriptor:
-            out.append(b)
+            # A storage image or texel buffer is written where this entry's SPIR-V may write
+            # through it; one the entry only reads is read-only here (read-only memory is
+            # accepted, nothing is copied back, batches do not wait on it).
+            written = b.kind in ("storage_image", "storage_texel_buffer") and res.writable
+            out.append(b if b.writable == written else replace(b, writable=written))
     return out
 
 
