@@ -188,8 +188,8 @@ class Kernel:
         ``combined_image_sampler`` ones an Image, an ``(Image, Sampler)`` pair or a NumPy array
         (with ``Sampler()``); texel buffers a Tensor or a NumPy array, of shape ``(N,)`` or
         ``(N, C)``, seen as texels of the format its dtype, channels and the binding's texel
-        kind give. Such a kernel checks every call in full (it makes no plan), and is not
-        recorded by ``record()`` yet.
+        kind give. Such a kernel checks every call in full (it makes no plan); inside
+        ``record()`` it takes Images, Samplers and Tensors only (and a wrapper's packed params).
         """
         plans = self._plans
         if plans and push is None and not refs and not self._closed:
@@ -291,25 +291,28 @@ class Kernel:
         refs: Sequence[Tensor],
     ) -> None:
         """:meth:`_dispatch` of a kernel with images, samplers or texel buffers: every call
-        checks everything (no plan) and is recorded for its one submission (see ``_record``);
-        with a written NumPy argument it waits and copies the result back."""
+        checks everything (no plan) and is recorded for its one submission (see ``_record``),
+        or kept by the open ``record()`` for its replays; with a written NumPy argument it
+        waits and copies the result back."""
         sig = self._sig
         parts = dev.parts
         core = parts.core
         pushed = sig.check_push(push) if push is not None or sig.push_size else None
         ref_allocs = sig.check_refs(core, dev, refs) if refs else None
         rec = _batch.recorder(parts.batches)
-        if rec is not None and rec.graph is not None:
-            raise ValueError(
-                f"kernel {self.name!r} binds images, samplers or texel buffers, which a recorded "
-                "step (slangrt.record()) cannot replay yet: the layout barriers of each image "
-                "depend on the work before it; call it outside record()"
-            )
+        graph = rec.graph if rec is not None else None
+        if graph is not None:
+            _images.refuse_unrecordable(sig, buffers)  # (raises what a replay could not redo)
         call = _images.bind_call(sig, dev, buffers)
         try:
             if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
                 return
             state = self._state or self._ensure_state(dev)
+            if graph is not None:
+                # The step binds these images, samplers and tensors on every replay (checked
+                # then), and keeps the packed params' copies for as long as it lives.
+                graph.keep([*call.tensors, *refs], call.buffers)
+                call.buffers = []
             wait = bool(call.readback)
             serial = self._run(parts, state, call.allocs, call.ranges, dims, pushed, ref_allocs, now=wait)
             if wait:
