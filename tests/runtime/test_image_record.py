@@ -2,7 +2,8 @@
 ``batch()``: a pass that writes an image and a later one that samples it, a write after a read,
 a storage image read and written by successive dispatches, replays that see new contents, every
 argument a replay could not redo refused while recording, a closed image or tensor refused at
-the replay; ``profile()``'s bytes for images; texel-buffer views destroyed with the device.
+the replay; plans of repeated calls on the same images, samplers and tensors (and batches
+replayed); ``profile()``'s bytes for images; texel-buffer views destroyed with the device.
 Kernels: data/img_copy, img_sample, img_hist, texel_buf (see test_image_kernels.py)."""
 
 from __future__ import annotations
@@ -228,6 +229,59 @@ def test_recorded_function_with_images_and_samplers(k: Kernels, dev: slangrt.Dev
     step(src, mid, Sampler("nearest"))  # another image: recorded anew
     assert step.recordings == 3
     step.clear()
+
+
+# -- plans: repeated calls on the same device objects ---------------------------------------------
+
+
+def test_repeated_calls_on_images_take_their_plan(k: Kernels, dev: slangrt.Device) -> None:
+    values = RNG.integers(0, 16, (20, 30), dtype=np.uint32)
+    expect = np.bincount(values.ravel(), minlength=16)
+    counts = Image.from_numpy(np.zeros(16, np.uint32), kind="1d", format="r32ui", device=dev)
+    vals = Image.from_numpy(values, texel="uint", device=dev)
+    hist = Kernel(spirv("img_hist"), "img_hist", HIST, (8, 8, 1), device=dev)
+    for _ in range(5):  # the first checked, the others from its plan (one plan in all)
+        hist.dispatch({0: vals, 1: counts}, (4, 3, 1))
+    assert len(hist._plans) == 1
+    with slangrt.batch():  # in a batch too (and the batch's recording replayed the second time)
+        for _ in range(3):
+            hist.dispatch({0: vals, 1: counts}, (4, 3, 1))
+    with slangrt.batch():
+        for _ in range(3):
+            hist.dispatch({0: vals, 1: counts}, (4, 3, 1))
+    assert np.array_equal(counts.numpy(), 11 * expect)
+    assert len(hist._plans) == 1
+    vals.close()  # the plan no longer matches: the full path says what is wrong
+    with pytest.raises(ValueError, match=r"binding 0 \(values\): the image has been closed"):
+        hist.dispatch({0: vals, 1: counts}, (4, 3, 1))
+    vals = Image.from_numpy(values, texel="uint", device=dev)  # maybe where the old one was
+    hist.dispatch({0: vals, 1: counts}, (4, 3, 1))
+    assert np.array_equal(counts.numpy(), 12 * expect)
+
+
+def test_plans_of_samplers_and_texel_buffers(k: Kernels, dev: slangrt.Device) -> None:
+    sample = Kernel(spirv("img_sample"), "img_sample", SAMPLE, (8, 8, 1), device=dev)
+    a = _whole(8, 8)
+    tex, out = _img(a, dev), Tensor.zeros((64, 4), np.float32, device=dev)
+    near = Sampler("nearest")
+    for samp in (near, near, Sampler("nearest"), Sampler("linear")):
+        sample.dispatch({0: tex, 1: samp, 2: out}, (1, 1, 1))
+    assert len(sample._plans) == 3  # one per Sampler object
+    assert np.allclose(out.numpy().reshape(a.shape), a, rtol=0, atol=1e-3)
+    sample.dispatch({0: tex, 1: near, 2: np.zeros((64, 4), np.float32)}, (1, 1, 1))  # no plan
+    assert len(sample._plans) == 3
+    texels = Kernel(spirv("texel_buf"), "texel_buf", TEXELS, (64, 1, 1), device=dev)
+    b = RNG.random((100, 4), dtype=np.float32)
+    src, dst = Tensor.from_numpy(b, device=dev), Tensor.zeros((100, 4), np.float32, device=dev)
+    for _ in range(3):
+        texels.dispatch({0: src, 1: dst}, (2, 1, 1))
+        texels.dispatch({0: dst, 1: src}, (2, 1, 1))
+    assert len(texels._plans) == 2
+    assert np.array_equal(src.numpy(), b * 64)
+    src.close()
+    src = Tensor.from_numpy(b, device=dev)
+    texels.dispatch({0: src, 1: dst}, (2, 1, 1))  # a new tensor: checked, its own view
+    assert np.array_equal(dst.numpy(), b * 2)
 
 
 # -- profile() and texel views ----------------------------------------------------------------------

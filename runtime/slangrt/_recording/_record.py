@@ -147,9 +147,12 @@ class Descriptor:
     reads the image in; ``alloc``: a texel buffer's allocation (its bytes count for the
     barriers as a buffer's do); ``write``: whether the kernel writes it. ``last_use`` is the
     image's or the allocation's (``Queue.submit`` sets it, as for an allocation in ``uses``).
+    ``key``: what a recording of it depends on, as an allocation's ``key`` (``_callkey``): the
+    image's serial (never reused), or the texel buffer's allocation object (its view is made
+    for that object, freed with it), with the handles and how it is bound.
     """
 
-    __slots__ = ("alloc", "capacity", "image", "layout", "nbytes", "sampler", "view", "write")
+    __slots__ = ("alloc", "capacity", "image", "key", "layout", "nbytes", "sampler", "view", "write")
 
     def __init__(
         self,
@@ -170,6 +173,8 @@ class Descriptor:
         self.write = write
         # (bytes a profile counts: a texel buffer's range, an image's bytes over all its levels)
         self.nbytes = self.capacity = nbytes
+        held: Any = image.key if image is not None else alloc
+        self.key = (held, view, sampler, layout, nbytes, write)
 
     @property
     def last_use(self) -> int:
