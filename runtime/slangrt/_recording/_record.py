@@ -11,8 +11,8 @@ A kernel that binds images, samplers or texel buffers (``KernelState.descs``) ha
 dispatch each image gets a barrier (``ImageMemory.transition``: images stay in one layout, and
 the barrier orders the use after every earlier write, and a write after every earlier read,
 whichever work that was), and its descriptors are written for this recording. Since no barrier
-depends on what came before, a recording with images may be replayed (``_graph``'s recorded
-steps); batches with images are still recorded for their one submission (``_batch``).
+depends on what came before, a recording with images is replayed as any: a kernel's own command
+buffer (a plan's), a batch's, a recorded step's (``Descriptor.key`` names what it binds).
 """
 
 from __future__ import annotations
