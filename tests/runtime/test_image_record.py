@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import slangrt
 from rt_helpers import has_validation_layer, has_vulkan_device, run_python, spirv
-from slangrt import BindingSpec, Image, Kernel, Sampler, Tensor
+from slangrt import BindingSpec, Image, Kernel, Sampler, Tensor, _settings
 from slangrt._calls._arguments import Packed
 
 pytestmark = [
@@ -53,9 +53,12 @@ class Kernels:
         self.texels = Kernel(spirv("texel_buf"), "texel_buf", TEXELS, (64, 1, 1), device=dev)
 
 
-@pytest.fixture(scope="module")
-def dev() -> Iterator[slangrt.Device]:
-    d = slangrt.Device(slangrt.device().info.index)
+@pytest.fixture(scope="module", params=["native", "staging"])
+def dev(request: pytest.FixtureRequest) -> Iterator[slangrt.Device]:
+    """A device of its own, with its own memory mode and with staging transfers (a discrete
+    GPU's path), as test_record.py's."""
+    with _settings.overridden(staging=request.param == "staging"):
+        d = slangrt.Device(slangrt.device().info.index)
     yield d
     d.close()
 
