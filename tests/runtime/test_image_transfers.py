@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rt_helpers import has_vulkan_device, spirv
+from rt_helpers import has_vulkan_device, run_threads, spirv
 from slangrt import BindingSpec, Image, Kernel
 from slangrt._alloc import _images
 
@@ -86,3 +86,20 @@ def test_pieces_cover_each_level_once() -> None:
                 w, h, d = p.extent
                 assert p.nbytes == w * h * d * p.layers[1] * mem.shape.format.texel_bytes
             assert (seen == 1).all(), (kind, cap)
+
+
+def test_threads_moving_images_at_once_share_the_chunks(chunked: int) -> None:
+    """More threads than staging chunks, each uploading and downloading in many pieces: every
+    array comes back, and none waits for ever on chunks that the others hold."""
+    arrays = [RNG.random((48, 40, 4), dtype=np.float32) for _ in range(6)]
+    images = [Image.from_numpy(np.zeros_like(a)) for a in arrays]
+    wrong: list[int] = []
+
+    def work(i: int) -> None:
+        for _ in range(3):
+            images[i].write(arrays[i])
+            if not np.array_equal(images[i].numpy(), arrays[i]):
+                wrong.append(i)
+
+    run_threads(*[lambda i=i: work(i) for i in range(len(arrays))])
+    assert wrong == []

@@ -508,44 +508,62 @@ def _upload_chunked(
 def _download_chunked(
     memory: Memory, contexts: Contexts, img: ImageMemory, levels: Sequence[int]
 ) -> list[np.ndarray[Any, np.dtype[np.uint8]]]:
-    """:func:`download` of a large image: up to MAX_CHUNKS chunks copied into at once, each
-    emptied into the result as its copy finishes."""
-    vk = _vk.vk()
-    general = vk.VK_IMAGE_LAYOUT_GENERAL
+    """:func:`download` of a large image: copies into several chunks at once where chunks are
+    free, each emptied into the result as its copy finishes."""
     out = {level: np.empty(img.shape.level_bytes(level), np.uint8) for level in levels}
     groups, step = _groups(img.shape, levels)
     pending: deque[tuple[Allocation, list[tuple[_Piece, int]], int]] = deque()
     try:
-        for i in range(len(groups) + MAX_CHUNKS):
-            if i < len(groups):
-                chunk = memory._chunk()  # (fewer than MAX_CHUNKS held here: one is free or freed)
-                try:
-                    ctx = contexts.begin()
-                    img.transition(
-                        ctx.cb, general, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT
-                    )
-                    regions = _piece_regions(groups[i], chunk.offset + -chunk.offset % step)
-                    vk.lib.vkCmdCopyImageToBuffer(
-                        ctx.cb, img.image, general, chunk.buffer, len(groups[i]), regions
-                    )
-                    memory.core.barrier_after_transfer(ctx.cb)  # the copy's writes, visible to the host
-                    pending.append((chunk, groups[i], contexts.submit(ctx, "an image download", (img,))))
-                except BaseException:
-                    memory._chunk_failed(chunk)
-                    raise
-            if pending and (len(pending) == MAX_CHUNKS or i >= len(groups) - 1):
-                chunk, group, serial = pending.popleft()
-                memory._queue.wait(serial, "copying an image to the host")
-                view, base = chunk.view(CHUNK), -chunk.offset % step
-                for p, at in group:
-                    parallel_copy(
-                        out[p.level][p.start : p.start + p.nbytes], view[base + at : base + at + p.nbytes]
-                    )
-                memory._chunk_submitted(chunk, serial)
+        for group in groups:
+            chunk = memory._free_chunk() if 0 < len(pending) < MAX_CHUNKS else None
+            while chunk is None and pending:
+                _empty_chunk(memory, out, pending.popleft(), step)
+                chunk = memory._free_chunk() if pending else None
+            if chunk is None:
+                chunk = memory._chunk()  # (holding none: a wait here cannot wait for ever)
+            try:
+                serial = _copy_to_chunk(memory, contexts, img, chunk, group, step)
+            except BaseException:
+                memory._chunk_failed(chunk)
+                raise
+            pending.append((chunk, group, serial))
+        while pending:
+            _empty_chunk(memory, out, pending.popleft(), step)
     finally:
         for chunk, _, serial in pending:
             memory._chunk_submitted(chunk, serial)
     return [out[level] for level in levels]
+
+
+def _copy_to_chunk(
+    memory: Memory, contexts: Contexts, img: ImageMemory, chunk: Allocation, group: Any, step: int
+) -> int:
+    """Submit the copy of ``group``'s pieces of the image into ``chunk``; its serial."""
+    vk = _vk.vk()
+    general = vk.VK_IMAGE_LAYOUT_GENERAL
+    ctx = contexts.begin()
+    img.transition(ctx.cb, general, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+    regions = _piece_regions(group, chunk.offset + -chunk.offset % step)
+    vk.lib.vkCmdCopyImageToBuffer(ctx.cb, img.image, general, chunk.buffer, len(group), regions)
+    memory.core.barrier_after_transfer(ctx.cb)  # the copy's writes, visible to the host
+    return contexts.submit(ctx, "an image download", (img,))
+
+
+def _empty_chunk(
+    memory: Memory,
+    out: dict[int, np.ndarray[Any, np.dtype[np.uint8]]],
+    entry: tuple[Allocation, list[tuple[_Piece, int]], int],
+    step: int,
+) -> None:
+    """Wait for a chunk's copy, copy its pieces into ``out``, give the chunk back."""
+    chunk, group, serial = entry
+    try:
+        memory._queue.wait(serial, "copying an image to the host")
+        view, base = chunk.view(CHUNK), -chunk.offset % step
+        for p, at in group:
+            parallel_copy(out[p.level][p.start : p.start + p.nbytes], view[base + at : base + at + p.nbytes])
+    finally:
+        memory._chunk_submitted(chunk, serial)
 
 
 def initialize(contexts: Contexts, img: ImageMemory) -> None:
