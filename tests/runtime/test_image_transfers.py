@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+import slangrt
 from rt_helpers import has_vulkan_device, run_threads, spirv
-from slangrt import BindingSpec, Image, Kernel
-from slangrt._alloc import _images
+from slangrt import BindingSpec, Image, Kernel, _settings
+from slangrt._alloc import _images, _memory
 
 pytestmark = [
     pytest.mark.gpu,
@@ -103,3 +104,34 @@ def test_threads_moving_images_at_once_share_the_chunks(chunked: int) -> None:
 
     run_threads(*[lambda i=i: work(i) for i in range(len(arrays))])
     assert wrong == []
+
+
+def test_threads_reading_tensors_and_images_share_the_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Staging transfers (a discrete GPU's path) of tensors and images in many threads at once,
+    through four small chunks: each large read holds several chunks while it can, and takes
+    more only where one is free, so none waits for ever on the others."""
+    monkeypatch.setattr(_memory, "CHUNK", 64 << 10)  # (the new device's chunks: this size)
+    monkeypatch.setattr(_images, "CHUNK", 64 << 10)
+    with _settings.overridden(staging=True):
+        dev = slangrt.Device(slangrt.device().info.index)
+    try:
+        data = [RNG.random(600_000, dtype=np.float32) for _ in range(4)]  # 2.4 MB: 37 chunks
+        tensors = [slangrt.Tensor.from_numpy(a, device=dev) for a in data]
+        pics = [RNG.random((300, 300, 4), dtype=np.float32) for _ in range(3)]
+        images = [Image.from_numpy(p, device=dev) for p in pics]
+        wrong: list[str] = []
+
+        def read(i: int) -> None:
+            for _ in range(3):
+                if not np.array_equal(tensors[i].numpy(), data[i]):
+                    wrong.append(f"tensor {i}")
+
+        def download(i: int) -> None:
+            for _ in range(3):
+                if not np.array_equal(images[i].numpy(), pics[i]):
+                    wrong.append(f"image {i}")
+
+        run_threads(*[lambda i=i: read(i) for i in range(4)], *[lambda i=i: download(i) for i in range(3)])
+        assert wrong == []
+    finally:
+        dev.close()

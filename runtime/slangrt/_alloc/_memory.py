@@ -386,7 +386,11 @@ class Memory:
             while start < n or pending:
                 while start < n and len(pending) < MAX_CHUNKS:
                     m = min(CHUNK, n - start)
-                    chunk = self._chunk()
+                    # (holding some: only a free one, see _free_chunk; else empty one first)
+                    found = self._free_chunk() if pending else self._chunk()
+                    if found is None:
+                        break
+                    chunk = found
                     try:
                         serial = self._copy(
                             alloc.buffer,
