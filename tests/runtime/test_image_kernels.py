@@ -89,7 +89,8 @@ def test_copy_through_storage_images(copy: Kernel) -> None:
     assert np.array_equal(out, a + 1)
     copy.dispatch({0: dst, 1: src}, _groups(9, 13))  # the image written before, now read
     assert np.array_equal(src.numpy(), a + 2)
-    assert copy._plans == []  # image kernels take the full path each call
+    # Calls on Images alone leave plans (see test_image_record.py); the NumPy one none.
+    assert [p.objects[0][2] for p in copy._plans[:2]] == [dst._mem, src._mem]
 
 
 @pytest.mark.parametrize("filter", ["linear", "nearest"])
@@ -343,18 +344,6 @@ def test_bad_binding_specs() -> None:
     for spec, message in cases:
         with pytest.raises(ValueError, match=message):
             Kernel(code, "img_copy", [spec, COPY[1]], (8, 8, 1))
-
-
-def test_recorded_steps_refuse_images(copy: Kernel) -> None:
-    a = _rgba(4, 4)
-    src, dst = Image.from_numpy(a, format="rgba32f"), Image.from_numpy(a, format="rgba32f")
-    refused = pytest.raises(
-        ValueError, match=r"binds images, samplers or texel buffers, which a recorded step"
-    )
-    with refused, slangrt.record():
-        copy.dispatch({0: src, 1: dst}, (1, 1, 1))
-    copy.dispatch({0: src, 1: dst}, (1, 1, 1))  # and nothing was left half done
-    assert np.array_equal(dst.numpy(), a + 1)
 
 
 # -- the validation layer ---------------------------------------------------------------------------

@@ -203,33 +203,38 @@ class Allocation:
     def texel_view(self, fmt: int, nbytes: int, what: str) -> Any:
         """A ``VkBufferView`` of ``nbytes`` bytes from this allocation's start as texels of
         ``fmt`` (made once per range and format, kept by the root allocation, destroyed when its
-        memory goes back)."""
+        memory goes back or with the device, whichever comes first)."""
         root = self.root if isinstance(self, View) else self
         key = (self.offset, nbytes, fmt)
-        views = root.texel_views
-        if views is None:
-            views = root.texel_views = {}
-        handle = views.get(key)
-        if handle is None:
-            vk = _vk.vk()
-            info = vk.ffi.new(
-                "VkBufferViewCreateInfo*",
-                {
-                    "sType": vk.VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
-                    "buffer": self.buffer,
-                    "format": fmt,
-                    "offset": self.offset,
-                    "range": nbytes,
-                },
-            )
-            out = vk.ffi.new("VkBufferView*")
-            core = self.heap._core
-            _vk.check(
-                vk.lib.vkCreateBufferView(core.handle, info, vk.ffi.NULL, out),
-                f"creating a buffer view for {what}",
-            )
-            handle = views[key] = out[0]
+        heap = root.heap
+        with heap._lock:  # (two threads binding one tensor make one view)
+            views = root.texel_views
+            if views is None:
+                views = root.texel_views = {}
+            handle = views.get(key)
+            if handle is None:
+                handle = views[key] = self._new_view(fmt, nbytes, what)
+                heap._viewed[id(root)] = root
         return handle
+
+    def _new_view(self, fmt: int, nbytes: int, what: str) -> Any:
+        vk = _vk.vk()
+        info = vk.ffi.new(
+            "VkBufferViewCreateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                "buffer": self.buffer,
+                "format": fmt,
+                "offset": self.offset,
+                "range": nbytes,
+            },
+        )
+        out = vk.ffi.new("VkBufferView*")
+        _vk.check(
+            vk.lib.vkCreateBufferView(self.heap._core.handle, info, vk.ffi.NULL, out),
+            f"creating a buffer view for {what}",
+        )
+        return out[0]
 
     def view(self, nbytes: int | None = None) -> np.ndarray[Any, np.dtype[np.uint8]]:
         """The mapped bytes (host memory, or device memory in direct mode)."""
@@ -321,6 +326,8 @@ class Heap:
         self._partial: dict[int, list[Block]] = {}
         self._blocks: set[Block] = set()
         self._pending: list[Allocation] = []  # released while an open batch still uses them
+        # id -> a live allocation with texel views (destroyed with it, or with the device)
+        self._viewed: dict[int, Allocation] = {}
 
     def allocate(self, nbytes: int, what: str) -> Allocation:
         if nbytes < 0:
@@ -382,14 +389,20 @@ class Heap:
         for alloc in ready:
             self._queue.defer(alloc.last_use, lambda a=alloc: self._free(a))  # type: ignore[misc]
 
-    def _free(self, alloc: Allocation) -> None:
+    def _destroy_views(self, alloc: Allocation) -> None:
+        """Destroy the ``VkBufferView``s of ``alloc`` (its memory goes back, or the device)."""
         views = alloc.texel_views
         if views:
             alloc.texel_views = None
+            with self._lock:
+                self._viewed.pop(id(alloc), None)
             if self._core.alive:
                 lib, null = _vk.vk().lib, _vk.vk().ffi.NULL
                 for handle in views.values():
                     lib.vkDestroyBufferView(self._core.handle, handle, null)
+
+    def _free(self, alloc: Allocation) -> None:
+        self._destroy_views(alloc)
         block = alloc.block
         if not block.slot:
             with self._lock:
@@ -422,5 +435,8 @@ class Heap:
             blocks, self._blocks = self._blocks, set()
             self._partial.clear()
             self._pending.clear()
+            viewed = list(self._viewed.values())
+        for alloc in viewed:  # (live tensors' views: before the device goes)
+            self._destroy_views(alloc)
         for block in blocks:
             block.destroy(self._core)

@@ -11,6 +11,7 @@ used it has finished (``Memory.free_after``), and with the device at the latest.
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +23,8 @@ from .._vulkan import _vk
 from .._vulkan._core import Core
 from .._vulkan._formats import Format, check_usage
 from ._contexts import Contexts
-from ._heap import Allocation
-from ._memory import Memory
+from ._heap import SUBALLOC_MAX, Allocation
+from ._memory import CHUNK, MAX_CHUNKS, Memory, parallel_copy
 
 __all__ = ["VIEW_TYPES", "ImageMemory", "ImageShape", "download", "generate_mips", "upload"]
 
@@ -304,11 +305,11 @@ def _bind_memory(core: Core, memory: Memory, image: Any, what: str) -> Any:
 # -- barriers and copies -------------------------------------------------------------------------
 
 
-def _subresource(level: int, layers: int) -> dict[str, int]:
+def _subresource(level: int, layers: int, base: int = 0) -> dict[str, int]:
     return {
         "aspectMask": _vk.vk().VK_IMAGE_ASPECT_COLOR_BIT,
         "mipLevel": level,
-        "baseArrayLayer": 0,
+        "baseArrayLayer": base,
         "layerCount": layers,
     }
 
@@ -381,6 +382,9 @@ def upload(
     memory.flush_batch_using(img)
     levels = list(range(len(data)))
     offsets, total = img.shape.offsets(levels)
+    if total > SUBALLOC_MAX:
+        _upload_chunked(memory, contexts, img, data)
+        return
     staging, base = _staging(memory, img.shape, total, "an image upload")
     try:
         view = staging.view(total + base)[base:]
@@ -394,6 +398,172 @@ def upload(
         contexts.submit(ctx, "an image upload", (staging, img))
     finally:
         staging.release()  # once the copy is done
+
+
+# -- large transfers: through the device's staging chunks ------------------------------------------
+#
+# A transfer over SUBALLOC_MAX bytes goes through the staging chunks that tensors' transfers use
+# (``Memory._chunk``: a few buffers of CHUNK bytes, kept): no fresh host buffer of the image's
+# size each time (allocating and first touching one cost more than the copy), and the host fills
+# or empties one chunk while the device copies another.
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One copy between a staging chunk and part of a level: bytes ``[start, start + nbytes)``
+    of the level's C-ordered data, which are layers ``layers`` (base, count) at ``offset`` of
+    ``extent`` texels."""
+
+    level: int
+    start: int
+    nbytes: int
+    layers: tuple[int, int]
+    offset: tuple[int, int, int]
+    extent: tuple[int, int, int]
+
+
+def _pieces(shape: ImageShape, levels: Sequence[int], cap: int) -> list[_Piece]:
+    """``levels`` cut into copies of at most ``cap`` bytes: runs of whole slices (array layers,
+    or the depth slices of a 3-D image), else runs of rows of one slice."""
+    out = []
+    for level in levels:
+        w, h, d = shape.level_extent(level)
+        row = w * shape.format.texel_bytes
+        layered = shape.layers > 1  # (a 3-D image has one layer)
+        count, size = (shape.layers if layered else d), row * h
+        if size <= cap:
+            k = cap // size
+            for s in range(0, count, k):
+                n = min(k, count - s)
+                layers, z, depth = ((s, n), 0, 1) if layered else ((0, 1), s, n)
+                out.append(_Piece(level, s * size, n * size, layers, (0, 0, z), (w, h, depth)))
+            continue
+        k = max(1, cap // row)
+        for s in range(count):
+            layers, z = ((s, 1), 0) if layered else ((0, 1), s)
+            for y in range(0, h, k):
+                n = min(k, h - y)
+                out.append(_Piece(level, s * size + y * row, n * row, layers, (0, y, z), (w, n, 1)))
+    return out
+
+
+def _groups(shape: ImageShape, levels: Sequence[int]) -> tuple[list[list[tuple[_Piece, int]]], int]:
+    """The pieces of ``levels``, grouped per chunk with where each starts in it (a multiple of
+    ``step``, the texel size times 4, as copies need), and ``step``."""
+    step = shape.format.texel_bytes * 4
+    cap = CHUNK - step  # (room to align the chunk's start)
+    groups: list[list[tuple[_Piece, int]]] = [[]]
+    at = 0
+    for piece in _pieces(shape, levels, cap):
+        size = -(-piece.nbytes // step) * step
+        if groups[-1] and at + size > cap:
+            groups.append([])
+            at = 0
+        groups[-1].append((piece, at))
+        at += size
+    return groups, step
+
+
+def _piece_regions(group: list[tuple[_Piece, int]], base: int) -> Any:
+    regions = _vk.vk().ffi.new("VkBufferImageCopy[]", len(group))
+    for r, (p, at) in zip(regions, group):
+        r.bufferOffset = base + at
+        r.bufferRowLength = 0  # tightly packed, as a C-ordered array
+        r.bufferImageHeight = 0
+        r.imageSubresource = _subresource(p.level, p.layers[1], p.layers[0])
+        r.imageOffset = dict(zip("xyz", p.offset))
+        r.imageExtent = dict(zip(("width", "height", "depth"), p.extent))
+    return regions
+
+
+def _upload_chunked(
+    memory: Memory, contexts: Contexts, img: ImageMemory, data: Sequence[np.ndarray[Any, Any]]
+) -> None:
+    """:func:`upload` of a large image, one staging chunk (and submission) at a time."""
+    vk = _vk.vk()
+    general = vk.VK_IMAGE_LAYOUT_GENERAL
+    groups, step = _groups(img.shape, range(len(data)))
+    for group in groups:
+        chunk = memory._chunk()
+        try:
+            base = -chunk.offset % step
+            view = chunk.view(CHUNK)
+            for p, at in group:
+                parallel_copy(
+                    view[base + at : base + at + p.nbytes], data[p.level][p.start : p.start + p.nbytes]
+                )
+            ctx = contexts.begin()
+            img.transition(
+                ctx.cb, general, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT
+            )
+            regions = _piece_regions(group, chunk.offset + base)
+            vk.lib.vkCmdCopyBufferToImage(ctx.cb, chunk.buffer, img.image, general, len(group), regions)
+            serial = contexts.submit(ctx, "an image upload", (img,))
+        except BaseException:
+            memory._chunk_failed(chunk)
+            raise
+        memory._chunk_submitted(chunk, serial)
+
+
+def _download_chunked(
+    memory: Memory, contexts: Contexts, img: ImageMemory, levels: Sequence[int]
+) -> list[np.ndarray[Any, np.dtype[np.uint8]]]:
+    """:func:`download` of a large image: copies into several chunks at once where chunks are
+    free, each emptied into the result as its copy finishes."""
+    out = {level: np.empty(img.shape.level_bytes(level), np.uint8) for level in levels}
+    groups, step = _groups(img.shape, levels)
+    pending: deque[tuple[Allocation, list[tuple[_Piece, int]], int]] = deque()
+    try:
+        for group in groups:
+            chunk = memory._free_chunk() if 0 < len(pending) < MAX_CHUNKS else None
+            while chunk is None and pending:
+                _empty_chunk(memory, out, pending.popleft(), step)
+                chunk = memory._free_chunk() if pending else None
+            if chunk is None:
+                chunk = memory._chunk()  # (holding none: a wait here cannot wait for ever)
+            try:
+                serial = _copy_to_chunk(memory, contexts, img, chunk, group, step)
+            except BaseException:
+                memory._chunk_failed(chunk)
+                raise
+            pending.append((chunk, group, serial))
+        while pending:
+            _empty_chunk(memory, out, pending.popleft(), step)
+    finally:
+        for chunk, _, serial in pending:
+            memory._chunk_submitted(chunk, serial)
+    return [out[level] for level in levels]
+
+
+def _copy_to_chunk(
+    memory: Memory, contexts: Contexts, img: ImageMemory, chunk: Allocation, group: Any, step: int
+) -> int:
+    """Submit the copy of ``group``'s pieces of the image into ``chunk``; its serial."""
+    vk = _vk.vk()
+    general = vk.VK_IMAGE_LAYOUT_GENERAL
+    ctx = contexts.begin()
+    img.transition(ctx.cb, general, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+    regions = _piece_regions(group, chunk.offset + -chunk.offset % step)
+    vk.lib.vkCmdCopyImageToBuffer(ctx.cb, img.image, general, chunk.buffer, len(group), regions)
+    memory.core.barrier_after_transfer(ctx.cb)  # the copy's writes, visible to the host
+    return contexts.submit(ctx, "an image download", (img,))
+
+
+def _empty_chunk(
+    memory: Memory,
+    out: dict[int, np.ndarray[Any, np.dtype[np.uint8]]],
+    entry: tuple[Allocation, list[tuple[_Piece, int]], int],
+    step: int,
+) -> None:
+    """Wait for a chunk's copy, copy its pieces into ``out``, give the chunk back."""
+    chunk, group, serial = entry
+    try:
+        memory._queue.wait(serial, "copying an image to the host")
+        view, base = chunk.view(CHUNK), -chunk.offset % step
+        for p, at in group:
+            parallel_copy(out[p.level][p.start : p.start + p.nbytes], view[base + at : base + at + p.nbytes])
+    finally:
+        memory._chunk_submitted(chunk, serial)
 
 
 def initialize(contexts: Contexts, img: ImageMemory) -> None:
@@ -427,6 +597,8 @@ def download(
     core = memory.core
     memory.flush_batch_using(img)
     offsets, total = img.shape.offsets(levels)
+    if total > SUBALLOC_MAX:
+        return _download_chunked(memory, contexts, img, levels)
     staging, base = _staging(memory, img.shape, total, "an image download")
     try:
         ctx = contexts.begin()

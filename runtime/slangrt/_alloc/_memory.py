@@ -256,8 +256,11 @@ class Memory:
 
     # -- staging chunks --------------------------------------------------------------------------
 
-    def _chunk(self) -> Allocation:
-        """A staging chunk of :data:`CHUNK` bytes that no pending submission uses."""
+    def _free_chunk(self) -> Allocation | None:
+        """A staging chunk that no submission uses (made while there are fewer than
+        :data:`MAX_CHUNKS`), reserved for the caller; None if there is none now (no wait). A
+        caller that holds chunks takes more only this way: waiting for one while holding some
+        could wait for ever on other threads that do the same."""
         queue = self._queue
         with self._chunks_lock:
             for c in self._chunks:
@@ -269,6 +272,15 @@ class Memory:
                 c.last_use = PENDING
                 self._chunks.append(c)
                 return c
+        return None
+
+    def _chunk(self) -> Allocation:
+        """A staging chunk of :data:`CHUNK` bytes that no pending submission uses."""
+        queue = self._queue
+        c = self._free_chunk()
+        if c is not None:
+            return c
+        with self._chunks_lock:
             busy = [c for c in self._chunks if c.last_use != PENDING]
         if not busy:
             # Every chunk is being filled by other threads: wait for one to be submitted.
@@ -374,7 +386,11 @@ class Memory:
             while start < n or pending:
                 while start < n and len(pending) < MAX_CHUNKS:
                     m = min(CHUNK, n - start)
-                    chunk = self._chunk()
+                    # (holding some: only a free one, see _free_chunk; else empty one first)
+                    found = self._free_chunk() if pending else self._chunk()
+                    if found is None:
+                        break
+                    chunk = found
                     try:
                         serial = self._copy(
                             alloc.buffer,

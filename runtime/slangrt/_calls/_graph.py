@@ -3,15 +3,19 @@
 ``with slangrt.record() as step:`` is a ``batch()`` whose command buffers are kept by ``step``
 (a :class:`Graph`) instead of the device's cache of recent batches: ``step.replay()`` submits
 them again, with no Python per dispatch, no argument checks and no recording. What a replay
-reads is what the recording bound: the same tensors (their contents as they are at the replay:
-new inputs go in with ``Tensor.copy_from``), the same grids and the same packed params and push
-constants (by value, kept by the step). Whatever a replay could not redo is refused while
-recording (a NumPy array for a written binding, a NumPy array other than a wrapper's packed
-params, a view copied to be aligned, reading a result inside the block), and a replay after a
-tensor it binds was closed raises; nothing is silently stale.
+reads is what the recording bound: the same tensors and images (their contents as they are at
+the replay: new inputs go in with ``Tensor.copy_from`` and ``Image.write``), the same samplers,
+grids and packed params and push constants (by value, kept by the step). Barriers between the
+step's dispatches are recorded as a batch's are (every image use has its own: images keep one
+layout, so a replay needs no state about the work before it). Whatever a replay could not redo
+is refused while recording (a NumPy array for a written binding, an image or a texel buffer, a
+NumPy array other than a wrapper's packed params, a view copied to be aligned, reading a result
+inside the block), and a replay after a tensor or image it binds was closed raises; nothing is
+silently stale, and nothing freed is used.
 
 :func:`recorded` wraps a function so that a call replays the recording made for the same
-arguments (tensors by identity, scalars by value) and records anew for new ones.
+arguments (tensors and images by identity, samplers and scalars by value) and records anew for
+new ones.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import numpy as np
 
 from .._alloc._heap import Allocation
 from .._devices._device import Device
+from .._devices._image import Image
+from .._devices._sampler import Sampler
 from .._devices._tensor import Tensor
 from .._errors import SlangRTError
 from .._recording import _batch
@@ -94,7 +100,8 @@ class Graph:
     def __init__(self) -> None:
         self.dispatches = 0
         self._parts: list[_Part] = []
-        self._tensors: dict[int, Tensor] = {}  # id -> every tensor a dispatch binds
+        # id -> every tensor and image a dispatch binds (checked at each replay)
+        self._tensors: dict[int, Tensor | Image] = {}
         self._owned: list[Allocation] = []  # packed params, copied for the step
         self._recording = True
         self._closed = False
@@ -128,8 +135,8 @@ class Graph:
                 "the device's minStorageBufferOffsetAlignment or copy it into a tensor of its own"
             )
 
-    def keep(self, tensors: list[Tensor], owned: list[Allocation] | None) -> None:
-        """The tensors a recorded dispatch binds (checked at each replay) and the memory it
+    def keep(self, tensors: list[Tensor | Image], owned: list[Allocation] | None) -> None:
+        """The tensors and images a recorded dispatch binds (checked at each replay) and the memory it
         owns (packed params, released with the step)."""
         for t in tensors:
             self._tensors[id(t)] = t
@@ -216,9 +223,10 @@ class Graph:
             what = "is closed" if self._closed else "cannot replay inside its own record()"
             raise SlangRTError(f"this recorded step {what}")
         for t in self._tensors.values():
-            if t._alloc is None:
+            if _gone(t):
+                what = "an image" if isinstance(t, Image) else "a tensor"
                 raise SlangRTError(
-                    f"a tensor the recorded step binds was closed since it was recorded ({t!r}); "
+                    f"{what} the recorded step binds was closed since it was recorded ({t!r}); "
                     "record the step again"
                 )
         if _batch._local.graph is not None:
@@ -281,6 +289,11 @@ def record() -> Iterator[Graph]:
 _PLAIN = (int, float, complex, bool, str, bytes, type(None))
 
 
+def _gone(held: Tensor | Image) -> bool:
+    """Whether a tensor or image a step binds was closed (its memory may be gone)."""
+    return held._mem is None if isinstance(held, Image) else held._alloc is None
+
+
 def _arg_key(value: object, where: str) -> object:
     """What a call's argument is compared by: tensors (and devices) by identity, scalars by
     type and value (floats by their bits, ``_callkey``'s rule: -0.0 is not 0.0), NumPy scalars
@@ -294,11 +307,14 @@ def _arg_key(value: object, where: str) -> object:
         return (cls, value.tobytes())
     if isinstance(value, tuple | list):
         return (cls, tuple(_arg_key(v, f"{where}[{i}]") for i, v in enumerate(value)))
-    if cls is Tensor or isinstance(value, Device):
+    if cls is Tensor or cls is Image or isinstance(value, Device):
         return (cls, id(value))
+    if cls is Sampler:
+        return (cls, value)  # (immutable, compared by its settings)
     raise TypeError(
         f"recorded step: argument {where} is a {cls.__name__}, which cannot be compared between "
-        "calls; pass Tensors (for arrays: copy them into a Tensor), numbers, strings and tuples"
+        "calls; pass Tensors, Images, Samplers (for arrays: copy them into a Tensor), numbers, "
+        "strings and tuples"
     )
 
 
@@ -324,7 +340,7 @@ class Recorded:
         found = self._steps.get(key)
         if found is not None:
             step = found[0]
-            if all(t._alloc is not None for t in step._tensors.values()):
+            if not any(_gone(t) for t in step._tensors.values()):
                 self._steps.move_to_end(key)
                 step.replay()
                 return found[2]

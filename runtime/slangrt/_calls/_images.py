@@ -27,7 +27,7 @@ from .._vulkan._core import Core
 from .._vulkan._formats import Format, check_usage, declared_format, format_for
 from ._arguments import Packed, Signature
 
-__all__ = ["ImageCall", "bind_call"]
+__all__ = ["ImageCall", "bind_call", "refuse_unrecordable"]
 
 _TEXEL_USAGE = {
     "uniform_texel_buffer": ("VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT", "uniform texel buffer"),
@@ -94,6 +94,38 @@ def bind_call(sig: Signature, dev: Device, buffers: Mapping[Any, Any]) -> ImageC
         call.release()
         raise
     return call
+
+
+def refuse_unrecordable(sig: Signature, buffers: Mapping[Any, Any]) -> None:
+    """Inside ``record()``: refuse (ValueError) an argument that a replay could not redo, as
+    ``_graph.Graph.check`` does for buffer-only kernels: a NumPy array for an image or a texel
+    buffer (a temporary copy of its values now), or for a written buffer; a NumPy array for a
+    read-only buffer other than a wrapper's packed params. Images, samplers and tensors pass."""
+    for i, spec in enumerate(sig.bindings):
+        arg = buffers[spec.key] if spec.key in buffers else sig.lookup(buffers, i)
+        if spec.kind == "combined_image_sampler" and isinstance(arg, tuple) and arg:
+            arg = arg[0]
+        if not isinstance(arg, np.ndarray | Packed):
+            continue
+        what = sig.what(i)
+        if spec.kind not in BUFFER_KINDS:
+            raise ValueError(
+                f"{what}: a NumPy array for an image or texel-buffer binding ({spec.kind}) cannot be "
+                "recorded (each call copies it into a temporary of its own, which a replay would "
+                "not redo); pass a slangrt.Image (texel buffers: a slangrt.Tensor), filled with "
+                "Image.write (Tensor.copy_from) before each replay"
+            )
+        if sig.writable[i]:
+            raise ValueError(
+                f"{what}: a NumPy array for a written binding cannot be recorded (the call would "
+                "wait for its result inside the step); pass a Tensor"
+            )
+        if not isinstance(arg, Packed):
+            raise ValueError(
+                f"{what}: a NumPy array would be recorded with the values it has now, and replays "
+                "would not see later changes; pass a Tensor (and fill it with Tensor.copy_from "
+                "before each replay)"
+            )
 
 
 def _bind_buffer(sig: Signature, dev: Device, core: Core, call: ImageCall, i: int, arg: object) -> None:
@@ -324,6 +356,7 @@ def _bind_image(
             view=img._view(spec.image_kind),
             sampler=handle,
             layout=int(layout),
+            nbytes=sum(mem.shape.level_bytes(level) for level in range(mem.shape.mip_levels)),
             write=spec.writable,
         )
     )

@@ -22,7 +22,9 @@ from .._alloc._heap import Allocation
 from .._alloc._memory import PARAMS_MAX
 from .._devices._device import Device
 from .._devices._device import device as default_device
+from .._devices._image import Image
 from .._devices._open import Parts
+from .._devices._sampler import Sampler
 from .._devices._tensor import Tensor
 from .._errors import DispatchTimeoutError, SlangRTError
 from .._recording import _batch
@@ -46,13 +48,24 @@ class _Plan:
     """A call that the next one with the same arguments repeats unchecked (see dispatch)."""
 
     def __init__(
-        self, grid: Any, slots: Any, allocs: Any, dims: Any, state: KernelState, parts: Parts
+        self,
+        grid: Any,
+        slots: Any,
+        allocs: Any,
+        dims: Any,
+        state: KernelState,
+        parts: Parts,
+        objects: tuple[tuple[Any, Any, Any], ...] = (),
     ) -> None:
         self.grid = grid
-        self.n = len(slots)
+        self.n = len(slots) + len(objects)
         # (binding, allocation) per tensor; (binding, packed params, the params cache's memory)
         self.tensors = tuple((key, alloc) for key, held, alloc in slots if held is None)
         self.packed = tuple(slot for slot in slots if slot[1] is not None)
+        # (binding, None, the image's memory) per Image (the memory is the image's own: no plan
+        # holds an Image, which would keep it from being freed), (binding, Sampler, None) per
+        # Sampler (immutable, holding nothing of the device's), in a kernel with images
+        self.objects = objects
         self.allocs = allocs
         self.dims = dims
         self.core, self.batches, self.queue = parts.core, parts.batches, parts.queue
@@ -82,7 +95,8 @@ class _Bound:
 
 def _matching_plan(plans: list[_Plan], buffers: Mapping[Any, Any], grid: Any) -> _Plan | None:
     """The plan made for these very arguments (``_callkey``'s rule: the same grid, each tensor
-    the same Tensor on the same allocation, each packed params the same object, still cached)."""
+    the same Tensor on the same allocation, each packed params the same object, still cached;
+    each image the same Image on the same memory, each sampler the same Sampler)."""
     n = len(buffers)
     for plan in plans:
         if (grid is not plan.grid and grid != plan.grid) or n != plan.n:
@@ -97,10 +111,21 @@ def _matching_plan(plans: list[_Plan], buffers: Mapping[Any, Any], grid: Any) ->
                     if buffers[key] is not held or alloc.released:
                         break
                 else:
-                    return plan
+                    if not plan.objects or _same_objects(plan, buffers):
+                        return plan
         except (KeyError, TypeError):
             return None
     return None
+
+
+def _same_objects(plan: _Plan, buffers: Mapping[Any, Any]) -> bool:
+    """Whether each image and sampler of ``plan`` is bound again (an image still open: a closed
+    one has no memory)."""
+    for key, sampler, mem in plan.objects:
+        arg = buffers[key]
+        if (arg is not sampler) if mem is None else (arg.__class__ is not Image or arg._mem is not mem):
+            return False
+    return True
 
 
 class Kernel:
@@ -188,8 +213,9 @@ class Kernel:
         ``combined_image_sampler`` ones an Image, an ``(Image, Sampler)`` pair or a NumPy array
         (with ``Sampler()``); texel buffers a Tensor or a NumPy array, of shape ``(N,)`` or
         ``(N, C)``, seen as texels of the format its dtype, channels and the binding's texel
-        kind give. Such a kernel checks every call in full (it makes no plan), and is not
-        recorded by ``record()`` yet.
+        kind give. Such a kernel keeps plans only of calls on Tensors, Images and Samplers alone
+        (others are checked in full each time); inside ``record()`` it takes those only (and a
+        wrapper's packed params).
         """
         plans = self._plans
         if plans and push is None and not refs and not self._closed:
@@ -247,7 +273,7 @@ class Kernel:
         if len(buffers) != len(sig.keys):
             sig.check_keys(buffers)
         if sig.descs:
-            return self._dispatch_images(dev, buffers, dims, push, refs)
+            return self._dispatch_images(dev, buffers, grid, dims, push, refs)
         bound = self._bind(dev, core, buffers, push is None and not refs)
         allocs = bound.allocs
         for i in sig.uniforms:
@@ -286,40 +312,75 @@ class Kernel:
         self,
         dev: Device,
         buffers: Mapping[Any, Any],
+        grid: Any,
         dims: tuple[int, int, int],
         push: bytes | np.ndarray[Any, Any] | Packed | None,
         refs: Sequence[Tensor],
     ) -> None:
-        """:meth:`_dispatch` of a kernel with images, samplers or texel buffers: every call
-        checks everything (no plan) and is recorded for its one submission (see ``_record``);
-        with a written NumPy argument it waits and copies the result back."""
+        """:meth:`_dispatch` of a kernel with images, samplers or texel buffers: every argument
+        checked, the dispatch recorded for its one submission (see ``_record``) or kept by the
+        open ``record()`` for its replays; with a written NumPy argument it waits and copies the
+        result back. A call on Tensors, Images and Samplers alone leaves a plan."""
         sig = self._sig
         parts = dev.parts
         core = parts.core
         pushed = sig.check_push(push) if push is not None or sig.push_size else None
         ref_allocs = sig.check_refs(core, dev, refs) if refs else None
         rec = _batch.recorder(parts.batches)
-        if rec is not None and rec.graph is not None:
-            raise ValueError(
-                f"kernel {self.name!r} binds images, samplers or texel buffers, which a recorded "
-                "step (slangrt.record()) cannot replay yet: the layout barriers of each image "
-                "depend on the work before it; call it outside record()"
-            )
+        graph = rec.graph if rec is not None else None
+        if graph is not None:
+            _images.refuse_unrecordable(sig, buffers)  # (raises what a replay could not redo)
         call = _images.bind_call(sig, dev, buffers)
         try:
             if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
                 return
             state = self._state or self._ensure_state(dev)
+            if graph is not None:
+                # The step binds these images, samplers and tensors on every replay (checked
+                # then), and keeps the packed params' copies for as long as it lives.
+                graph.keep([*call.tensors, *refs], call.buffers)
+                call.buffers = []
             wait = bool(call.readback)
             serial = self._run(parts, state, call.allocs, call.ranges, dims, pushed, ref_allocs, now=wait)
             if wait:
                 assert serial is not None  # now=True submits
                 parts.queue.wait(serial, f"kernel {self.name!r}")
                 call.copy_back()
+            elif graph is None and pushed is None and not refs:
+                self._plan_images(grid, buffers, call, dims, state, parts)
         finally:
             call.release()  # once the work that uses them is done
         if core.validation:
             core.check_validation()
+
+    def _plan_images(
+        self,
+        grid: Any,
+        buffers: Mapping[Any, Any],
+        call: _images.ImageCall,
+        dims: tuple[int, int, int],
+        state: KernelState,
+        parts: Parts,
+    ) -> None:
+        """Keep the plan of a call of a kernel with images whose arguments are all on the device:
+        the next call with the same ones (each Tensor on the same allocation, each Image on the
+        same memory, each Sampler the same object: nothing its checks read can have changed)
+        submits the command buffer recorded for it, unchecked. NumPy arguments, packed params
+        and (image, sampler) pairs make none: such calls are checked every time."""
+        tensors: list[tuple[Any, None, Any]] = []
+        objects: list[tuple[Any, Any, Any]] = []
+        for key in self._sig.keys:
+            arg = buffers.get(key)
+            if type(arg) is Tensor:
+                tensors.append((key, None, arg._alloc))
+            elif arg.__class__ is Image:
+                objects.append((key, None, arg._mem))
+            elif arg.__class__ is Sampler:
+                objects.append((key, arg, None))
+            else:
+                return
+        plan = _Plan(grid, tensors, call.allocs, dims, state, parts, tuple(objects))
+        self._plans = [plan, *self._plans[: _PLANS - 1]]
 
     def _usable_device(self) -> Device:
         """The device to run on: this kernel's, or in a forked child the child's default."""

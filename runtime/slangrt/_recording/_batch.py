@@ -248,9 +248,8 @@ class Batches:
             return self.queue.submit(program.command_buffers, "a batch of dispatches", program, uses)
 
     def submit_once(self, ops: list[Op], templates: dict[int, Any], uses: Sequence[Any]) -> int:
-        """Record ``ops`` into a one-off command buffer and submit it: ops of kernels with
-        images (their layout barriers depend on the state the work before left each image in,
-        so a recording is never replayed)."""
+        """Record ``ops`` into a one-off command buffer and submit it: a plain call of a kernel
+        with images (see ``Recorder.add``)."""
         core = self._core
         lib = _vk.vk().lib
         ctx = self.contexts.begin()
@@ -296,7 +295,8 @@ class Recorder:
         self.keys: list[Any] = []
         self.allocs: list[Allocation] = []
         self.profiled = False
-        # Whether a kept dispatch binds images (the batch is recorded for its one submission).
+        # Whether a kept dispatch is a plain call of a kernel with images (recorded for its one
+        # submission).
         self.once = False
         #: Dispatches kept since the last submission.
         self.count = 0
@@ -326,8 +326,12 @@ class Recorder:
         profiles = tuple(open_profiles) if open_profiles and self.graph is None else ()
         self.ops.append((state, allocs, ranges, dims, profiles, push, refs))
         if state.descs:
-            self.once = True
-            self.keys.append(None)
+            # Descriptors' keys name their images and views (an image's barriers depend on
+            # nothing before it), so a batch's recording is replayed as any; a plain call of such
+            # a kernel (not batched) is recorded for its one submission (its NumPy arguments'
+            # temporaries are new each call, and a plan repeats the others).
+            self.once = self.once or not self.batched
+            self.keys.append(key if key is not None else op_key(state, allocs, dims, None, push, refs))
         else:
             # Replays record their own push constants, and barriers depend on the refs.
             self.keys.append(key if key is not None else op_key(state, allocs, dims, ranges, push, refs))

@@ -13,10 +13,15 @@ tensors
     allocation, so every check made on the first call would pass again. The per-dispatch paths
     test it inline (``arg.__class__ is Tensor and arg._alloc is alloc``): a call per tensor
     there costs more than the check.
+images and samplers
+    (a kernel's plans) the same ``Image``, known by its memory object (``arg._mem``: an image's
+    own, which a closed image no longer has), and the same ``Sampler`` object (immutable).
 memory bound by a recording
     an allocation's ``key`` (its block's serial, offset and bound range), or the range given
     (:func:`bound_key`): a command buffer records addresses, so two allocations over the same
-    range record the same commands.
+    range record the same commands; an image's, sampler's or texel buffer's ``Descriptor.key``
+    (``_record``: the image's serial, never reused, or the texel buffer's allocation object, with
+    the view and sampler handles).
 values
     :func:`value_key`: the same type, and for a float the same bits, since what packing it
     writes depends on exactly that (``-0.0`` is not ``0.0``; a NaN equals a NaN of the same

@@ -8,11 +8,11 @@ freed when its command buffer is re-recorded or its work is done.
 
 A kernel that binds images, samplers or texel buffers (``KernelState.descs``) has a
 :class:`Descriptor` where a dispatch's ``allocs`` would hold a buffer's allocation. Before its
-dispatch each image is moved to the layout its binding reads it in (``ImageMemory.transition``,
-which also orders it after the work that last wrote it, or read it where this one writes), and
-its descriptors are written for this recording: such dispatches are recorded where they are
-submitted, never replayed from a recorded command buffer, since their barriers depend on the
-state the work before them left each image in.
+dispatch each image gets a barrier (``ImageMemory.transition``: images stay in one layout, and
+the barrier orders the use after every earlier write, and a write after every earlier read,
+whichever work that was), and its descriptors are written for this recording. Since no barrier
+depends on what came before, a recording with images is replayed as any: a kernel's own command
+buffer (a plan's), a batch's, a recorded step's (``Descriptor.key`` names what it binds).
 """
 
 from __future__ import annotations
@@ -147,9 +147,12 @@ class Descriptor:
     reads the image in; ``alloc``: a texel buffer's allocation (its bytes count for the
     barriers as a buffer's do); ``write``: whether the kernel writes it. ``last_use`` is the
     image's or the allocation's (``Queue.submit`` sets it, as for an allocation in ``uses``).
+    ``key``: what a recording of it depends on, as an allocation's ``key`` (``_callkey``): the
+    image's serial (never reused), or the texel buffer's allocation object (its view is made
+    for that object, freed with it), with the handles and how it is bound.
     """
 
-    __slots__ = ("alloc", "capacity", "image", "layout", "nbytes", "sampler", "view", "write")
+    __slots__ = ("alloc", "capacity", "image", "key", "layout", "nbytes", "sampler", "view", "write")
 
     def __init__(
         self,
@@ -168,8 +171,10 @@ class Descriptor:
         self.layout = layout
         self.alloc = alloc
         self.write = write
-        # (bytes a profile counts: a texel buffer's range; an image's are not counted)
+        # (bytes a profile counts: a texel buffer's range, an image's bytes over all its levels)
         self.nbytes = self.capacity = nbytes
+        held: Any = image.key if image is not None else alloc
+        self.key = (held, view, sampler, layout, nbytes, write)
 
     @property
     def last_use(self) -> int:
@@ -350,6 +355,16 @@ def _bind_buffers(
         bind_extra_sets(state, cb, allocs, rs, sets, set_cache)
 
 
+def _moved(allocs: list[Any], rs: list[int], writable: Any) -> int:
+    """The bytes a profile counts for one dispatch: each binding's (a buffer's bound range, a
+    texel buffer's, an image's whole memory; a sampler none), a written one twice."""
+    total = 0
+    for a, r, w in zip(allocs, rs, writable):
+        n = a.nbytes if isinstance(a, Descriptor) else bind_range(a, r)
+        total += n * (2 if w else 1)
+    return total
+
+
 def _buffer_barrier(
     core: Core, cb: Any, hazards: _Hazards, spans: list[Any], writable: Any, refs: list[Allocation] | None
 ) -> None:
@@ -412,8 +427,7 @@ def record_ops(
             lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q)
             lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
             lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q + 1)
-            nbytes = sum(bind_range(a, r) * (2 if w else 1) for a, r, w in zip(allocs, rs, writable))
-            entries.append((profiles, state.name, dims, nbytes, q))
+            entries.append((profiles, state.name, dims, _moved(allocs, rs, writable), q))
             q += 2
         else:
             lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
