@@ -493,7 +493,9 @@ def test_repeated_image_calls_take_every_check(lib: KernelLibrary) -> None:
     src, dst = Image.from_numpy(a, format="rgba32f"), Image.empty(a.shape, np.float32, format="rgba32f")
     for _ in range(3):
         img_copy(lib, src, dst, last=last)
-    assert last._plans == () and lib.kernel(SHADER, "img_copy")._plans == []
+    # LastCall keeps nothing: every call runs the wrapper's checks. (The kernel beneath keeps a
+    # plan of the dispatch on these Images: that is the dispatch's cache, after the checks.)
+    assert last._plans == () and len(lib.kernel(SHADER, "img_copy")._plans) >= 1
     assert np.array_equal(dst.numpy(), a + 1)
     src.close()
     with pytest.raises(ValueError, match=r"the image has been closed"):
