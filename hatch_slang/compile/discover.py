@@ -153,6 +153,8 @@ def _functions(source: str) -> list[_Function]:
         if text == "[" and kind == "punct":
             end = _close(tokens, i)
             inner = tokens[i + 1 : end - 1]
+            if len(inner) >= 2 and inner[0][1] == "[" and inner[-1][1] == "]":
+                inner = inner[1:-1]  # `[[shader("compute")]]`, `[[numthreads(8, 8, 1)]]`
             prev = tokens[i - 1] if i else ("punct", ";", 0)
             # `a[i]`, `f(x)[0]`: indexing, no attribute.
             indexing = (prev[0] in ("ident", "number") and prev[1] not in _NOT_A_TYPE) or prev[1] == ")"

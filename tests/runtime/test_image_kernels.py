@@ -16,6 +16,7 @@ import pytest
 import slangrt
 from rt_helpers import has_validation_layer, has_vulkan_device, run_python, run_threads, spirv
 from slangrt import BindingSpec, Image, Kernel, Sampler, Tensor
+from slangrt._calls._arguments import _unformatted_hint
 from slangrt._vulkan._formats import format_for, missing_usages
 
 pytestmark = [
@@ -325,6 +326,19 @@ def test_written_image_without_a_declared_format() -> None:
         r"but Slang declares the capability .* declare its format in the shader \(\[format\(\"rgba8\"\)\]",
     ):
         k.dispatch({0: a, 1: out}, _groups(7, 5))
+
+
+def test_the_format_hint_says_when_a_declared_format_would_not_be_enough() -> None:
+    """A kernel lacking more than the unformatted-read capability (Sample in compute needs
+    derivative groups too) is not told that declaring a format runs it: the hint names the rest."""
+    read = "the SPIR-V capability StorageImageReadWithoutFormat (shaderStorageImageReadWithoutFormat)"
+    quads = "the SPIR-V capability ComputeDerivativeGroupQuadsKHR (computeDerivativeGroupQuads)"
+    alone = _unformatted_hint(spirv("img_unformatted"), "img_unformatted", [read])
+    assert alone.endswith('[format("r32f")] ...) to run it on this device)')
+    both = _unformatted_hint(spirv("img_unformatted"), "img_unformatted", [read, quads])
+    assert "to run it on this device" not in both
+    assert both.endswith(f"...); that alone would not run it here: it also needs {quads})")
+    assert _unformatted_hint(spirv("img_unformatted"), "img_unformatted", [quads]) == ""
 
 
 def test_bad_binding_specs() -> None:

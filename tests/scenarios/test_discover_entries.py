@@ -43,6 +43,29 @@ def test_every_compute_function_is_an_entry() -> None:
     assert entries(source) == ("first", "second", "third", "fourth")
 
 
+def test_double_bracket_attributes_mark_entries_too() -> None:
+    # Slang takes C++-style `[[shader("compute")]]` as it takes `[shader("compute")]`
+    # (slangpy's examples write them so).
+    source = (
+        HEAD
+        + '[[shader("compute")]]\n[[numthreads(8, 8, 1)]]\nvoid first' + BODY
+        + "[[vk::binding(1)]] RWStructuredBuffer<float> more;\n"
+        + '[[shader("compute")]] [numthreads(4, 1, 1)] void second' + BODY
+        + '[[shader("vertex")]]\nfloat4 vs(float4 p) { return p; }\n'
+    )  # fmt: skip
+    assert entries(source) == ("first", "second")
+    assert entries(HEAD + "[[numthreads(64, 1, 1)]]\nvoid only" + BODY) == ("only",)
+
+
+@pytest.mark.compile
+def test_a_double_bracket_entry_is_built(tmp_path: Path) -> None:
+    (tmp_path / "shaders").mkdir()
+    text = HEAD + '[[shader("compute")]]\n[[numthreads(8, 1, 1)]]\nvoid fill' + BODY
+    (tmp_path / "shaders" / "brackets.slang").write_text(text)
+    out = pipeline.build(parse_config(tmp_path, {"shaders": ["shaders/*.slang"], "package": "p/k"}))
+    assert "brackets.fill.spv" in out.files
+
+
 def test_attributes_on_their_own_lines_with_others_between() -> None:
     source = (
         HEAD

@@ -89,11 +89,14 @@ def _unformatted_hint(spirv: bytes, entry: str, missing: Sequence[str]) -> str:
     names = ", ".join(f"`{r.variable or f'binding {r.binding}'}`" for r in unformatted)
     what = "its format" if len(unformatted) == 1 else "their formats"
     how = f'declare {what} in the shader ([format("rgba8")], [format("r32f")] ...)'
+    # A declared format cures this capability only: where the device lacks more, say so.
+    others = [m for m in missing if "StorageImageReadWithoutFormat" not in m]
+    still = f"; that alone would not run it here: it also needs {' and '.join(others)}" if others else ""
     if any(r.read for r in unformatted):
-        return f" (it reads storage images without a declared format: {names}; {how})"
+        return f" (it reads storage images without a declared format: {names}; {how}{still})"
     return (
         f" (the kernel only writes {names}, but Slang declares the capability for every RWTexture "
-        f"or RWBuffer without a declared format; {how} to run it on this device)"
+        f"or RWBuffer without a declared format; {how}{still or ' to run it on this device'})"
     )
 
 
