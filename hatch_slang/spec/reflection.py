@@ -258,14 +258,36 @@ def used_bindings(spirv: bytes | Module) -> set[tuple[int, int]]:
     }
 
 
-def normalize_spirv(spirv: bytes) -> bytes:
-    """Mark the module's source language Unknown (0).
+# SPIR-V numbers normalize_spirv needs (the SPIR-V spec's tables).
+_OP_CAPABILITY = 17
+_OP_IMAGE_READ = 98
+_OP_IMAGE_SPARSE_READ = 320
+_CAP_READ_WITHOUT_FORMAT = 55  # StorageImageReadWithoutFormat
+
+
+def normalize_spirv(spirv: bytes, *, keep_capabilities: bool = False) -> bytes:
+    """The module as the build ships it: its source language marked Unknown (0), and Slang's
+    unneeded ``StorageImageReadWithoutFormat`` capability dropped.
 
     Slang declares language 11 (Slang), which older spirv-val and validation layers (1.3.239, as
-    in Debian 12) reject as an invalid operand although drivers run the module.
+    in Debian 12) reject as an invalid operand although drivers run the module. Slang also
+    declares ``StorageImageReadWithoutFormat`` for every storage image or texel buffer without a
+    declared format, even one the kernel only writes; SPIR-V requires it only for an
+    ``OpImageRead`` (or ``OpImageSparseRead``) of such an image, and Vulkan then requires
+    ``shaderStorageImageReadWithoutFormat``, which many drivers (lavapipe) lack. So a module
+    with no image read loses it; ``StorageImageWriteWithoutFormat`` stays (writes need it).
+    ``keep_capabilities`` keeps Slang's capabilities as they are (test inputs of the runtime's
+    own refusal of such a module).
     """
     module = list(words(spirv))
-    for i, opcode, count in instructions(tuple(module)):
+    found = list(instructions(tuple(module)))
+    reads = keep_capabilities or any(op in (_OP_IMAGE_READ, _OP_IMAGE_SPARSE_READ) for _, op, _ in found)
+    out = module[:5]
+    for i, opcode, count in found:
         if opcode == OP_SOURCE and count >= 3:
             module[i + 1] = 0
-    return struct.pack(f"<{len(module)}I", *module)
+        unneeded = opcode == _OP_CAPABILITY and count == 2 and module[i + 1] == _CAP_READ_WITHOUT_FORMAT
+        if unneeded and not reads:
+            continue
+        out.extend(module[i : i + count])
+    return struct.pack(f"<{len(out)}I", *out)
