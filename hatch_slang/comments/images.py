@@ -377,7 +377,7 @@ _KIND_WORDS = frozenset(
     }
 )
 _SAMPLER_WORDS = frozenset({*_FILTERS, "clamp", "repeat", "wrap", "mirror", "mirrored", "border", "compare"})
-_OP_WORDS = frozenset({*_OPS.values(), "lequal", "gequal", "<=", ">=", "<", ">", "==", "!="})
+_COMPARE_WORDS = frozenset({*_OPS.values(), "lequal", "gequal", "<=", ">=", "<", ">", "==", "!="})
 
 
 def _type_word(word: str, kind: ImageKind) -> bool:
@@ -388,7 +388,7 @@ def _type_word(word: str, kind: ImageKind) -> bool:
         return True
     if isinstance(image_format(bare), ImageFormat) or _DIM_WORD.fullmatch(bare) or texel_word(bare):
         return True
-    return kind in ("sampler", "combined") and (bare in _SAMPLER_WORDS or bare in _OP_WORDS)
+    return kind in ("sampler", "combined") and (bare in _SAMPLER_WORDS or bare in _COMPARE_WORDS)
 
 
 _LEADING = re.compile(r"^(`?\w[\w-]*(?:\s*<[^<>]*>)?`?|<=|>=|==|!=|<|>)[\s,;:]*")

@@ -21,7 +21,17 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from slangrt.dtypes import DTYPES
-from slangrt.spirv import OP_SOURCE, Module, instructions, read_module, words
+from slangrt.spirv import (
+    CAPABILITY_NAMES,
+    OP_CAPABILITY,
+    OP_IMAGE_READ,
+    OP_IMAGE_SPARSE_READ,
+    OP_SOURCE,
+    Module,
+    instructions,
+    read_module,
+    words,
+)
 
 from hatch_slang.errors import HatchSlangError
 
@@ -258,11 +268,9 @@ def used_bindings(spirv: bytes | Module) -> set[tuple[int, int]]:
     }
 
 
-# SPIR-V numbers normalize_spirv needs (the SPIR-V spec's tables).
-_OP_CAPABILITY = 17
-_OP_IMAGE_READ = 98
-_OP_IMAGE_SPARSE_READ = 320
-_CAP_READ_WITHOUT_FORMAT = 55  # StorageImageReadWithoutFormat
+_CAP_READ_WITHOUT_FORMAT = next(
+    n for n, c in CAPABILITY_NAMES.items() if c == "StorageImageReadWithoutFormat"
+)
 
 
 def normalize_spirv(spirv: bytes, *, keep_capabilities: bool = False) -> bytes:
@@ -281,12 +289,12 @@ def normalize_spirv(spirv: bytes, *, keep_capabilities: bool = False) -> bytes:
     """
     module = list(words(spirv))
     found = list(instructions(tuple(module)))
-    reads = keep_capabilities or any(op in (_OP_IMAGE_READ, _OP_IMAGE_SPARSE_READ) for _, op, _ in found)
+    reads = keep_capabilities or any(op in (OP_IMAGE_READ, OP_IMAGE_SPARSE_READ) for _, op, _ in found)
     out = module[:5]
     for i, opcode, count in found:
         if opcode == OP_SOURCE and count >= 3:
             module[i + 1] = 0
-        unneeded = opcode == _OP_CAPABILITY and count == 2 and module[i + 1] == _CAP_READ_WITHOUT_FORMAT
+        unneeded = opcode == OP_CAPABILITY and count == 2 and module[i + 1] == _CAP_READ_WITHOUT_FORMAT
         if unneeded and not reads:
             continue
         out.extend(module[i : i + count])
