@@ -5,8 +5,9 @@ without ``[format(...)]``, even one the kernel only writes; SPIR-V needs it only
 Vulkan then needs ``shaderStorageImageReadWithoutFormat``, which lavapipe lacks. The build drops
 it from a module that reads no image (:func:`hatch_slang.spec.reflection.normalize_spirv`): a
 write-only kernel builds and runs, one that reads an unformatted image keeps it and is refused by
-the runtime, naming the feature, and shown as skipped by ``hatch-slang validate``. Real Slang,
-real lavapipe.
+the runtime, naming the feature, and shown as skipped by ``hatch-slang validate``. And the other
+side: a storage texel buffer's declared format (``[format("r32f")] RWBuffer<float>``) reaches
+the generated wrapper, which takes float32 arrays only. Real Slang, real lavapipe.
 """
 
 from __future__ import annotations
@@ -95,6 +96,29 @@ def cases(rng):
     yield Case("double_it", label="5x6", args={"img": img}, expect=lambda a: {"img": a["img"] * 2})
 """
 
+SCALE = """\
+// Scale a texel buffer into another, declared r32f.
+//
+// Bindings:
+//   t0: src texel buffer float [n]
+//   u1: dst texel buffer float [n]
+//
+// Dispatch: ceil(n / 64)
+[[vk::binding(0)]] Buffer<float> src;
+[[vk::binding(1)]] [format("r32f")] RWBuffer<float> dst;
+
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void scale(uint3 id: SV_DispatchThreadID)
+{
+    uint n;
+    dst.GetDimensions(n);
+    if (id.x >= n)
+        return;
+    dst[id.x] = src.Load(id.x) * 3.0;
+}
+"""
+
 CAP_READ, CAP_WRITE = "StorageImageReadWithoutFormat", "StorageImageWriteWithoutFormat"
 
 
@@ -110,7 +134,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltPackage]:
     (root / "shaders").mkdir(parents=True)
     (root / "unfmt").mkdir()
     (root / "unfmt" / "__init__.py").write_text("")
-    sources = {"fill.slang": FILL, "fill.py": FILL_REF, "double.slang": DOUBLE, "double.py": DOUBLE_REF}
+    sources = {
+        "fill.slang": FILL,
+        "fill.py": FILL_REF,
+        "double.slang": DOUBLE,
+        "double.py": DOUBLE_REF,
+        "scale.slang": SCALE,
+    }
     for name, text in sources.items():
         (root / "shaders" / name).write_text(text)
     (root / "pyproject.toml").write_text(
@@ -181,6 +211,7 @@ def test_an_unformatted_image_read_is_refused_naming_the_feature(built: BuiltPac
 def test_validate_runs_the_write_only_kernel_and_skips_the_read(built: BuiltPackage) -> None:
     result = CliRunner().invoke(main, ["validate", "--root", str(built.root), "--json"])
     rows = {(r["entry"], r["shape"]): r for r in map(json.loads, _json_lines(result.output))}
+    rows = {k: r for k, r in rows.items() if k[0] != "scale"}  # no reference
     fills = [r for (entry, _), r in rows.items() if entry == "fill"]
     assert len(fills) == 2 and all(r["ok"] for r in fills), fills
     (double,) = [r for (entry, _), r in rows.items() if entry == "double_it"]
@@ -193,3 +224,33 @@ def test_validate_runs_the_write_only_kernel_and_skips_the_read(built: BuiltPack
 
 def _json_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("{")]
+
+
+def test_a_texel_buffers_declared_format_reaches_the_wrapper(built: BuiltPackage) -> None:
+    dst = {b["name"]: b for b in built.entry("scale", "scale")["bindings"]}["dst"]
+    assert (dst["kind"], dst["format"], dst["dtype"], dst["channels"]) == (
+        "storage_texel_buffer",
+        "r32f",
+        "f32",
+        1,
+    )
+    source = (built.root / "unfmt" / "kernels" / "scale.py").read_text()
+    assert 'format="r32f"' in source
+
+
+@pytest.mark.gpu
+@requires_device
+def test_a_texel_buffers_declared_format_takes_its_dtype_only(built: BuiltPackage) -> None:
+    scale = built.kernels("scale").scale
+    src = np.arange(100, dtype=np.float32)
+    for dtype in (np.float16, np.uint8):
+        bad = np.zeros(100, dtype)
+        with pytest.raises(
+            TypeError,
+            match=r"argument `dst` must have dtype float32 \(the kernel declares the format 'r32f'\)",
+        ):
+            scale(src, bad)
+        assert not bad.any()
+    out = np.zeros(100, np.float32)
+    scale(src, out)
+    np.testing.assert_array_equal(out, src * 3)
