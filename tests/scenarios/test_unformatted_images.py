@@ -236,6 +236,11 @@ def test_a_texel_buffers_declared_format_reaches_the_wrapper(built: BuiltPackage
     )
     source = (built.root / "unfmt" / "kernels" / "scale.py").read_text()
     assert 'format="r32f"' in source
+    # the docstring says what the binding is once: the comment's type words are not repeated
+    assert "        src: uniform texel buffer, float texels ``[n]``, read-only.\n" in source
+    assert "        dst: storage texel buffer, format r32f, float texels ``[n]``, written.\n" in source
+    fill = (built.root / "unfmt" / "kernels" / "fill.py").read_text()
+    assert "        dst: 2-D storage image, float4 texels ``[h][w]``, written.\n" in fill
 
 
 @pytest.mark.gpu
