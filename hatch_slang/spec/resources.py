@@ -26,6 +26,7 @@ from slangrt.spirv import EntryInfo, Member, Module, Resource
 from hatch_slang.comments.contract import source_lines
 from hatch_slang.comments.expr import ExprError, argument_name
 from hatch_slang.compile.discover import Shader
+from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.spec import images
 from hatch_slang.spec.model import Binding, BufferSpec, ParamSlot, is_float
@@ -426,5 +427,6 @@ def _overlap_error(shader: Shader, entry: str, key: tuple[int, int], found: list
         f"entry `{entry}` uses {', '.join(named[:-1])} and {named[-1]} at one {where}; a binding holds "
         "one descriptor type. Give each its own binding with [[vk::binding(n)]], or, for HLSL "
         "registers (register(t0), register(s0), register(u0) and register(b0) all become binding 0), "
-        f"shift the register classes apart with hatch-slang's compiler-args = [{shifts}]",
+        f"shift the register classes apart with hatch-slang's "
+        f"{option_name(HookSettings, 'compiler_args')} = [{shifts}]",
     )
