@@ -68,6 +68,8 @@ def check(b: BufferSpec, dims: str, default: str | None) -> layout.Code:
     common = [f"channels={spec.channels}", f"texel={_lit(spec.texel)}"]
     if b.kind in ("uniform_texel_buffer", "storage_texel_buffer"):
         items = [name, b.name, _shape(b), *common, f"writable={b.writable}"]
+        if b.kind == "storage_texel_buffer":  # its declared format wins, as a storage image's
+            items.append(f"format={_lit(spec.format)}")
         return layout.call(f"{dims}.texels", items)
     lead = [name, b.name, _shape(b), f"dim={_lit(spec.dim)}", f"arrayed={spec.arrayed}", *common]
     if b.kind == "combined_image_sampler":

@@ -17,7 +17,15 @@ from hatch_slang.comments import dialect
 from hatch_slang.comments import params as params_tuple
 from hatch_slang.comments.dialect import Access, Unreadable
 from hatch_slang.comments.expr import MAX_LINE_LEN, Expr, ExprError, check_argument, parse_expr
-from hatch_slang.comments.images import IMAGE_KINDS, ImageDim, ImageKind, ImageWords, SamplerDoc, image_words
+from hatch_slang.comments.images import (
+    IMAGE_KINDS,
+    ImageDim,
+    ImageKind,
+    ImageWords,
+    SamplerDoc,
+    image_words,
+    prose,
+)
 
 
 @dataclass(frozen=True)
@@ -208,9 +216,12 @@ def _image(doc: BindingDoc, words: ImageWords, rest: str) -> tuple[BindingDoc, l
         return doc, []
     notes = list(words.notes)
     shape = doc.shape
+    text = doc.doc
     if shape is None and words.kind in IMAGE_KINDS:
         shape, why = _tuple_shape(rest)
         notes += [why] if why else []
+        if shape is not None:  # the size axes are read: not the prose's
+            text = re.sub(r"\s+", " ", _TUPLE.sub(" ", text, count=1)).strip(" ,;:-")
     needed = {"1d": 1, "2d": 2, "3d": 3, "cube": 2}.get(words.dim or "", 0) + words.arrayed
     if shape is not None and needed and not needed <= len(shape) <= needed + 1 and words.dim != "cube":
         notes.append(
@@ -225,6 +236,7 @@ def _image(doc: BindingDoc, words: ImageWords, rest: str) -> tuple[BindingDoc, l
         format=words.format,
         channels=words.channels,
         sampler=words.sampler,
+        doc=prose(text, words.kind),
     )
     return read, [Note(doc.line, f"binding {doc.index} (`{doc.name}`): {n}") for n in notes]
 

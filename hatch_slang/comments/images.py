@@ -353,3 +353,52 @@ def _channels(rest: str, fmt: str | None, notes: list[str]) -> int | None:
             "the texel type's is read"
         )
     return said if said is not None else FORMATS[fmt].channels if fmt is not None else None
+
+
+# Words that say what an image, sampler or texel buffer is (read above), never its prose.
+_KIND_WORDS = frozenset(
+    {
+        *_PLAIN,
+        *_PLAIN_SAMPLER,
+        "storage",
+        "sampled",
+        "combined",
+        "comparison",
+        "shadow",
+        "texel",
+        "texels",
+        "uniform",
+        "buffer",
+        "array",
+        "arrayed",
+        "layered",
+        "cube",
+        "cubemap",
+    }
+)
+_SAMPLER_WORDS = frozenset({*_FILTERS, "clamp", "repeat", "wrap", "mirror", "mirrored", "border", "compare"})
+_COMPARE_WORDS = frozenset({*_OPS.values(), "lequal", "gequal", "<=", ">=", "<", ">", "==", "!="})
+
+
+def _type_word(word: str, kind: ImageKind) -> bool:
+    """Whether ``word`` (one leading word of a line, a template argument kept) is one the line's
+    kind, type, format, dimensionality or sampler settings were read from."""
+    bare = re.sub(r"\s*<.*", "", word, flags=re.S).strip("`").lower()
+    if bare in _KIND_WORDS or _TYPE.match(bare) or bare in ("rwbuffer", "texturebuffer"):
+        return True
+    if isinstance(image_format(bare), ImageFormat) or _DIM_WORD.fullmatch(bare) or texel_word(bare):
+        return True
+    return kind in ("sampler", "combined") and (bare in _SAMPLER_WORDS or bare in _COMPARE_WORDS)
+
+
+_LEADING = re.compile(r"^(`?\w[\w-]*(?:\s*<[^<>]*>)?`?|<=|>=|==|!=|<|>)[\s,;:]*")
+
+
+def prose(doc: str, kind: ImageKind) -> str:
+    """``doc`` (a binding line's description, its shape and dtype already dropped) without the
+    leading words the kind, format, texel type, dimensionality and sampler settings were read
+    from: ``image float4 the source`` -> ``the source``; the prose after them is kept."""
+    text = doc
+    while (m := _LEADING.match(text)) and _type_word(m.group(1), kind):
+        text = text[m.end() :]
+    return text.strip()

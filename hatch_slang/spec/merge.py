@@ -54,6 +54,7 @@ from hatch_slang.spec.resources import (
     block,
     check_blocks,
     check_bound,
+    check_overlaps,
     declared_descriptors,
     from_spirv,
     has_push,
@@ -112,8 +113,16 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     if result.error is not None:
         raise result.error
     warnings = _compiler_notes(shader, result)
+    modules = [read_module(e.spirv) for e in result.entries]
+    overlapping = check_overlaps(
+        shader, (m.entry(e.name) for m, e in zip(modules, result.entries, strict=True))
+    )
+    if overlapping:  # before reflection, which would merge them as one binding's views
+        raise overlapping[0] if len(overlapping) == 1 else BuildErrors(list(overlapping))
+    compiled = [
+        _read_entry(e.name, e.spirv, e.reflection, m) for m, e in zip(modules, result.entries, strict=True)
+    ]
     reflected_all = {b.key: b for b in read_all_bindings(result.entries[0].reflection)}
-    compiled = [_read_entry(e.name, e.spirv, e.reflection) for e in result.entries]
     declared = declared_descriptors(e.info for e in compiled)
     bindings = {k: Binding.merged(r, declared.get(k)) for k, r in reflected_all.items()}
     chosen = _chosen_set(shader, compiled, bindings)
@@ -154,8 +163,7 @@ def _compiler_notes(shader: Shader, result: CompileResult) -> list[str]:
     return warnings + _entry_notes(shader)
 
 
-def _read_entry(name: str, spirv: bytes, reflection: str) -> _Compiled:
-    module = read_module(spirv)
+def _read_entry(name: str, spirv: bytes, reflection: str, module: Module) -> _Compiled:
     return _Compiled(normalize_spirv(spirv), read_entry(reflection, name, module), module, module.entry(name))
 
 

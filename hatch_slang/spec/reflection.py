@@ -21,7 +21,17 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from slangrt.dtypes import DTYPES
-from slangrt.spirv import OP_SOURCE, Module, instructions, read_module, words
+from slangrt.spirv import (
+    CAPABILITY_NAMES,
+    OP_CAPABILITY,
+    OP_IMAGE_READ,
+    OP_IMAGE_SPARSE_READ,
+    OP_SOURCE,
+    Module,
+    instructions,
+    read_module,
+    words,
+)
 
 from hatch_slang.errors import HatchSlangError
 
@@ -258,14 +268,34 @@ def used_bindings(spirv: bytes | Module) -> set[tuple[int, int]]:
     }
 
 
-def normalize_spirv(spirv: bytes) -> bytes:
-    """Mark the module's source language Unknown (0).
+_CAP_READ_WITHOUT_FORMAT = next(
+    n for n, c in CAPABILITY_NAMES.items() if c == "StorageImageReadWithoutFormat"
+)
+
+
+def normalize_spirv(spirv: bytes, *, keep_capabilities: bool = False) -> bytes:
+    """The module as the build ships it: its source language marked Unknown (0), and Slang's
+    unneeded ``StorageImageReadWithoutFormat`` capability dropped.
 
     Slang declares language 11 (Slang), which older spirv-val and validation layers (1.3.239, as
-    in Debian 12) reject as an invalid operand although drivers run the module.
+    in Debian 12) reject as an invalid operand although drivers run the module. Slang also
+    declares ``StorageImageReadWithoutFormat`` for every storage image or texel buffer without a
+    declared format, even one the kernel only writes; SPIR-V requires it only for an
+    ``OpImageRead`` (or ``OpImageSparseRead``) of such an image, and Vulkan then requires
+    ``shaderStorageImageReadWithoutFormat``, which many drivers (lavapipe) lack. So a module
+    with no image read loses it; ``StorageImageWriteWithoutFormat`` stays (writes need it).
+    ``keep_capabilities`` keeps Slang's capabilities as they are (test inputs of the runtime's
+    own refusal of such a module).
     """
     module = list(words(spirv))
-    for i, opcode, count in instructions(tuple(module)):
+    found = list(instructions(tuple(module)))
+    reads = keep_capabilities or any(op in (OP_IMAGE_READ, OP_IMAGE_SPARSE_READ) for _, op, _ in found)
+    out = module[:5]
+    for i, opcode, count in found:
         if opcode == OP_SOURCE and count >= 3:
             module[i + 1] = 0
-    return struct.pack(f"<{len(module)}I", *module)
+        unneeded = opcode == OP_CAPABILITY and count == 2 and module[i + 1] == _CAP_READ_WITHOUT_FORMAT
+        if unneeded and not reads:
+            continue
+        out.extend(module[i : i + count])
+    return struct.pack(f"<{len(out)}I", *out)

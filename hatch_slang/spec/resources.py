@@ -26,6 +26,7 @@ from slangrt.spirv import EntryInfo, Member, Module, Resource
 from hatch_slang.comments.contract import source_lines
 from hatch_slang.comments.expr import ExprError, argument_name
 from hatch_slang.compile.discover import Shader
+from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.spec import images
 from hatch_slang.spec.model import Binding, BufferSpec, ParamSlot, is_float
@@ -377,3 +378,55 @@ def push_block(shader: Shader, merged: Resource) -> tuple[BufferSpec, list[Hatch
     """An uncommented push-constant range: its fields become keyword arguments."""
     variable = merged.variable if merged.variable not in ("entryPointParams", "") else ""
     return block(shader, Binding.merged(None, merged), variable, "push")
+
+
+# The compiler-args that give each HLSL register class its own bindings (t0, s0, u0 and b0 all
+# land on Vulkan binding 0 where no `[[vk::binding]]` says otherwise).
+SHIFTS = ("-fvk-t-shift", "16", "0", "-fvk-s-shift", "32", "0", "-fvk-u-shift", "48", "0")
+
+
+def _described(r: Resource) -> str:
+    return r.descriptor.replace("_", " ") if r.descriptor != "other" else r.type_text
+
+
+def check_overlaps(shader: Shader, infos: Iterable[EntryInfo]) -> list[HatchSlangError]:
+    """One error for each (set, binding) where an entry uses different resources as different
+    descriptor types (or counts): a binding holds one. (Views of one buffer at one binding, as
+    ``RWStructuredBuffer<float>`` and ``<float4>`` aliases, or those Slang makes, are one
+    descriptor type and stay allowed.)"""
+    hard: list[HatchSlangError] = []
+    seen: set[tuple[int, int]] = set()
+    for info in infos:
+        by_key: dict[tuple[int, int], list[Resource]] = {}
+        for r in info.resources:
+            if r.storage != "push_constant":
+                by_key.setdefault((r.set or 0, r.binding or 0), []).append(r)
+        for key, found in by_key.items():
+            kinds = {(r.descriptor, r.array_size) for r in found}
+            if len(kinds) > 1 and key not in seen:
+                seen.add(key)
+                hard.append(_overlap_error(shader, info.name, key, found))
+    return hard
+
+
+def _overlap_error(shader: Shader, entry: str, key: tuple[int, int], found: list[Resource]) -> ShaderError:
+    """The error for resources of different descriptor types at one binding, each named with its
+    declaration's line (in source order), and the ways to separate them."""
+    lines = [declared_at(shader.source, python_name(r.variable, r.variable).split("_")[0]) for r in found]
+    order = sorted(range(len(found)), key=lambda k: (lines[k] is None, lines[k] or 0))
+    named = [
+        f"`{found[k].variable or '?'}` ({_described(found[k])}, "
+        f"{shader.rel}{f':{lines[k]}' if lines[k] is not None else ''})"
+        for k in order
+    ]
+    where = f"set {key[0]}, binding {key[1]}" if key[0] else f"binding {key[1]}"
+    shifts = ", ".join(f'"{s}"' for s in SHIFTS)
+    return ShaderError(
+        shader.rel,
+        lines[order[0]],
+        f"entry `{entry}` uses {', '.join(named[:-1])} and {named[-1]} at one {where}; a binding holds "
+        "one descriptor type. Give each its own binding with [[vk::binding(n)]], or, for HLSL "
+        "registers (register(t0), register(s0), register(u0) and register(b0) all become binding 0), "
+        f"shift the register classes apart with hatch-slang's "
+        f"{option_name(HookSettings, 'compiler_args')} = [{shifts}]",
+    )

@@ -141,6 +141,25 @@ def test_texel_buffers() -> None:
     assert dst._alloc is not None and dst._alloc.texel_views is not None
 
 
+def test_a_storage_texel_buffers_declared_format_binds_only_its_dtype() -> None:
+    """texel_buf's dst is ``[[vk::image_format("rgba32f")]]``: with the format in its spec the
+    view is R32G32B32A32_SFLOAT, and another dtype or channel count is refused, not converted."""
+    specs = [TEXELS[0], BindingSpec(1, "dst", "storage_texel_buffer", True, dim="buffer", format="rgba32f")]
+    k = _kernel("texel_buf", specs, (64, 1, 1))
+    a = RNG.random((100, 4), dtype=np.float32)
+    out = np.zeros_like(a)
+    k.dispatch({0: a, 1: out}, (2, 1, 1))
+    assert np.array_equal(out, a * 2)
+    for bad in (np.zeros((100, 4), np.float16), np.zeros((100, 4), np.uint8), np.zeros((100, 2), np.float32)):
+        with pytest.raises(
+            TypeError,
+            match=r"binding 1 \(dst\).*declares the format 'rgba32f' \(VK_FORMAT_R32G32B32A32_SFLOAT\): a "
+            r"texel buffer of float32 shaped \(N, 4\), got",
+        ):
+            k.dispatch({0: a, 1: bad}, (2, 1, 1))
+        assert not bad.any()
+
+
 def test_r32ui_histogram_with_atomics() -> None:
     k = _kernel("img_hist", HIST, (8, 8, 1))
     values = RNG.integers(0, 16, (20, 30), dtype=np.uint32)
@@ -348,7 +367,7 @@ def test_bad_binding_specs() -> None:
         (BindingSpec(0, "x", "storage_image", False, format="rgba9"), r"unknown image format 'rgba9'"),
         (
             BindingSpec(0, "x", "sampled_image", False, format="r32f"),
-            r"only a storage image declares a format",
+            r"only a storage image or texel buffer declares a format",
         ),
         (BindingSpec(0, "x", "storage", False, dim="2d"), r"a storage buffer has no dim"),
         (BindingSpec(0, "x", "storage_image", False, format="r32ui", texel="float"), r"holds 'uint' texels"),

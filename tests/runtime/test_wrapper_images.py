@@ -110,6 +110,15 @@ def texel_buf(lib: KernelLibrary, src: Any, dst: Any, *, last: _c.LastCall | Non
     d.run(lib.kernel(SHADER, "texel_buf"), {0: b0, 1: b1}, grid, last=last, args=(src, dst))
 
 
+def texel_buf_declared(lib: KernelLibrary, src: Any, dst: Any) -> None:
+    """texel_buf as wrappers generated with a storage texel buffer's declared format make it."""
+    d = _c.Dims("texel_buf")
+    b0 = d.texels("src", src, ("n",), channels=4, texel="float", writable=False)
+    b1 = d.texels("dst", dst, ("n",), channels=4, texel="float", writable=True, format="rgba32f")
+    grid = (_c.grid_dim("x", _c.ceil(_c.div(d.get("n"), 64))), 1, 1)
+    d.run(lib.kernel(SHADER, "texel_buf"), {0: b0, 1: b1}, grid)
+
+
 def img_hist(lib: KernelLibrary, values: Any, hist: Any) -> None:
     d = _c.Dims("img_hist")
     b0 = d.image(
@@ -547,3 +556,41 @@ def test_declared_formats_without_a_kernel() -> None:
         ValueError, match=r"argument `r`: the kernel declares the format 'rgb9', unknown to slangrt"
     ):
         d.image("r", u8, None, channels=4, format="rgb9", **kw)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.uint8, np.uint16, np.int16])
+def test_texel_buffer_format_refuses_other_dtypes(lib: KernelLibrary, dtype: Any) -> None:
+    """``[[vk::image_format("rgba32f")]] RWBuffer<float4> dst``: only float32 ``(N, 4)`` arrays
+    or tensors, whatever other float dtypes the texel kind reads; refused before anything runs,
+    and when bound for a wrapper generated before ``format`` (it passes none)."""
+    a = RNG.random((70, 4), dtype=np.float32)
+    bad = np.zeros((70, 4), dtype)
+    want = (
+        r"texel_buf\(\): argument `dst` must have dtype float32 \(the kernel declares the format "
+        rf"'rgba32f'\), got {np.dtype(dtype)}"
+    )
+    with pytest.raises(TypeError, match=want):
+        texel_buf_declared(lib, a, bad)
+    with pytest.raises(TypeError, match=want):
+        texel_buf_declared(lib, a, Tensor.zeros((70, 4), dtype))
+    # a wrapper generated before `format`: the binding's declared format refuses it when bound
+    with pytest.raises(
+        TypeError, match=r"dst.*declares the format 'rgba32f' \(VK_FORMAT_R32G32B32A32_SFLOAT\)"
+    ):
+        texel_buf(lib, a, bad)
+    assert not bad.any()
+
+
+def test_texel_buffer_format_runs_its_dtype(lib: KernelLibrary) -> None:
+    a = RNG.random((70, 4), dtype=np.float32)
+    out = np.zeros_like(a)
+    texel_buf_declared(lib, a, out)
+    assert np.array_equal(out, a * 2)
+    dst = Tensor.zeros((70, 4), np.float32)
+    texel_buf_declared(lib, Tensor.from_numpy(a), dst)
+    assert np.array_equal(dst.numpy(), a * 2)
+    with pytest.raises(
+        ValueError, match=r"texel_buf\(\): argument `dst`: the kernel declares the format 'rgba9f'"
+    ):
+        d = _c.Dims("texel_buf")
+        d.texels("dst", out, ("n",), channels=4, texel="float", writable=True, format="rgba9f")

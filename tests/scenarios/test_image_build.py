@@ -160,7 +160,10 @@ def test_an_idiomatic_kernel_binds_every_kind_from_the_compiled_code(tmp_path: P
         in source
     )
     assert '_shadow_default = slangrt.Sampler(filter="linear", address="clamp", compare="less")\n' in source
-    assert '_d.texels("texels", texels, None, channels=4, texel="float", writable=True)' in _flat(source)
+    assert (
+        '_d.texels("texels", texels, None, channels=4, texel="float", writable=True, format=None)'
+        in _flat(source)
+    )
     assert '_samp = _d.sampler("samp", samp, _samp_default)' in source
     assert "_every_last.repeat" not in source and "last=" not in source  # never repeated unchecked
     assert "        hist: 2-D storage image, format r32ui, uint texels (any size), written." in source

@@ -136,8 +136,10 @@ def _check_image_fields(name: str, b: BindingSpec) -> None:
     if b.texel is not None and b.texel not in ("float", "int", "uint"):
         raise ValueError(f"{what}: texel must be 'float', 'int', 'uint' or None, got {b.texel!r}")
     if b.format is not None:
-        if b.kind != "storage_image":
-            raise ValueError(f"{what}: only a storage image declares a format, got format={b.format!r}")
+        if b.kind not in ("storage_image", "storage_texel_buffer"):
+            raise ValueError(
+                f"{what}: only a storage image or texel buffer declares a format, got format={b.format!r}"
+            )
         fmt = declared_format(b.format, what)
         if b.texel is not None and b.texel != fmt.texel:
             raise ValueError(f"{what}: format {b.format!r} holds {fmt.texel!r} texels, not texel={b.texel!r}")

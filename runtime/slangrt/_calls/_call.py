@@ -432,9 +432,13 @@ class Dims:
         channels: int,
         texel: str | None,
         writable: bool,
+        format: str | None = None,
     ) -> object:
-        """A texel buffer's argument, a :class:`Tensor` or NumPy array ``(N,)`` or ``(N, C)``."""
-        return _image_args.texels(self, name, value, shape, channels=channels, texel=texel, writable=writable)
+        """A texel buffer's argument, a :class:`Tensor` or NumPy array ``(N,)`` or ``(N, C)``;
+        ``format``: a storage texel buffer's declared format, which the dtype must be."""
+        return _image_args.texels(
+            self, name, value, shape, channels=channels, texel=texel, writable=writable, format=format
+        )
 
     def _check_dtype(self, name: str, dtype: str, got: np.dtype[Any]) -> None:
         want = _NP_DTYPES.get(dtype)

@@ -175,11 +175,7 @@ def image(
         raise ValueError(
             d._err(f"argument `{name}`: the wrapper asks for a {kind!r} image, which slangrt lacks")
         )
-    fmt = DECLARED.get(format) if format is not None else None
-    if format is not None and fmt is None:
-        raise ValueError(
-            d._err(f"argument `{name}`: the kernel declares the format {format!r}, unknown to slangrt")
-        )
+    fmt = _declared(d, name, format)
     if fmt is not None:
         channels = 1 if fmt.packed else fmt.channels
     d.descriptors = True
@@ -258,11 +254,34 @@ def sampler(d: Dims, name: str, value: object, default: Sampler) -> Sampler:
     return value
 
 
+def _declared(d: Dims, name: str, format: str | None) -> Format | None:
+    """The format the kernel declares for argument ``name`` (None: none), known to slangrt."""
+    fmt = DECLARED.get(format) if format is not None else None
+    if format is not None and fmt is None:
+        raise ValueError(
+            d._err(f"argument `{name}`: the kernel declares the format {format!r}, unknown to slangrt")
+        )
+    return fmt
+
+
 def texels(
-    d: Dims, name: str, value: object, shape: Shape, *, channels: int, texel: str | None, writable: bool
+    d: Dims,
+    name: str,
+    value: object,
+    shape: Shape,
+    *,
+    channels: int,
+    texel: str | None,
+    writable: bool,
+    format: str | None = None,
 ) -> object:
     """A texel buffer's argument: a Tensor or NumPy array of shape ``(N,)`` (one channel) or
-    ``(N, channels)``; ``shape``'s one documented axis bound like an array dim."""
+    ``(N, channels)``; ``shape``'s one documented axis bound like an array dim. A storage texel
+    buffer's declared ``format`` wins: the array's dtype must be exactly the format's (and its
+    channels the format's)."""
+    fmt = _declared(d, name, format)
+    if fmt is not None:
+        channels = 1 if fmt.packed else fmt.channels
     d.descriptors = True
     got_dtype: np.dtype[Any]
     if value.__class__ is Tensor:
@@ -277,7 +296,7 @@ def texels(
                 f"got {_what(value)}"
             )
         )
-    _check_dtype(d, name, got_dtype, texel, None, None)
+    _check_dtype(d, name, got_dtype, texel, fmt, format)
     rank = 1 if channels == 1 else 2
     if len(got_shape) != rank or (rank == 2 and got_shape[1] != channels):
         want = "(N,)" if rank == 1 else f"(N, {channels})"

@@ -176,7 +176,10 @@ def _texel_format(
     sig: Signature, i: int, spec: BindingSpec, dtype: np.dtype[Any], shape: tuple[int, ...]
 ) -> Format:
     """The texel format of an array or tensor of ``shape`` and ``dtype``: one channel if it has
-    one axis, else as many as its last axis (1 to 4)."""
+    one axis, else as many as its last axis (1 to 4); a storage texel buffer's declared format
+    (``spec.format``) wins, and the array must hold its texels."""
+    if spec.format is not None and spec.kind == "storage_texel_buffer":
+        return _declared_texels(sig, i, spec.format, dtype, shape)
     channels = 1 if len(shape) <= 1 else shape[-1]
     if len(shape) > 1 and not 1 <= channels <= 4:
         raise ValueError(
@@ -184,6 +187,26 @@ def _texel_format(
             f"channels, got shape {shape}"
         )
     return format_for(dtype, channels, spec.texel, sig.what(i))
+
+
+def _declared_texels(
+    sig: Signature, i: int, name: str, dtype: np.dtype[Any], shape: tuple[int, ...]
+) -> Format:
+    """The declared format ``name`` of a storage texel buffer, if an array or tensor of ``shape``
+    and ``dtype`` holds its texels (``(N,)`` for one channel or a packed format, else ``(N, C)``)."""
+    fmt = declared_format(name, sig.what(i))
+    channels = 1 if fmt.packed else fmt.channels
+    want = "(N,)" if channels == 1 else f"(N, {channels})"
+    if (
+        dtype != fmt.dtype
+        or len(shape) != (1 if channels == 1 else 2)
+        or (channels > 1 and shape[1] != channels)
+    ):
+        raise TypeError(
+            f"{sig.what(i)}: the kernel declares the format {name!r} (VK_FORMAT_{fmt.name}): a texel "
+            f"buffer of {fmt.dtype} shaped {want}, got {dtype} shaped {shape}"
+        )
+    return fmt
 
 
 def _check_buffer_format(core: Core, fmt: Format, kind: str, what: str) -> None:

@@ -120,10 +120,14 @@ def _spec(b: _manifest.Binding, facts: _spirv.Entry) -> BindingSpec:
         key[0],
         dim=b.get("dim", image.dim),
         arrayed=b.get("arrayed", image.arrayed),
-        # (only a storage image binds by its declared format: Slang declares one on others too)
-        format=b.get("format", image.format) if b["kind"] == "storage_image" else None,
+        # (only a storage image or texel buffer binds by its declared format: Slang declares one
+        # on others too)
+        format=b.get("format", image.format) if b["kind"] in _FORMATTED else None,
         texel=b.get("texel", _texel(image.texel)),
     )
+
+
+_FORMATTED = ("storage_image", "storage_texel_buffer")  # the kinds a declared format binds
 
 
 def _where(key: tuple[int, int]) -> str:
@@ -181,7 +185,7 @@ def _descriptor(r: Resource, b: _manifest.Binding, what: str) -> str | None:
         which = ("an arrayed", "not arrayed") if image.arrayed else ("not arrayed", "arrayed")
         return f"the SPIR-V's {what} is {which[0]} image; the manifest says {which[1]}"
     fmt = b.get("format")
-    if (("format" in b and kind == "storage_image") or fmt is not None) and fmt != image.format:
+    if (("format" in b and kind in _FORMATTED) or fmt is not None) and fmt != image.format:
         return (
             f"the SPIR-V's {what} declares the format {image.format or 'Unknown'}; the manifest says "
             f"{fmt or 'none'}"

@@ -9,8 +9,9 @@ side (hatch-slang) and the runtime read a module the same way, through one reade
   :func:`loaded_offsets`: which bytes of a params buffer an entry reads. The build side takes
   its bindings and layouts from here; the runtime checks a package's manifest against it.
 - :func:`little_endian`: whether bytes are a module in the byte order Vulkan takes.
-- The word-level reader (:func:`words`, :func:`instructions`) and the opcode it names, for the
-  build side's one rewrite of a module (marking its source language).
+- The word-level reader (:func:`words`, :func:`instructions`), the opcodes and the capability
+  numbers (``CAPABILITY_NAMES``: number -> name) it names, for the build side's one rewrite of a
+  module (marking its source language, dropping an unneeded capability).
 
 Only ``_format`` knows the binary format (the magic number, opcodes, decorations, storage
 classes, capability names); every other reader goes through it, and a module is parsed once
@@ -21,12 +22,25 @@ malformed input raises :class:`~slangrt.SpirvError`.
 from __future__ import annotations
 
 from .._errors import SpirvError
-from ._format import OP_SOURCE, instructions, little_endian, words
+from ._format import CAPABILITIES as CAPABILITY_NAMES
+from ._format import (
+    OP_CAPABILITY,
+    OP_IMAGE_READ,
+    OP_IMAGE_SPARSE_READ,
+    OP_SOURCE,
+    instructions,
+    little_endian,
+    words,
+)
 from ._images import Descriptor, Dim, Image
 from ._layout import Member
 from ._module import EntryInfo, Module, Resource, loaded_offsets, read_module
 
 __all__ = [
+    "CAPABILITY_NAMES",
+    "OP_CAPABILITY",
+    "OP_IMAGE_READ",
+    "OP_IMAGE_SPARSE_READ",
     "OP_SOURCE",
     "Descriptor",
     "Dim",

@@ -305,7 +305,25 @@ def test_lines_outside_a_header_are_read_as_bindings() -> None:
 def test_a_sampler_under_a_header_is_its_own_line() -> None:
     source = "// Bindings:\n//   u1: dst image r32f, [h][w]\n//   s2: samp linear clamp\nvoid k() {}\n"
     docs = parse_contract("k.slang", source).bindings or ()
-    assert [(d.name, d.kind, d.doc) for d in docs] == [
-        ("dst", "image", "image r32f"),
-        ("samp", "sampler", "linear clamp"),
+    # the words read as kind, format and sampler settings are not the prose
+    assert [(d.name, d.kind, d.doc) for d in docs] == [("dst", "image", ""), ("samp", "sampler", "")]
+
+
+def test_an_image_line_keeps_its_prose_without_its_type_words() -> None:
+    source = (
+        "// Bindings:\n"
+        "//   t0: src image float4 [h][w], the source, scaled\n"
+        "//   u1: dst RWTexture2D<float4> (oh, ow) the result\n"
+        "//   s2: samp sampler nearest repeat; the one sampler\n"
+        "//   t3: lut 2d array texture of gradients\n"
+        "//   u4: vals RWBuffer<float> [n] linear ramp\n"
+        "void k() {}\n"
+    )
+    docs = parse_contract("k.slang", source).bindings or ()
+    assert [d.doc for d in docs] == [
+        "the source, scaled",
+        "the result",
+        "the one sampler",
+        "of gradients",
+        "linear ramp",
     ]
