@@ -364,6 +364,13 @@ def _regions(shape: ImageShape, levels: Sequence[int], offsets: list[int], base:
     return regions
 
 
+def _chunked(img: ImageMemory, total: int) -> bool:
+    """Whether a transfer of ``total`` bytes goes through the staging chunks: where its staging
+    buffer (with room to align its start, :func:`_staging`) would not be a suballocation, which
+    would make a fresh ``VkDeviceMemory`` for each transfer."""
+    return total + img.shape.format.texel_bytes * 4 > SUBALLOC_MAX
+
+
 def _staging(memory: Memory, shape: ImageShape, total: int, what: str) -> tuple[Allocation, int]:
     """A host buffer for ``total`` bytes and where in it they start: copies need buffer offsets
     that are multiples of the texel size (12 bytes for three 32-bit channels, say)."""
@@ -382,7 +389,7 @@ def upload(
     memory.flush_batch_using(img)
     levels = list(range(len(data)))
     offsets, total = img.shape.offsets(levels)
-    if total > SUBALLOC_MAX:
+    if _chunked(img, total):
         _upload_chunked(memory, contexts, img, data)
         return
     staging, base = _staging(memory, img.shape, total, "an image upload")
@@ -597,7 +604,7 @@ def download(
     core = memory.core
     memory.flush_batch_using(img)
     offsets, total = img.shape.offsets(levels)
-    if total > SUBALLOC_MAX:
+    if _chunked(img, total):
         return _download_chunked(memory, contexts, img, levels)
     staging, base = _staging(memory, img.shape, total, "an image download")
     try:
