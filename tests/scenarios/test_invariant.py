@@ -3,8 +3,10 @@
 Every example project under tests/packages (but `broken`) and this repository's own shaders/
 are built; for every entry of every manifest, its `.spv` is read independently with
 slangrt.spirv._module, and each descriptor the entry uses must be a binding of the manifest entry
-(same set and binding, a storage buffer as a storage binding and a uniform block as a uniform
-one), and a push-constant range it uses must have a push size in the manifest.
+(same set and binding, of the descriptor type the SPIR-V declares: a storage buffer as a storage
+binding, a uniform block as a uniform one, an image, sampler or texel buffer as its own kind;
+written where the entry writes it), and a push-constant range it uses must have a push size in
+the manifest.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ PROJECTS = sorted(
 )
 
 
+# The manifest's kind for each Vulkan descriptor type (the image kinds are spelled alike).
+_KIND = {"storage_buffer": "storage", "uniform_buffer": "uniform"}
+
+
 def _check(files: dict[str, bytes]) -> list[tuple[str, str]]:
     """Every (module, entry) checked; fails on the first resource the manifest leaves unbound."""
     manifest: dict[str, Any] = json.loads(files["manifest.json"])
@@ -48,8 +54,10 @@ def _check(files: dict[str, bytes]) -> list[tuple[str, str]]:
                     f"{where}: `{r.variable}` ({r.type_text}, set {key[0]}, binding {key[1]}) unbound"
                 )
                 kind = bound[key]["kind"]
-                assert r.storage in ("storage", "uniform"), f"{where}: `{r.variable}` is a {r.type_text}"
-                assert kind == r.storage, f"{where}: `{r.variable}` is a {r.type_text} bound as {kind}"
+                want = _KIND.get(r.descriptor, r.descriptor)
+                assert kind == want, f"{where}: `{r.variable}` is a {r.type_text} bound as {kind}"
+                if r.writable:  # what the entry writes is bound as written (its results kept)
+                    assert bound[key]["writable"], f"{where}: `{r.variable}` is written but bound read-only"
             checked.append((module, name))
     return checked
 
