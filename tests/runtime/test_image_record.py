@@ -326,8 +326,9 @@ def test_clean_under_validation() -> None:
     code = (
         "import sys, pytest\n"
         f"sys.exit(pytest.main([{os.path.join(here, 'test_image_record.py')!r}, '-q', '-x', "
-        "'-p', 'no:cacheprovider', '-k', 'not validation']))\n"
+        "'-p', 'no:cacheprovider', '-p', 'no:logging', '-k', 'not validation']))\n"
     )
     result = run_python(code, env={"SLANGRT_VALIDATION": "1"}, timeout=600)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     assert " passed" in result.stdout
+    assert "Vulkan validation" not in result.stdout + result.stderr, (result.stdout + result.stderr)[-4000:]

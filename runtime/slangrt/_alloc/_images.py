@@ -144,6 +144,46 @@ class ImageMemory:
             raise AssertionError("images stay in VK_IMAGE_LAYOUT_GENERAL")
         _barrier(cb, self, layout, layout, self.stage, self.access, stage, access, 0, self.shape.mip_levels)
 
+    def begin_copy(self, cb: Any, write: bool) -> int:
+        """Record into ``cb`` the barrier before a copy into (``write``) or out of the image, after
+        every earlier use, in the transfer layout the copy is made in (``TRANSFER_DST_OPTIMAL``,
+        ``TRANSFER_SRC_OPTIMAL``, contents kept); returns that layout. :meth:`end_copy` puts the
+        image back in ``GENERAL`` in the same command buffer, so between submissions it is
+        always ``GENERAL`` (a command buffer that is never submitted changes nothing)."""
+        vk = _vk.vk()
+        layout, access = self._copy_layout(write)
+        general = vk.VK_IMAGE_LAYOUT_GENERAL
+        levels = self.shape.mip_levels
+        _barrier(
+            cb,
+            self,
+            general,
+            layout,
+            self.stage,
+            self.access,
+            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            access,
+            0,
+            levels,
+        )
+        return layout
+
+    def end_copy(self, cb: Any, write: bool) -> None:
+        """Back to ``GENERAL`` after the copies recorded since :meth:`begin_copy`."""
+        vk = _vk.vk()
+        layout, access = self._copy_layout(write)
+        later = self.access | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_SHADER_READ_BIT
+        transfer = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        general = vk.VK_IMAGE_LAYOUT_GENERAL
+        _barrier(cb, self, layout, general, transfer, access, self.stage, later, 0, self.shape.mip_levels)
+
+    @staticmethod
+    def _copy_layout(write: bool) -> tuple[int, int]:
+        vk = _vk.vk()
+        if write:
+            return vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, vk.VK_ACCESS_TRANSFER_WRITE_BIT
+        return vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, vk.VK_ACCESS_TRANSFER_READ_BIT
+
     def view(self, view_type: str | None = None) -> Any:
         """The ``VkImageView`` of all levels and layers as ``view_type`` (default: the shape's)."""
         kind = view_type or self.shape.view
@@ -398,10 +438,10 @@ def upload(
         for at, part in zip(offsets, data):
             view[at : at + part.size] = part
         ctx = contexts.begin()
-        dst = vk.VK_IMAGE_LAYOUT_GENERAL
-        img.transition(ctx.cb, dst, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        dst = img.begin_copy(ctx.cb, True)
         regions = _regions(img.shape, levels, offsets, staging.offset + base)
         vk.lib.vkCmdCopyBufferToImage(ctx.cb, staging.buffer, img.image, dst, len(levels), regions)
+        img.end_copy(ctx.cb, True)
         contexts.submit(ctx, "an image upload", (staging, img))
     finally:
         staging.release()  # once the copy is done
@@ -488,7 +528,6 @@ def _upload_chunked(
 ) -> None:
     """:func:`upload` of a large image, one staging chunk (and submission) at a time."""
     vk = _vk.vk()
-    general = vk.VK_IMAGE_LAYOUT_GENERAL
     groups, step = _groups(img.shape, range(len(data)))
     for group in groups:
         chunk = memory._chunk()
@@ -500,11 +539,10 @@ def _upload_chunked(
                     view[base + at : base + at + p.nbytes], data[p.level][p.start : p.start + p.nbytes]
                 )
             ctx = contexts.begin()
-            img.transition(
-                ctx.cb, general, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT
-            )
+            dst = img.begin_copy(ctx.cb, True)
             regions = _piece_regions(group, chunk.offset + base)
-            vk.lib.vkCmdCopyBufferToImage(ctx.cb, chunk.buffer, img.image, general, len(group), regions)
+            vk.lib.vkCmdCopyBufferToImage(ctx.cb, chunk.buffer, img.image, dst, len(group), regions)
+            img.end_copy(ctx.cb, True)
             serial = contexts.submit(ctx, "an image upload", (img,))
         except BaseException:
             memory._chunk_failed(chunk)
@@ -547,11 +585,11 @@ def _copy_to_chunk(
 ) -> int:
     """Submit the copy of ``group``'s pieces of the image into ``chunk``; its serial."""
     vk = _vk.vk()
-    general = vk.VK_IMAGE_LAYOUT_GENERAL
     ctx = contexts.begin()
-    img.transition(ctx.cb, general, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+    src = img.begin_copy(ctx.cb, False)
     regions = _piece_regions(group, chunk.offset + -chunk.offset % step)
-    vk.lib.vkCmdCopyImageToBuffer(ctx.cb, img.image, general, chunk.buffer, len(group), regions)
+    vk.lib.vkCmdCopyImageToBuffer(ctx.cb, img.image, src, chunk.buffer, len(group), regions)
+    img.end_copy(ctx.cb, False)
     memory.core.barrier_after_transfer(ctx.cb)  # the copy's writes, visible to the host
     return contexts.submit(ctx, "an image download", (img,))
 
@@ -609,10 +647,10 @@ def download(
     staging, base = _staging(memory, img.shape, total, "an image download")
     try:
         ctx = contexts.begin()
-        src = vk.VK_IMAGE_LAYOUT_GENERAL
-        img.transition(ctx.cb, src, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+        src = img.begin_copy(ctx.cb, False)
         regions = _regions(img.shape, levels, offsets, staging.offset + base)
         vk.lib.vkCmdCopyImageToBuffer(ctx.cb, img.image, src, staging.buffer, len(levels), regions)
+        img.end_copy(ctx.cb, False)
         core.barrier_after_transfer(ctx.cb)  # the copy's writes, visible to the host
         contexts.submit(ctx, "an image download", (staging, img))
         memory.settle(staging, "copying an image to the host")
@@ -636,8 +674,8 @@ def _blit(cb: Any, img: ImageMemory, level: int) -> None:
             "dstOffsets": [{"x": 0, "y": 0, "z": 0}, {"x": dw, "y": dh, "z": dd}],
         },
     )
-    general = vk.VK_IMAGE_LAYOUT_GENERAL
-    vk.lib.vkCmdBlitImage(cb, img.image, general, img.image, general, 1, blit, vk.VK_FILTER_LINEAR)
+    src, dst = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
+    vk.lib.vkCmdBlitImage(cb, img.image, src, img.image, dst, 1, blit, vk.VK_FILTER_LINEAR)
 
 
 def generate_mips(memory: Memory, contexts: Contexts, img: ImageMemory, what: str) -> None:
@@ -646,13 +684,20 @@ def generate_mips(memory: Memory, contexts: Contexts, img: ImageMemory, what: st
     vk = _vk.vk()
     check_usage(memory.core, img.shape.format, ("blit src", "blit dst", "linear filter"), what)
     memory.flush_batch_using(img)
-    general = vk.VK_IMAGE_LAYOUT_GENERAL
     transfer = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
     read, write = vk.VK_ACCESS_TRANSFER_READ_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT
+    src, dst = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
+    n = img.shape.mip_levels
     ctx = contexts.begin()
-    img.transition(ctx.cb, general, transfer, read | write)
-    for level in range(1, img.shape.mip_levels):
-        # the level just written (or level 0), read by the next blit
-        _barrier(ctx.cb, img, general, general, transfer, write, transfer, read, level - 1, 1)
+    img.begin_copy(ctx.cb, True)  # every level TRANSFER_DST_OPTIMAL (level 0 kept)
+    for level in range(1, n):
+        # the level just written (or level 0) becomes the source of the next blit
+        _barrier(ctx.cb, img, dst, src, transfer, write, transfer, read, level - 1, 1)
         _blit(ctx.cb, img, level)
+    # back to GENERAL: the sources, and the last level written
+    later_stage, later = img.stage, img.access | read | vk.VK_ACCESS_SHADER_READ_BIT
+    general = vk.VK_IMAGE_LAYOUT_GENERAL
+    if n > 1:
+        _barrier(ctx.cb, img, src, general, transfer, read, later_stage, later, 0, n - 1)
+    _barrier(ctx.cb, img, dst, general, transfer, write, later_stage, later, n - 1, 1)
     contexts.submit(ctx, "generating mip levels", (img,))
