@@ -280,8 +280,20 @@ def check_bound(shader: Shader, info: EntryInfo, buffers: list[BufferSpec]) -> l
     return hard
 
 
+# The descriptor array Slang declares for bindless resource handles (`Texture2D.Handle`, ...).
+_BINDLESS_HEAP = "__slang_resource_heap"
+
+
 def _array_error(shader: Shader, r: Resource) -> ShaderError:
     what = "buffer" if r.storage in ("storage", "uniform") else "descriptor"
+    if r.variable.startswith(_BINDLESS_HEAP):
+        return ShaderError(
+            shader.rel,
+            declared_at(shader.source, "Handle"),
+            "the shader uses bindless resource handles (`T.Handle`, which Slang compiles to a "
+            f"descriptor array, `{r.variable}`); hatch-slang binds one resource per binding: "
+            "declare the resources as separate bindings",
+        )
     return ShaderError(
         shader.rel,
         declared_at(shader.source, python_name(r.variable, r.variable).split("_")[0]),

@@ -424,3 +424,33 @@ def test_documented_texel_buffers_and_combined_sampler_give_sizes_and_defaults(t
         assert hist.tolist() == [[2, 2]]
         with pytest.raises(ValueError, match="outb"):  # `n` bound by lut: 4, not 3
             package.kernels("combo").combo(img, lut, np.zeros((3, 4), np.float32), hist)
+
+
+BINDLESS = """\
+// Sums texels read through bindless handles.
+struct Tables
+{
+    Texture2D<float>.Handle table;
+    SamplerState.Handle samp;
+};
+[[vk::binding(0)]] ConstantBuffer<Tables> tables;
+[[vk::binding(1)]] RWStructuredBuffer<float> out;
+
+[shader("compute")]
+[numthreads(8, 1, 1)]
+void bindless(uint3 tid: SV_DispatchThreadID)
+{
+    out[tid.x] = tables.table.SampleLevel(tables.samp, float2(tid.x / 8.0, 0.5), 0);
+}
+"""
+
+
+def test_bindless_handles_are_a_build_error_that_says_so(tmp_path: Path) -> None:
+    """A shader that reads resources through bindless handles (`T.Handle`: Slang declares one
+    descriptor array for them) fails naming the handles and the line, not Slang's array."""
+    root = _project(tmp_path, {"bindless.slang": BINDLESS})
+    with pytest.raises(Exception) as info:
+        _build(root)
+    text = str(info.value)
+    assert "bindless resource handles" in text, text
+    assert "shaders/bindless.slang:4" in text, text
