@@ -1,0 +1,1 @@
+"""Kernels that use Slang's type system: generics, interfaces, structs, constants (issue 23)."""
