@@ -2,7 +2,7 @@
 
 # The one place hatch-slang's version is written: pyproject.toml reads it ([tool.hatch.version]),
 # and the runtime requirement of the packages it builds derives from it.
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def runtime_requirement(version: str = __version__) -> str:

@@ -224,6 +224,18 @@ class ParamSlot:
     as_float: bool  # Python sees a float (f32 fields and `x_bits` fields)
     literal: int | None = None  # a constant the wrapper writes
     derived: Expr | None = None  # computed by the wrapper from other sizes
+    # A whole value (a vector, matrix or array of them, one keyword argument): its shape as Slang
+    # indexes it (`float4x3 m`: (4, 3), `m[i][j]` at index (i, j)) and the bytes between
+    # neighbours along each axis; `offset` is element 0's. Empty for a scalar.
+    shape: tuple[int, ...] = ()
+    strides: tuple[int, ...] = ()
+
+    def element_offsets(self) -> list[int]:
+        """The byte offset of each element, in index order (one for a scalar)."""
+        offsets = [self.offset]
+        for n, stride in zip(self.shape, self.strides):
+            offsets = [o + k * stride for o in offsets for k in range(n)]
+        return offsets
 
 
 @dataclass(frozen=True)

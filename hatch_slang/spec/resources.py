@@ -28,7 +28,7 @@ from hatch_slang.comments.expr import ExprError, argument_name
 from hatch_slang.compile.discover import Shader
 from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.errors import HatchSlangError, ShaderError
-from hatch_slang.spec import images
+from hatch_slang.spec import images, uniforms
 from hatch_slang.spec.model import Binding, BufferSpec, ParamSlot, is_float
 from hatch_slang.spec.reflection import scalar_size, unescape
 
@@ -40,8 +40,10 @@ def _resource_of(info: EntryInfo, b: BufferSpec) -> Resource | None:
     return next((r for r in info.resources if (r.set or 0, r.binding or 0) == b.key), None)
 
 
-def _span(p: ParamSlot) -> tuple[int, int]:
-    return (p.offset, p.offset + (8 if p.scalar == "ptr" else scalar_size(p.scalar)))
+def _spans(p: ParamSlot) -> list[tuple[int, int]]:
+    """The bytes of each of the slot's elements (one for a scalar)."""
+    size = 8 if p.scalar == "ptr" else scalar_size(p.scalar)
+    return [(o, o + size) for o in p.element_offsets()]
 
 
 def unread_fields(module: Module, entry: str, buffers: list[BufferSpec]) -> set[str]:
@@ -58,10 +60,9 @@ def unread_fields(module: Module, entry: str, buffers: list[BufferSpec]) -> set[
         if loaded is None:
             continue
         for p in b.params:
-            if p.name and p.literal is None and p.scalar != "ptr":
-                lo, hi = _span(p)
-                if not any(lo <= o < hi for o in loaded):
-                    unread.add(p.name)
+            read = any(lo <= o < hi for lo, hi in _spans(p) for o in loaded)
+            if p.name and p.literal is None and p.scalar != "ptr" and not read:
+                unread.add(p.name)
     return unread
 
 
@@ -82,21 +83,19 @@ def declared_at(source: str, variable: str) -> int | None:
     return None
 
 
-def _slot_name(member: Member, variable: str) -> str | None:
-    """The keyword argument of one member of a uniform or push-constant block.
+def _slot_name(path: tuple[str, ...], variable: str) -> str | None:
+    """The keyword argument of one value of a uniform or push-constant block
+    (:func:`hatch_slang.spec.uniforms.values`: a vector, matrix or array is one value).
 
-    Fields keep their own names, nested fields and vector components are joined with `_`
-    (`light.dir.x` -> `light_dir_x`) and made an argument name as a comment's are
+    Fields keep their own names, nested struct fields are joined with `_` (`light.dir` ->
+    `light_dir`) and made an argument name as a comment's are
     (:func:`hatch_slang.comments.expr.argument_name`: a Python keyword gets a trailing `_`); a name
     starting with `_` (`_pad0`) is padding: written as zero, no argument.
     """
-    path = list(member.path)
-    while path and path[0].startswith("__"):  # Slang's wrapper of a non-struct element (`__member0`)
-        path.pop(0)
     parts = [p.replace("[]", "").strip("[]") for p in path]
     name = "_".join(p for p in parts if p)
     if not name or not (name[0].isalpha() or name.startswith("_")):
-        name = "_".join(p for p in (variable, name) if p)  # `ConstantBuffer<float4x4> m`: m_0_x ...
+        name = "_".join(p for p in (variable, name) if p)  # `ConstantBuffer<float4x4> m`: m
     if name.startswith("_"):
         return None
     return _argument(name)
@@ -116,21 +115,21 @@ def block(
     a pointer it holds to anything but scalars is an error whatever `strict` says."""
     slots: list[ParamSlot] = []
     hard: list[HatchSlangError] = []
-    for m in b.members:
-        name = _slot_name(m, variable)
+    for v in uniforms.values(b.members):
+        name = _slot_name(v.path, variable)
         if name is None:
             continue
-        scalar = "u32" if m.scalar == "bool" else m.scalar
-        if scalar == "ptr" and m.pointee is None:
+        scalar = "u32" if v.scalar == "bool" else v.scalar
+        if scalar == "ptr" and v.pointee is None:
             hard.append(
                 ShaderError(
                     shader.rel,
-                    declared_at(shader.source, m.path[0] if m.path else variable),
-                    f"`{m.name}` in `{variable}` is a pointer to a struct or another pointer; "
+                    declared_at(shader.source, v.path[0] if v.path else variable),
+                    f"`{'.'.join(v.path)}` in `{variable}` is a pointer to a struct or another pointer; "
                     "hatch-slang passes pointers to scalars only",
                 )
             )
-        slots.append(ParamSlot(name, scalar, m.offset, is_float(scalar)))
+        slots.append(ParamSlot(name, scalar, v.offset, is_float(scalar), shape=v.shape, strides=v.strides))
     align = 16 if kind == "uniform" else 4
     size = -(-max(b.block_size, 4) // align) * align
     shown = variable or ("push constants" if kind == "push" else "uniforms")
@@ -232,7 +231,7 @@ def check_blocks(
         if res is None:
             continue
         loaded = module.loaded_offsets(info.name, res)
-        spans = [_span(p) for p in b.params]
+        spans = [span for p in b.params for span in _spans(p)]
         if loaded is None:
             missing = sorted({m.offset for m in res.members} - {lo for lo, _ in spans})
         else:

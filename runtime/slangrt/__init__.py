@@ -25,7 +25,7 @@ from ._errors import (
 )
 from ._recording._batch import Profile, ProfileRecord, batch, profile
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BindingSpec",

@@ -3,11 +3,12 @@
 Modules that hatch-slang generates import this module (as ``_c``) and nothing else of slangrt
 but the public ``slangrt.Tensor``, ``slangrt.Image`` and ``slangrt.Sampler`` (in annotations, and
 a module-level default ``slangrt.Sampler(...)`` per sampler argument). It is versioned:
-:data:`API_VERSION` changes whenever a name here is removed or changes meaning, and hatch-slang declares the
-hatch-slang-runtime releases that provide the version it generates for as the wheel's
-``Requires-Dist`` (API 1: ``hatch-slang-runtime>=0.1,<0.2``). A generated module first calls
-:func:`require` with the version it was written for, so a runtime that provides another one is
-refused at import with an ``ImportError`` naming both, never with an error mid-call.
+:data:`API_VERSION` changes whenever a name here is removed or changes meaning, and hatch-slang
+declares the hatch-slang-runtime releases that provide the version it generates for as the
+wheel's ``Requires-Dist`` (API 2: ``hatch-slang-runtime>=0.2,<0.3``; API 1 was the 0.1 series).
+A generated module first calls :func:`require` with the version it was written for, so a
+runtime that provides another one is refused at import with an ``ImportError`` naming both,
+never with an error mid-call.
 
 The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_library``):
 
@@ -27,6 +28,12 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   dispatches again, unchecked, when a call's arguments are the last kept call's (the same open
   tensors, equal values of the same types), and ``Dims.run(..., last=, args=, scalars=)`` keeps
   a call that may be repeated. Added within API 1 (the 0.1 series, before its first release).
+- API 2 (the 0.2 series): ``Dims.pack(name, size, fields, whole=())`` takes a vector, matrix
+  or array field of an uncommented block as one value, ``(field, offset, scalar, value, shape,
+  strides)``: a sequence or NumPy array shaped as Slang indexes it, written at ``offset +
+  sum(index * stride)`` (the compiled layout's strides), its shape and element kind checked
+  (``slangrt._calls._values``). API 1 wrappers took such a field one component at a time
+  (``transform_0_x`` ...), so their keyword arguments changed meaning with it.
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
@@ -38,7 +45,7 @@ from __future__ import annotations
 from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
 from ._calls._lastcall import LastCall
 
-API_VERSION = 1
+API_VERSION = 2
 
 __all__ = [
     "API_VERSION",

@@ -11,7 +11,7 @@ from rt_helpers import run_python
 def test_import_does_not_load_vulkan() -> None:
     proc = run_python("import sys, slangrt; print('vulkan' in sys.modules, slangrt.__version__)")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["False", "0.1.0"]
+    assert proc.stdout.split() == ["False", "0.2.0"]
 
 
 def test_public_names() -> None:

@@ -88,11 +88,11 @@ def test_arguments_are_named_after_the_code(built: Callable[[str], ModuleType]) 
     ]
     assert list(inspect.signature(built("epbuf").computeMain).parameters) == ["result", "k", "grid"]
     params = inspect.signature(built("matrix").computeMain).parameters
-    # The values the entry reads are required; the rest of the matrix defaults to 0.
+    # Each matrix is one argument, shaped as Slang indexes it (`m[i][j]` is `m[i, j]`).
     assert [n for n, p in params.items() if p.default is inspect.Parameter.empty] == [
         "outp",
-        "m_3_x",
-        "r_0_y",
+        "m",
+        "r",
         "s",
         "grid",
     ]
@@ -112,8 +112,9 @@ def test_each_form_computes_what_numpy_says(built: Callable[[str], ModuleType]) 
     np.testing.assert_array_equal(result, 7 + np.arange(4))
 
     out = np.zeros(2, np.float32)
-    built("matrix").computeMain(out, m_3_x=5.0, r_0_y=1.0, s=2.0, grid=(1, 1, 1))
-    np.testing.assert_array_equal(out, [5.0, 3.0])
+    m = np.arange(16, dtype=np.float32).reshape(4, 4)  # m[3][0] is 12, m[0][3] would be 3
+    built("matrix").computeMain(out, m=m, r=[[0.0, 1.0], [7.0, 0.0]], s=2.0, grid=(1, 1, 1))
+    np.testing.assert_array_equal(out, [12.0, 3.0])
 
 
 @pytest.mark.compile

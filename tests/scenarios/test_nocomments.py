@@ -55,7 +55,7 @@ def test_argument_names_come_from_the_slang(built: BuiltPackage) -> None:
     assert names("global_scale") == ["x", "y", "scale", "n", "grid"]
     assert names("entry_alpha") == ["a", "b", "alpha", "n", "grid"]
     assert names("cbuffer_bias") == ["src", "dst", "n", "bias", "grid"]
-    assert names("struct_affine") == ["inp", "outp", "count", "mul", "shift_x", "shift_y", "grid"]
+    assert names("struct_affine") == ["inp", "outp", "count", "mul", "shift", "grid"]
     assert names("push_saxpy") == ["xs", "ys", "n", "a", "grid"]
     assert names("two_entries", "fill") == ["buf", "n", "value", "grid"]
     assert names("two_entries", "square") == ["buf", "n", "grid"]  # `value` is never read: defaults to 0
@@ -112,7 +112,7 @@ def test_cbuffer(built: BuiltPackage, n: int) -> None:
 def test_constant_buffer_struct(built: BuiltPackage, n: int) -> None:
     inp, outp = _x(n, 4), np.zeros(n, np.float32)
     built.kernels("struct_affine").computeMain(
-        inp=inp, outp=outp, count=n, mul=3.0, shift_x=1.5, shift_y=0.5, grid=_groups(n, 64)
+        inp=inp, outp=outp, count=n, mul=3.0, shift=(1.5, 0.5), grid=_groups(n, 64)
     )
     np.testing.assert_allclose(outp, inp * 3.0 + 1.0, rtol=1e-5, atol=1e-6)
 

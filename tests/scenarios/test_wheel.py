@@ -83,7 +83,7 @@ def test_user_project_wheel_without_build_isolation(package: Callable[[str], Pat
         "mypkg/__init__.py",
     ]:
         assert expected in names
-    assert "Requires-Dist: hatch-slang-runtime>=0.1,<0.2" in _metadata(wheel)
+    assert "Requires-Dist: hatch-slang-runtime>=0.2,<0.3" in _metadata(wheel)
     assert wheel.name.endswith("-none-any.whl")  # SPIR-V is portable: a pure wheel
     assert not (root / "mypkg" / "kernels").exists()  # a wheel build writes nothing into the tree
 

@@ -26,7 +26,7 @@ from .._devices._sampler import Sampler
 from .._devices._tensor import Tensor
 from .._recording._callkey import value_key
 from ..dtypes import DTYPES
-from . import _image_args
+from . import _image_args, _values
 from ._arguments import Packed
 from ._kernel import Kernel
 from ._lastcall import LastCall
@@ -180,13 +180,19 @@ def _bf16_bits(value: float) -> int:
     return rounded
 
 
-def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> Packed:
+def pack(
+    name: str,
+    size: int,
+    fields: tuple[tuple[str, int, str, object], ...],
+    whole: tuple[_values.Whole, ...] = (),
+) -> Packed:
     """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero).
 
     Scalar codes are those of :data:`slangrt.dtypes.DTYPES` plus ``"ptr"``: a :class:`Tensor`,
-    packed as its 8-byte device address.
+    packed as its 8-byte device address. ``whole``: vector, matrix and array fields, one value
+    each (:mod:`slangrt._calls._values`); params with them are not memoized.
     """
-    memo = _memo_key(size, fields)
+    memo = _memo_key(size, fields) if not whole else None
     if memo is not None:
         found = _PACKED.get(memo)
         if found is not None:
@@ -215,6 +221,8 @@ def pack(name: str, size: int, fields: tuple[tuple[str, int, str, object], ...])
             if not lo <= n <= hi:
                 raise ValueError(f"argument `{field}` = {n} is outside the {scalar} range [{lo}, {hi}]")
             fmt.pack_into(out, offset, n)
+    for value in whole:
+        _values.write(out, value)
     packed = Packed(np.frombuffer(out, np.uint8), shared=memo is not None)
     if memo is not None:
         if len(_PACKED) >= _PACKED_MAX:
@@ -249,14 +257,20 @@ class Dims:
             return f"`{arg}` (all elements)"
         return f"argument `{arg}`" if axis < 0 else f"`{arg}` axis {axis}"
 
-    def pack(self, name: str, size: int, fields: tuple[tuple[str, int, str, object], ...]) -> Packed:
+    def pack(
+        self,
+        name: str,
+        size: int,
+        fields: tuple[tuple[str, int, str, object], ...],
+        whole: tuple[_values.Whole, ...] = (),
+    ) -> Packed:
         """:func:`pack`, with the kernel named in its errors like every other argument error.
 
         The tensors of ``"ptr"`` fields are collected: :meth:`run` passes them as the
         dispatch's ``refs``.
         """
         try:
-            out = pack(name, size, fields)
+            out = pack(name, size, fields, whole)
         except TypeError as e:
             raise TypeError(self._err(str(e))) from None
         except ValueError as e:

@@ -26,7 +26,7 @@ from ...helpers import REPO, importable
 
 
 def test_the_generator_targets_the_runtime_it_requires() -> None:
-    assert codegen.WRAPPER_API == wrapper_api.API_VERSION == 1
+    assert codegen.WRAPPER_API == wrapper_api.API_VERSION == 2
     req = Requirement(runtime_requirement())  # the wheel's Requires-Dist
     assert req.name == "hatch-slang-runtime"
     assert req.specifier.contains(slangrt.__version__, prereleases=True), (req, slangrt.__version__)
