@@ -47,8 +47,11 @@ def _split(m: Member) -> tuple[tuple[str, ...], tuple[int, ...]]:
         path.pop(0)
     if m.scalar == "ptr":  # pointers stay one argument each
         return tuple(path), ()
+    # The first part is a field's name (a field called `x` or `w` too) unless it is an element
+    # number (the element of `ConstantBuffer<float4x4>`, under Slang's wrapper).
+    floor = 0 if path and path[0].isdigit() else 1
     k = len(path)
-    while k > 0 and _index(path[k - 1]) is not None:
+    while k > floor and _index(path[k - 1]) is not None:
         k -= 1
     return tuple(path[:k]), tuple(_index(p) or 0 for p in path[k:])
 
