@@ -130,7 +130,7 @@ RAW: dict[str, Raw] = {
         ),
         (64, 1, 1),
         _given_grid,
-        params=lambda a: np.array([a[f"weights_{c}"] for c in "xyzw"], np.float32),
+        params=lambda a: np.asarray(a["weights"], np.float32),
     ),
     "histogram2d": Raw(
         "histogram2d",

@@ -1,5 +1,5 @@
 """NumPy reference for texel_luma.slang (no hatch-slang comment: arguments are the Slang names,
-the uniform ``float4 weights`` is ``weights_x`` .. ``weights_w``, and the grid is given).
+the uniform ``float4 weights`` is one argument, ``weights``, and the grid is given).
 
 Tolerance: a dot product of four float32 products, computed by the GPU in any order (and maybe
 fused): a few float32 ulps of the largest term, ``4 * eps * sum(|w * c|)``.
@@ -19,7 +19,7 @@ WEIGHTS = [(0.25, 0.5, 0.125, 0.125), (0.2126, 0.7152, 0.0722, 0.0), (1.0, -1.0,
 
 
 def luma(args: dict[str, Any]) -> dict[str, np.ndarray]:
-    w = np.array([args[f"weights_{c}"] for c in "xyzw"], np.float64)
+    w = np.asarray(args["weights"], np.float64)
     return {"luma": (args["colors"].astype(np.float64) @ w).astype(np.float32)}
 
 
@@ -30,11 +30,10 @@ def _tolerance(colors: np.ndarray, w: tuple[float, ...]) -> float:
 def cases(rng: np.random.Generator) -> Iterator[Case]:
     for n, w in zip([1, 63, 1000], WEIGHTS):
         colors = rng.standard_normal((n, 4)).astype(np.float32)
-        weights = dict(zip(("weights_x", "weights_y", "weights_z", "weights_w"), w))
         yield Case(
             "texel_luma",
             label=f"n={n}",
-            args={"colors": colors, "luma": np.zeros(n, np.float32), **weights, "grid": (-(-n // 64), 1, 1)},
+            args={"colors": colors, "luma": np.zeros(n, np.float32), "weights": w, "grid": (-(-n // 64), 1, 1)},
             expect=luma,
             atol=_tolerance(colors, w),
             rtol=0,
