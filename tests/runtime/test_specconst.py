@@ -103,6 +103,9 @@ def test_one_kernel_per_distinct_set_of_values() -> None:
     }
     assert k.specialized({"SCALE": -0.0}) is not k.specialized({"SCALE": 0.0})  # floats by their bits
     assert k.specialized({"SCALE": 2}).constants["SCALE"] == 2.0  # an int for a float constant
+    k.specialized({"NEGATE": True})
+    with pytest.raises(TypeError, match="NEGATE"):  # 1 == True, but not a bool
+        k.specialized({"NEGATE": 1})
     # Values at their defaults make the default pipeline: shared with the kernel itself.
     assert k.specialized({"BLOCK": 64})._sig.pipeline_key == k._sig.pipeline_key
     assert a._sig.pipeline_key != k._sig.pipeline_key

@@ -201,10 +201,11 @@ class Kernel:
         if not values:
             return self
         try:
-            key: Any = tuple(sorted((n, value_key(v)) for n, v in values.items()))
+            # (the class too: value_key(1) == value_key(True), which compare equal)
+            key: Any = tuple(sorted((n, v.__class__.__name__, value_key(v)) for n, v in values.items()))
         except TypeError:
             key = UNKEYED
-        if key is not UNKEYED and not any(k is UNKEYED for _, k in key):
+        if key is not UNKEYED and not any(k is UNKEYED for _, _, k in key):
             found = self._specialized.get(key)
             if found is not None:
                 return found
