@@ -170,3 +170,15 @@ def test_a_number_for_a_group_size_a_constant_sets_is_a_build_error(tmp_path: Pa
     [e] = _errors(tmp_path, of=" of 64")
     assert isinstance(e, ShaderError) and e.line == 5
     assert "group size is set by specialization constant BLOCK: leave the number off" in str(e)
+
+
+def test_show_lists_the_constants_with_their_defaults(built: BuiltPackage) -> None:
+    result = CliRunner().invoke(main, ["show", "--root", str(built.root), "--json", "specconst_chunks"])
+    assert result.exit_code == 0, result.output[-2000:]
+    [entry] = json.loads(result.output[result.output.index("{") :])["entries"]
+    assert entry["constants"][0] == {"id": 0, "name": "BLOCK", "scalar": "u32", "default": 64}
+    assert entry["threads_by"] == ["BLOCK", None, None]
+    kinds = {a["name"]: a["kind"] for a in entry["arguments"]}
+    assert kinds["BLOCK"] == "specialization constant u32, default 64, the group size's x"
+    text = CliRunner().invoke(main, ["show", "--root", str(built.root), "specconst_chunks"]).output
+    assert "threads per group: BLOCK (default 64) x 1 x 1 = 64" in text
