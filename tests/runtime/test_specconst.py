@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +107,9 @@ def test_one_kernel_per_distinct_set_of_values() -> None:
     assert k.specialized({"SCALE": -0.0}) is not k.specialized({"SCALE": 0.0})  # floats by their bits
     assert k.specialized({"SCALE": 2}).constants["SCALE"] == 2.0  # an int for a float constant
     k.specialized({"NEGATE": True})
+    numpy = k.specialized({"BLOCK": np.uint32(32), "SCALE": np.float32(2.0)})  # no value_key
+    assert numpy is k.specialized({"SCALE": np.float32(2.0), "BLOCK": np.uint32(32)})
+    assert numpy.threads == (32, 1, 1)
     with pytest.raises(TypeError, match="NEGATE"):  # 1 == True, but not a bool
         k.specialized({"NEGATE": 1})
     # Values at their defaults make the default pipeline: shared with the kernel itself.
@@ -236,3 +242,35 @@ def test_the_load_check_compares_the_constants_with_the_spirv(
 def test_a_malformed_constant_in_the_manifest_is_refused(tmp_path: Path, constants: Any, match: str) -> None:
     with pytest.raises(slangrt.SlangRTError, match=match):
         _ = _package(tmp_path, [constants]).manifest
+
+
+CACHED = """
+import numpy as np, slangrt, sys
+sys.path.insert(0, {data!r})
+from test_specconst import kernel, run, want, N
+x = np.arange(N, dtype=np.float32)
+for block, unroll in {values!r}:
+    m = -(-N // unroll)
+    y, g = np.zeros(m, np.float32), np.zeros(m, np.uint32)
+    run(kernel().specialized({{"BLOCK": block, "UNROLL": unroll}}), x, y, g, m)
+    wy, wg = want(x, unroll, block)
+    assert np.allclose(y, wy) and (g == wg).all(), (block, unroll)
+slangrt.device().close()
+print("ok")
+"""
+
+
+@gpu
+@pytest.mark.gpu
+def test_the_disk_cache_keeps_a_pipeline_per_set_of_values(tmp_path: Path) -> None:
+    """A process that finds another's pipelines in the disk cache runs each set of values as
+    its own (the driver keys its cache on the specialization info too)."""
+    env = {**os.environ, "SLANGRT_CACHE_DIR": str(tmp_path)}
+    data = str(Path(__file__).parent)
+    for values in ([(64, 4), (32, 2)], [(32, 2), (64, 4), (128, 1)]):
+        code = CACHED.format(data=data, values=values)
+        proc = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-2000:]
+    assert any(tmp_path.glob("pipelines-*.bin"))

@@ -205,13 +205,14 @@ class Kernel:
             key: Any = tuple(sorted((n, v.__class__.__name__, value_key(v)) for n, v in values.items()))
         except TypeError:
             key = UNKEYED
-        if key is not UNKEYED and not any(k is UNKEYED for _, _, k in key):
-            found = self._specialized.get(key)
-            if found is not None:
-                return found
-        else:
-            key = None
         threads, base = self._base
+        if key is UNKEYED or any(k is UNKEYED for _, _, k in key):
+            # NumPy scalars and the like: keyed by the values checked and packed instead
+            spec = _specialization(self._sig.spirv, self.entry, self.name, threads, {**base, **values})
+            key = ("packed", spec.entries, spec.data)
+        found = self._specialized.get(key)
+        if found is not None:
+            return found
         k = Kernel(
             self._sig.spirv,
             self.entry,
@@ -222,12 +223,10 @@ class Kernel:
             push_size=self.push_size,
             constants={**base, **values},
         )
-        if key is not None:
-            with self._lock:
-                if len(self._specialized) >= _SPECIALIZED:
-                    del self._specialized[next(iter(self._specialized))]
-                k = self._specialized.setdefault(key, k)
-        return k
+        with self._lock:
+            if len(self._specialized) >= _SPECIALIZED:
+                del self._specialized[next(iter(self._specialized))]
+            return self._specialized.setdefault(key, k)
 
     @property
     def device(self) -> Device:
