@@ -369,13 +369,13 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates, own: 
     at = _Locals.of(e, own)
     body = [
         *_repeat_or_start(spec, e, at),
+        *_specialized(spec, e, at, own.library),
         *_given(e, at),
         *_arrays(e, at, own),
         *_inferred(e, at),
         *_expected(e, at),
         *_derived(e, at),
         *_packs(e, at),
-        *_specialized(spec, e, at, own.library),
         *_grid(e, at),
         *_run(spec, e, at, own.library),
     ]
@@ -506,8 +506,8 @@ def _grid(e: EntrySpec, at: _Locals) -> list[str]:
 
 
 def _specialized(spec: ShaderSpec, e: EntrySpec, at: _Locals, library: str) -> list[str]:
-    """The kernel specialized with the constants' values (checked there, before the grid that
-    may divide by one): one pipeline per distinct set of values."""
+    """The kernel specialized with the constants' values, checked there before anything else
+    (shapes and the grid may divide by one): one pipeline per distinct set of values."""
     if not e.constants:
         return []
     values = layout.Group("{", tuple(f"{_lit(c.name)}: {c.name}" for c in e.constants), "}")
