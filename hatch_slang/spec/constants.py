@@ -1,6 +1,7 @@
 """An entry's specialization constants as wrapper arguments: each named constant of its SPIR-V
 (``[vk::constant_id(N)] const T NAME = default;``, ``[SpecializationConstant]``) is an optional
-keyword argument ``NAME``, defaulting to the declared value.
+keyword argument ``NAME``, defaulting to the declared value. Names come from the SPIR-V's
+``OpName`` and must be reflection's for the same SpecId.
 
 :func:`entry_constants` takes them from the entry's SPIR-V (:class:`slangrt.spirv.SpecConstant`:
 SpecId, name, scalar, default) and refuses, naming ``file:line`` (the declaration's line), a name
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from slangrt.spirv import EntryInfo, SpecConstant
 
@@ -32,14 +33,25 @@ def declared_line(source: str, name: str) -> int | None:
     return None
 
 
-def entry_constants(shader: Shader, info: EntryInfo, taken: Iterable[str]) -> tuple[SpecConstant, ...]:
-    """The entry's named specialization constants (by SpecId), each checked to be able to name a
-    keyword argument that no other argument of the entry (``taken``) has."""
+def entry_constants(
+    shader: Shader, info: EntryInfo, taken: Iterable[str], reflected: Mapping[int, str]
+) -> tuple[SpecConstant, ...]:
+    """The entry's named specialization constants (by SpecId), each checked against Slang's
+    reflection (``reflected``: SpecId -> name) and to be able to name a keyword argument that no
+    other argument of the entry (``taken``) has."""
     others = set(taken)
     out: list[SpecConstant] = []
     for c in info.constants:
         if not c.name:
             continue
+        said = reflected.get(c.id)
+        if said is not None and said != c.name:
+            raise ShaderError(
+                shader.rel,
+                declared_line(shader.source, c.name),
+                f"entry `{info.name}`'s SPIR-V names specialization constant {c.id} `{c.name}`, but "
+                f"Slang's reflection calls it `{said}`",
+            )
         why = check_argument(c.name)
         if why is None and (c.name.startswith("_") or c.name != c.name.strip() or not c.name.isascii()):
             why = f"`{c.name}` starts with `_` or is not ASCII"

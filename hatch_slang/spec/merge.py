@@ -687,7 +687,7 @@ def _entry(
     known = set(inferable) | set(fields)
     info = module.entry(refl.name)
     taken = data_names | known | ({GRID_ARGUMENT} if d is None else set())
-    constants = entry_constants(shader, info, taken)
+    constants = entry_constants(shader, info, taken, dict(refl.constants))
     known |= {c.name for c in constants}  # (sizes the Dispatch line and shapes may use)
     grid_only = _grid_only(shader, d, known, data_names)
     sizes = known | set(grid_only)
