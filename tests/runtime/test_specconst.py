@@ -274,3 +274,14 @@ def test_the_disk_cache_keeps_a_pipeline_per_set_of_values(tmp_path: Path) -> No
         )
         assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-2000:]
     assert any(tmp_path.glob("pipelines-*.bin"))
+
+
+@gpu
+@pytest.mark.gpu
+def test_the_device_limits_are_checked_on_the_specialized_group_size() -> None:
+    limit = slangrt.device().info.max_workgroup_size[0]
+    k = kernel().specialized({"BLOCK": limit * 2, "UNROLL": 1})
+    assert k.threads == (limit * 2, 1, 1)
+    x, y, g = np.zeros(N, np.float32), np.zeros(N, np.float32), np.zeros(N, np.uint32)
+    with pytest.raises(ValueError, match=f"numthreads x = {limit * 2} exceeds the device limit"):
+        run(k, x, y, g, N)
