@@ -205,10 +205,14 @@ def load_manifest(kernels: ModuleType) -> manifest.Manifest:
 
 
 def known_sizes(entry: manifest.Entry, dims: Mapping[str, int], given: Mapping[str, Any]) -> dict[str, int]:
-    """The sizes a case fixes for ``entry``: ``dims``, the integer params in ``given``, and the
-    sizes of the given arrays along axes whose shape is a bare name (as the wrapper reads them off)."""
+    """The sizes a case fixes for ``entry``: ``dims``, the integer params in ``given`` (and the
+    defaults of integer specialization constants it does not give), and the sizes of the given
+    arrays along axes whose shape is a bare name (as the wrapper reads them off)."""
     values = {_python(k): v for k, v in dims.items()}
     values.update({k: v for k, v in given.items() if isinstance(v, int) and not isinstance(v, bool)})
+    for c in entry.get("constants", []):  # an integer specialization constant not given: its default
+        if c["scalar"][0] in "iu":
+            values.setdefault(c["name"], int(c["default"]))
     for b in entry["bindings"]:
         arr = given.get(b["name"])
         if b["role"] != "data" or b["shape"] is None or not isinstance(arr, np.ndarray):

@@ -60,7 +60,24 @@ def _arguments(e: EntrySpec) -> list[dict[str, str]]:
         out.append({"name": name, "kind": "Dispatch size", "from": _origin(e.grid_line)})
     if e.grid is None:
         out.append({"name": "grid", "kind": "grid=(x, y, z)", "from": "caller (no Dispatch line)"})
+    for c in e.constants:
+        sets = [axis for axis, by in zip("xyz", e.threads_by, strict=True) if by == c.name]
+        kind = f"specialization constant {c.scalar}, default {c.default!r}"
+        kind += f", the group size's {' and '.join(sets)}" if sets else ""
+        out.append({"name": c.name, "kind": kind, "from": f"SPIR-V (SpecId {c.id})"})
     return out
+
+
+def _constants(e: EntrySpec) -> dict[str, Any]:
+    """An entry's specialization constants for ``show --json`` (no key for an entry without)."""
+    if not e.constants:
+        return {}
+    return {
+        "constants": [
+            {"id": c.id, "name": c.name, "scalar": c.scalar, "default": c.default} for c in e.constants
+        ],
+        "threads_by": list(e.threads_by),
+    }
 
 
 def show_data(spec: ShaderSpec) -> dict[str, Any]:
@@ -107,6 +124,7 @@ def show_data(spec: ShaderSpec) -> dict[str, Any]:
             "params_inferred": list(e.params_optional),
             "grid_from": _origin(e.grid_line) if e.grid is not None else "caller (grid=)",
             "arguments": _arguments(e),
+            **_constants(e),
         }
         for e in spec.entries
     ]
@@ -158,7 +176,9 @@ def print_show(data: dict[str, Any]) -> None:
         function = entry.get("function", entry["name"])
         renamed = f" (function {function})" if function != entry["name"] else ""
         click.secho(f"entry {entry['name']}{renamed}", bold=True)
-        click.echo(f"  threads per group: {t[0]} x {t[1]} x {t[2]} = {entry['threads_per_group']}")
+        by = entry.get("threads_by") or [None, None, None]
+        size = " x ".join(f"{n} (default {v})" if n else str(v) for v, n in zip(t, by, strict=True))
+        click.echo(f"  threads per group: {size} = {entry['threads_per_group']}")
         click.echo(f"  dispatch: {entry['dispatch'] or 'not documented: the caller passes grid=(x, y, z)'}")
         grid = f"({', '.join(entry['grid'])})" if entry["grid"] is not None else "grid="
         click.echo(f"  grid: {grid}  [{entry['grid_from']}]")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from string import Template
 
 from slangrt import manifest
 from slangrt.dtypes import DTYPES
+from slangrt.spirv import SpecConstant
 
 from hatch_slang import __version__
 from hatch_slang.codegen import images, layout
@@ -159,7 +161,7 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
 # ``$imports`` and the builtins of its annotations, each by the name it has unless an entry's
 # function takes it (``Names.own``).
 _IMPORTED = ("annotations", "Any", "np", "npt", "slangrt")
-_BUILTINS = ("float", "int", "tuple")
+_BUILTINS = ("bool", "float", "int", "tuple")
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,17 @@ def _arguments(e: EntrySpec) -> list[str]:
     data = [b.name for b in _positional(e)]
     grid = [GRID_ARGUMENT] if e.grid is None else []
     samplers = [b.name for b in _samplers(e)]
-    return [*data, *samplers, *e.params_required, *e.grid_only, *e.params_optional, *e.params_unread, *grid]
+    constants = [c.name for c in e.constants]
+    return [
+        *data,
+        *samplers,
+        *e.params_required,
+        *e.grid_only,
+        *e.params_optional,
+        *e.params_unread,
+        *grid,
+        *constants,
+    ]
 
 
 def _check_module_names(spec: ShaderSpec, tree: ast.Module, own: Names) -> None:
@@ -322,6 +334,7 @@ def _parameters(e: EntrySpec, own: dict[str, str]) -> str:
         kw.append(f"    {name}: {annotation} = {default},")
     if e.grid is None:
         kw.append("    {}: {tuple}[{int}, {int}, {int}],".format(GRID_ARGUMENT, **own))
+    kw += [f"    {c.name}: {_constant_annotation(c, own)} = {_constant_literal(c)}," for c in e.constants]
     if kw:
         params += ["    *,", *kw]
     return "\n" + "\n".join(params) + "\n" if params else ""
@@ -337,13 +350,15 @@ class _Locals:
     dims: str  # the call's Dims
     grid: str
     buffers: dict[int, str]  # id(BufferSpec) -> the local holding its device buffer
+    kernel: str = ""  # the kernel specialized with the constants' values (entries with some)
 
     @classmethod
     def of(cls, e: EntrySpec, own: Names) -> _Locals:
         local = own.locals()
         scalars, dims, grid = local("_scalars"), local("_d"), local("_grid")  # in this order
         buffers = {id(b): local(f"_{b.name}") for b in e.buffers}
-        return cls(own.helpers, own.last[e.python], scalars, dims, grid, buffers)
+        kernel = local("_kernel") if e.constants else ""
+        return cls(own.helpers, own.last[e.python], scalars, dims, grid, buffers, kernel)
 
 
 def _statement(code: layout.Code, lead: str = "", trailing: str = "") -> list[str]:
@@ -355,6 +370,7 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates, own: 
     at = _Locals.of(e, own)
     body = [
         *_repeat_or_start(spec, e, at),
+        *_specialized(spec, e, at, own.library),
         *_given(e, at),
         *_arrays(e, at, own),
         *_inferred(e, at),
@@ -499,6 +515,16 @@ def _grid(e: EntrySpec, at: _Locals) -> list[str]:
     return _statement(layout.tuple_of(axes), f"{at.grid} = ")
 
 
+def _specialized(spec: ShaderSpec, e: EntrySpec, at: _Locals, library: str) -> list[str]:
+    """The kernel specialized with the constants' values, checked there before anything else
+    (shapes and the grid may divide by one): one pipeline per distinct set of values."""
+    if not e.constants:
+        return []
+    values = layout.Group("{", tuple(f"{_lit(c.name)}: {c.name}" for c in e.constants), "}")
+    kernel = layout.call(f"{library}.kernel", [_lit(spec.shader.module), _lit(e.name), values])
+    return _statement(kernel, f"{at.kernel} = ")
+
+
 def _run(spec: ShaderSpec, e: EntrySpec, at: _Locals, library: str) -> list[str]:
     """The dispatch (``Dims.run``): the kernel, its bound buffers by binding, the grid, the push
     constants, and what the next call compares to repeat it."""
@@ -509,8 +535,9 @@ def _run(spec: ShaderSpec, e: EntrySpec, at: _Locals, library: str) -> list[str]
     if bound:
         items = [f"{k}: {at.buffers[id(b)]}" for k, b in zip(keys, bound)]
         buffers = layout.Group("{", tuple(items), "}", split=True)
+    kernel = at.kernel or layout.call(f"{library}.kernel", [_lit(spec.shader.module), _lit(e.name)])
     arguments: list[layout.Code] = [
-        layout.call(f"{library}.kernel", [_lit(spec.shader.module), _lit(e.name)]),
+        kernel,
         buffers,
         at.grid,
         *([f"push={at.buffers[id(push)]}"] if push else []),
@@ -544,6 +571,27 @@ def _scalar_annotation(p: ParamSlot, own: dict[str, str]) -> str:
     if p.shape:  # a whole vector, matrix or array: a sequence or a NumPy array of its shape
         return own["npt"] + ".ArrayLike"
     return own["slangrt"] + ".Tensor" if p.scalar == "ptr" else own["float" if p.as_float else "int"]
+
+
+def _constant_annotation(c: SpecConstant, own: dict[str, str]) -> str:
+    return own["bool" if c.scalar == "bool" else "float" if c.scalar.startswith("f") else "int"]
+
+
+def _constant_literal(c: SpecConstant) -> str:
+    """A specialization constant's default as a checked Python literal."""
+    value = c.default
+    if c.scalar == "bool":
+        return "True" if value is True else "False"
+    if c.scalar.startswith("f"):
+        f = float(value)
+        return repr(f) if math.isfinite(f) else f'float("{f}")'  # inf, -inf, nan
+    return str(int(value))
+
+
+def _threads_line(e: EntrySpec) -> str:
+    """The docstring's group size; an axis a specialization constant sets says so."""
+    axes = [f"{by} (default {t})" if by else str(t) for t, by in zip(e.threads, e.threads_by, strict=True)]
+    return f"Threads per group: {' x '.join(axes)}."
 
 
 def _names_needed(e: EntrySpec) -> set[str]:
@@ -635,10 +683,14 @@ def _docstring(spec: ShaderSpec, e: EntrySpec) -> str:
         lines.append(f"    {name}: {what}." + (f" {said}" if said else ""))
     if e.grid is None:
         lines.append(f"    {GRID_ARGUMENT}: thread groups to dispatch, (x, y, z).")
+    for c in e.constants:
+        said = _described(prose, c.name)
+        what = f"specialization constant ({c.scalar}), default {_constant_literal(c)}"
+        lines.append(f"    {c.name}: {what}; one pipeline per value." + (f" {said}" if said else ""))
     lines.append("")
     if e.grid_text:
         lines.append(e.grid_text)
-    lines.append(f"Threads per group: {e.threads[0]} x {e.threads[1]} x {e.threads[2]}.")
+    lines.append(_threads_line(e))
     text = _escape_doc("\n".join(lines))
     indented = "\n".join(("    " + line) if line and i else line for i, line in enumerate(text.split("\n")))
     return indented + "\n    "
@@ -660,6 +712,10 @@ def manifest_entry(spec: ShaderSpec) -> manifest.Shader:
             entry["push_size"] = push[0]
         if e.python != e.name:
             entry["python"] = e.python
+        if e.constants:
+            entry["constants"] = [
+                {"id": c.id, "name": c.name, "scalar": c.scalar, "default": c.default} for c in e.constants
+            ]
         entries[e.name] = entry
     return {"source": spec.shader.rel, "entries": entries}
 

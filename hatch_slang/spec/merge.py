@@ -32,6 +32,7 @@ from hatch_slang.compile.compiler import CompileResult
 from hatch_slang.compile.discover import Shader, entry_functions
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
 from hatch_slang.spec import images
+from hatch_slang.spec.constants import entry_constants, group_size_constants
 from hatch_slang.spec.model import (
     GRID_ARGUMENT,
     Binding,
@@ -684,6 +685,10 @@ def _entry(
     _check_grid_argument(shader, refl.name, buffers, data_names | set(fields), d)
     inferable = _inferable(shader, buffers, data_names)
     known = set(inferable) | set(fields)
+    info = module.entry(refl.name)
+    taken = data_names | known | ({GRID_ARGUMENT} if d is None else set())
+    constants = entry_constants(shader, info, taken, dict(refl.constants))
+    known |= {c.name for c in constants}  # (sizes the Dispatch line and shapes may use)
     grid_only = _grid_only(shader, d, known, data_names)
     sizes = known | set(grid_only)
     buffers, warnings = _readable_formulas(shader, buffers, sizes)
@@ -696,10 +701,11 @@ def _entry(
         used_by_sizes.update(n for dim in b.shape or () for n in dim.names)
         used_by_sizes.update(n for p in b.params if p.derived for n in p.derived.names)
     unread = unread_fields(module, refl.name, checked) - used_by_sizes - set(inferable) - derived
+    threads_by = group_size_constants(info)
     spec = EntrySpec(
         refl.name,
         entry_name(refl.name),
-        refl.threads,
+        info.local_size if any(threads_by) else refl.threads,  # (their defaults: reflection says 0)
         tuple(checked),
         spirv,
         grid,
@@ -710,8 +716,10 @@ def _entry(
         grid_only=tuple(grid_only),
         params_unread=tuple(n for n in fields if n in unread),
         grid_line=d.line if d else None,
+        constants=constants,
+        threads_by=threads_by,
     )
-    return spec, _group_size_problems(d, refl), warnings + unchecked
+    return spec, _group_size_problems(d, refl, spec.threads_by), warnings + unchecked
 
 
 def _fields(
@@ -773,10 +781,23 @@ def _grid_only(shader: Shader, d: DispatchDoc | None, known: set[str], data_name
     return grid_only
 
 
-def _group_size_problems(d: DispatchDoc | None, refl: ReflectedEntry) -> _Problems:
-    """A Dispatch line's group size that is not the entry's [numthreads]."""
+def _group_size_problems(
+    d: DispatchDoc | None, refl: ReflectedEntry, by: tuple[str | None, ...] = ()
+) -> _Problems:
+    """A Dispatch line's group size that is not the entry's [numthreads] (or a number where a
+    specialization constant sets it)."""
     if d is None or d.group_size is None:
         return []
+    if any(by):
+        names = ", ".join(n for n in by if n)
+        return [
+            (
+                d.line,
+                f"Dispatch says groups of {d.group_size} but entry `{refl.name}`'s group size is set "
+                f"by specialization constant {names}: leave the number off the Dispatch line (the "
+                "grid is computed with the value passed)",
+            )
+        ]
     total = refl.threads[0] * refl.threads[1] * refl.threads[2]
     if d.group_size == total:
         return []

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from slangrt.dtypes import DTYPES
-from slangrt.spirv import Image, Member, Resource
+from slangrt.spirv import Image, Member, Resource, SpecConstant
 
 from hatch_slang.comments.expr import Expr
 from hatch_slang.compile.discover import Shader
@@ -292,6 +292,10 @@ class EntrySpec:
     grid_only: tuple[str, ...] = ()  # names only the Dispatch line uses: required int arguments
     params_unread: tuple[str, ...] = ()  # fields this entry's SPIR-V never reads: optional, 0
     grid_line: int | None = None  # the Dispatch line the grid comes from
+    # Its named specialization constants (by SpecId): optional keyword arguments, at their
+    # defaults when omitted; per axis of `threads` (their defaults) the constant that sets it.
+    constants: tuple[SpecConstant, ...] = ()
+    threads_by: tuple[str | None, str | None, str | None] = (None, None, None)
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,8 @@ class ReflectedEntry:
     threads: tuple[int, int, int]
     bindings: tuple[ReflectedBinding, ...]  # only those the entry uses, by index
     used: tuple[tuple[int, int], ...]  # (set, binding) of every descriptor the SPIR-V uses
+    # The specialization constants reflection lists: (SpecId, name) each, by SpecId.
+    constants: tuple[tuple[int, str], ...] = ()
 
 
 def _flatten(t: dict[str, Any], prefix: str, offset: int) -> tuple[list[Scalar], int]:
@@ -243,7 +245,22 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes | Module) -> Refle
         threads=(threads + (1, 1, 1))[:3],  # type: ignore[arg-type]
         bindings=_merge([b for b in all_bindings if b.key in used]),
         used=tuple(sorted(used)),
+        constants=_constants(data.get("parameters", [])),
     )
+
+
+def _constants(params: list[Any]) -> tuple[tuple[int, str], ...]:
+    """(SpecId, name) of each parameter reflection binds as a specialization constant."""
+    found: dict[int, str] = {}
+    for p in params:
+        b = p.get("binding") if isinstance(p, dict) else None
+        if (
+            isinstance(b, dict)
+            and b.get("kind") == "specializationConstant"
+            and isinstance(b.get("index"), int)
+        ):
+            found.setdefault(b["index"], unescape(str(p.get("name", ""))))
+    return tuple(sorted(found.items()))
 
 
 def read_all_bindings(reflection_json: str) -> tuple[ReflectedBinding, ...]:

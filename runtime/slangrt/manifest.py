@@ -8,7 +8,8 @@ Format 2 adds the optional per-binding ``set`` (default 0) and per-entry ``push_
 0) to format 1. Format 3 (the newest, :data:`FORMAT`) adds the image, sampler and texel-buffer
 kinds and their optional keys (``dim``, ``arrayed``, ``format``, ``texel``, ``channels``,
 ``sampler``); a manifest without such a binding is still written as format 2. slangrt reads every
-format in :data:`FORMATS`.
+format in :data:`FORMATS`. An entry's optional ``constants`` (its specialization constants:
+:class:`Constant`) is written only for entries that have some, in either format.
 """
 
 from __future__ import annotations
@@ -71,6 +72,17 @@ class Binding(_Binding, total=False):
     sampler: SamplerDefault
 
 
+class Constant(TypedDict):
+    """A specialization constant of an entry (the optional ``constants``, within formats 2 and
+    3): its SpecId, its name (the wrapper's keyword argument), its scalar type (``bool``,
+    ``i32``, ``u32``, ``f32``, ``f16`` ...) and the default its SPIR-V declares."""
+
+    id: int
+    name: str
+    scalar: str
+    default: bool | int | float
+
+
 class _Entry(TypedDict):
     spirv: str  # the SPIR-V file, beside the manifest
     spirv_sha256: str  # its hash: slangrt refuses a file that does not match
@@ -83,6 +95,8 @@ class Entry(_Entry, total=False):
     """One entry point (kernel) of a shader."""
 
     push_size: int  # bytes of push constants (format 2); absent: 0
+    # Specialization constants, by SpecId (absent: none); slangrt checks them against the SPIR-V.
+    constants: list[Constant]
     # For tools (not read by the runtime): the wrapper function, where it is not the entry's
     # name, the key (a Python keyword gets a trailing `_`, other letters are NFKC-normalised).
     python: str
@@ -220,6 +234,7 @@ def _check_entry(w: _Where, entry: dict[str, object], at: str, kinds: tuple[str,
     for k, t in enumerate(threads):
         w.int(t, f"{at}.threads[{k}]", 1, _MAX_THREADS)
     w.int(entry.get("push_size", 0), f"{at}.push_size", 0, _MAX_PUSH)
+    _check_constants(w, entry.get("constants", []), f"{at}.constants")
     w.typed(entry, "bindings", at, list, "a list")
     bindings: list[object] = entry["bindings"]  # type: ignore[assignment]
     seen: set[tuple[object, object]] = set()
@@ -238,6 +253,34 @@ def _check_entry(w: _Where, entry: dict[str, object], at: str, kinds: tuple[str,
         if key in seen:
             raise w.bad(f"{where}.binding", "a binding no other binding of the entry has", b["binding"])
         seen.add(key)
+
+
+_SCALARS = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")
+_MAX_SPEC_ID = (1 << 31) - 1
+_MAX_NAME = 256
+
+
+def _check_constants(w: _Where, constants: object, at: str) -> None:
+    """An entry's ``constants``: a list of {id, name, scalar, default}, each of its type."""
+    if not isinstance(constants, list):
+        raise w.bad(at, "a list", constants)
+    for k, c in enumerate(constants):
+        where = f"{at}[{k}]"
+        if not isinstance(c, dict):
+            raise w.bad(where, "an object", c)
+        w.int(c.get("id"), f"{where}.id", 0, _MAX_SPEC_ID)
+        name = c.get("name")
+        if not isinstance(name, str) or not name.isidentifier() or len(name) > _MAX_NAME:
+            raise w.bad(f"{where}.name", "an identifier", name)
+        scalar = c.get("scalar")
+        if scalar not in _SCALARS:
+            raise w.bad(f"{where}.scalar", _one_of(_SCALARS), scalar)
+        default = c.get("default")
+        want: tuple[type, ...] = (
+            (bool,) if scalar == "bool" else (int,) if scalar[0] in "iu" else (int, float)
+        )
+        if not isinstance(default, want) or (scalar != "bool" and isinstance(default, bool)):
+            raise w.bad(f"{where}.default", f"a value of type {scalar}", default)
 
 
 def _check_image_keys(w: _Where, b: dict[str, object], where: str) -> None:

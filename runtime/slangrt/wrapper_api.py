@@ -14,7 +14,9 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
 
 - :func:`require` ``(version, module)``: refuse another API version (kept by every version).
 - :func:`library` ``(__file__)``: the package's kernel library (``manifest.json`` beside the
-  module); its ``.kernel(shader, entry)`` is the ``Kernel`` to dispatch.
+  module); its ``.kernel(shader, entry)`` is the ``Kernel`` to dispatch, and
+  ``.kernel(shader, entry, {name: value})`` that kernel specialized with the values of its
+  specialization constants (checked there; one pipeline per distinct set). Added in API 2.
 - :class:`Dims` ``(name)``: one call's argument checks (``name``: the entry, for messages):
   ``given``, ``array``, ``get``, ``expect``, ``derived``, ``pack`` and ``run`` (the dispatch);
   for images, samplers and texel buffers ``image`` (a storage or sampled image: a

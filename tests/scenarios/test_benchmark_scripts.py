@@ -130,3 +130,13 @@ def test_images_py_times_image_transfers_beside_tensor_transfers_and_mips(tmp_pa
     }
     text = md.read_text(encoding="utf-8")
     assert "| image/tensor |" in text and "| host / this |" in text and "VK_FORMAT_R8G8B8A8_UNORM" in text
+
+
+def test_specconst_py_times_the_first_call_with_new_values_and_every_later_call(tmp_path: Path) -> None:
+    rows = _measured(_run(tmp_path, "specconst.py", "--quick"), "specconst.")
+    assert {
+        "specconst.first call, new values (pipeline created)",
+        "specconst.later call, the specialized kernel held (baseline)",
+        "specconst.later call, the same values again (looked up each call)",
+        "specconst.later call, switching between two sets of values",
+    } <= set(rows)

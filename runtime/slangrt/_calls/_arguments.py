@@ -182,6 +182,7 @@ class Signature:
         "pipeline_key",
         "push_range",
         "push_size",
+        "specialization",
         "spirv",
         "threads",
         "uniforms",
@@ -196,6 +197,7 @@ class Signature:
         threads: tuple[int, int, int],
         name: str | None,
         push_size: int,
+        specialization: tuple[tuple[tuple[int, int, int], ...], bytes] = ((), b""),
     ) -> None:
         code = _checked_code(spirv, name or entry)
         if not isinstance(entry, str) or not entry:
@@ -214,12 +216,15 @@ class Signature:
         self.keys: tuple[BindingKey, ...] = tuple(b.key for b in self.bindings)
         #: Which bindings are images, samplers or texel buffers (``_images`` checks them).
         self.descs = tuple(i for i, b in enumerate(self.bindings) if b.kind not in BUFFER_KINDS)
-        # A device's pipelines are shared by kernels of the same module, entry and layout.
+        # A device's pipelines are shared by kernels of the same module, entry, layout and
+        # specialization constants' values (``Kernel``'s ``constants``: SpecIds, offsets, data).
+        self.specialization = specialization
         self.pipeline_key = (
             hashlib.sha256(code).digest(),
             entry,
             tuple((b.set, b.binding, b.kind) for b in self.bindings),
             self.push_range,
+            specialization,
         )
 
     def check_grid(self, dev: Device, grid: tuple[int, int, int]) -> tuple[int, int, int]:

@@ -29,11 +29,14 @@ from .._devices._tensor import Tensor
 from .._errors import DispatchTimeoutError, SlangRTError
 from .._recording import _batch
 from .._recording._batch import open_blocks as _open_blocks
-from .._recording._callkey import op_key, variant_key
+from .._recording._callkey import UNKEYED, op_key, value_key, variant_key
 from .._recording._pipeline import BindingSpec, KernelState, Pipeline
 from .._vulkan._core import Core
+from ..spirv._constants import local_size_ids, spec_constants
+from ..spirv._format import parse
 from . import _images
 from ._arguments import Packed, Signature
+from ._specialize import Specialization, specialize
 
 __all__ = ["BindingSpec", "Kernel"]
 
@@ -42,6 +45,8 @@ __all__ = ["BindingSpec", "Kernel"]
 _HOST_ARG_MAX = 256 << 10
 # Plans kept per kernel (see Kernel.dispatch): a step may call one kernel on a few argument sets.
 _PLANS = 4
+# Specialized kernels a kernel keeps (Kernel.specialized), least recently made first out.
+_SPECIALIZED = 64
 
 
 class _Plan:
@@ -137,6 +142,12 @@ class Kernel:
     first dispatch, on ``device`` or else the default device; before that, the kernel's SPIR-V
     is checked against the device (:class:`UnsupportedKernelError` if it needs a capability the
     device lacks) and against ``bindings`` (every resource it uses must be described).
+
+    ``constants``: values of the SPIR-V's specialization constants by name (the others keep
+    their defaults), checked here (``TypeError``/``ValueError`` naming the constant); the
+    kernel's pipeline is made with them, and where they set the thread-group size
+    (``[numthreads(BLOCK, 1, 1)]``) ``threads`` is what they give. :meth:`specialized` gives
+    the kernel for other values (made once per distinct set of values).
     """
 
     def __init__(
@@ -149,8 +160,15 @@ class Kernel:
         device: Device | None = None,
         name: str | None = None,
         push_size: int = 0,
+        constants: Mapping[str, object] | None = None,
     ) -> None:
-        sig = self._sig = Signature(spirv, entry, bindings, threads, name, push_size)
+        spec = _specialization(spirv, entry, name, threads, constants) if constants else None
+        self._base = (threads, dict(constants or {}))  # what `specialized` starts from
+        size, values = (spec.threads, (spec.entries, spec.data)) if spec else (threads, ((), b""))
+        sig = self._sig = Signature(spirv, entry, bindings, size, name, push_size, values)
+        #: The specialization constants' values this kernel was made with (by name; {}: defaults).
+        self.constants: Mapping[str, bool | int | float] = spec.values if spec else {}
+        self._specialized: dict[Any, Kernel] = {}
         self.name = sig.name
         self.entry = sig.entry
         self.bindings: tuple[BindingSpec, ...] = sig.bindings
@@ -175,6 +193,40 @@ class Kernel:
         self._plans: list[_Plan] = []
 
     # -- public ------------------------------------------------------------------------------
+
+    def specialized(self, values: Mapping[str, object]) -> Kernel:
+        """This kernel with the specialization constants ``values`` (by name) over its own: made
+        once per distinct set of values (compared by type, floats by their bits) and kept, so
+        each set has its own pipeline, plans and recorded command buffers. Empty: itself."""
+        if not values:
+            return self
+        try:
+            # (the class too: value_key(1) == value_key(True), which compare equal)
+            key: Any = tuple(sorted((n, v.__class__.__name__, value_key(v)) for n, v in values.items()))
+        except TypeError:
+            key = UNKEYED
+        threads, base = self._base
+        if key is UNKEYED or any(k is UNKEYED for _, _, k in key):
+            # NumPy scalars and the like: keyed by the values checked and packed instead
+            spec = _specialization(self._sig.spirv, self.entry, self.name, threads, {**base, **values})
+            key = ("packed", spec.entries, spec.data)
+        found = self._specialized.get(key)
+        if found is not None:
+            return found
+        k = Kernel(
+            self._sig.spirv,
+            self.entry,
+            self.bindings,
+            threads,
+            device=self._device_arg,
+            name=self.name,
+            push_size=self.push_size,
+            constants={**base, **values},
+        )
+        with self._lock:
+            if len(self._specialized) >= _SPECIALIZED:
+                del self._specialized[next(iter(self._specialized))]
+            return self._specialized.setdefault(key, k)
 
     @property
     def device(self) -> Device:
@@ -632,7 +684,8 @@ class Kernel:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<slangrt.Kernel {self.name!r} entry={self.entry!r} threads={self.threads}>"
+        shown = "".join(f" {n}={v!r}" for n, v in self.constants.items())
+        return f"<slangrt.Kernel {self.name!r} entry={self.entry!r} threads={self.threads}{shown}>"
 
     def _ensure_state(self, dev: Device) -> KernelState:
         with self._lock:
@@ -663,8 +716,9 @@ class Kernel:
                     pipeline = found
                 else:
                     what = f"kernel {self.name!r}"
+                    sig = self._sig
                     pipeline = Pipeline(
-                        core, self._sig.spirv, self.entry, self.bindings, self._sig.push_range, what
+                        core, sig.spirv, self.entry, self.bindings, sig.push_range, what, sig.specialization
                     )
                     core.pipelines[self._sig.pipeline_key] = pipeline
             state = KernelState(
@@ -683,3 +737,17 @@ class Kernel:
             self._finalizer = weakref.finalize(self, state.free)
             self._finalizer.atexit = False
             return state
+
+
+def _specialization(
+    spirv: bytes,
+    entry: str,
+    name: str | None,
+    threads: tuple[int, int, int],
+    values: Mapping[str, object],
+) -> Specialization:
+    """``values`` checked against the specialization constants ``spirv`` declares."""
+    p = parse(spirv)
+    fn = p.entry_function.get(entry)
+    ids = local_size_ids(p, fn) if fn is not None else (None, None, None)
+    return specialize(name or entry, spec_constants(p), values, threads, ids)

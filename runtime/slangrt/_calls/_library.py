@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -80,11 +82,13 @@ class KernelLibrary:
             raise self._refuse(shader, entry, f"disagrees with the kernel's SPIR-V: {problem}")
         return facts
 
-    def kernel(self, shader: str, entry: str) -> Kernel:
+    def kernel(self, shader: str, entry: str, constants: Mapping[str, object] | None = None) -> Kernel:
+        """The kernel of ``entry``; with ``constants`` (values of its specialization constants by
+        name) the kernel specialized with them (:meth:`Kernel.specialized`: made once per set)."""
         key = (shader, entry)
         k = self._kernels.get(key)
         if k is not None:
-            return k
+            return k.specialized(constants) if constants else k
         with self._lock:
             k = self._kernels.get(key)
             if k is None:
@@ -102,7 +106,7 @@ class KernelLibrary:
                     push_size=int(info.get("push_size", 0)),
                 )
                 self._kernels[key] = k
-        return k
+        return k.specialized(constants) if constants else k
 
 
 def _spec(b: _manifest.Binding, facts: _spirv.Entry) -> BindingSpec:
@@ -214,8 +218,41 @@ def _disagreement(facts: _spirv.Entry, info: _manifest.Entry) -> str | None:
         return f"the manifest says {push} bytes of push constants; the SPIR-V reads none"
     if facts.push_size is not None and not facts.push_size <= push <= max(facts.push_size + 3 & ~3, 4):
         return f"the SPIR-V's push constants span {facts.push_size} bytes; the manifest says {push}"
+    problem = _constants(facts, info)
+    if problem is not None:
+        return problem
     threads = tuple(info["threads"])
     if threads != facts.local_size:
         x, y, z = facts.local_size
         return f"the SPIR-V's thread-group size is {x} x {y} x {z}; the manifest says {list(threads)}"
+    return None
+
+
+def _constants(facts: _spirv.Entry, info: _manifest.Entry) -> str | None:
+    """How the manifest's specialization constants and the SPIR-V's disagree (None: not)."""
+    listed = {c["id"]: c for c in info.get("constants", [])}
+    for c in facts.constants:
+        m = listed.pop(c.id, None)
+        if m is None:
+            if c.name:  # (a constant without a name is no keyword argument: its default runs)
+                return (
+                    f"the SPIR-V has specialization constant {c.name} (SpecId {c.id}), which the "
+                    "manifest does not list"
+                )
+            continue
+        if (m["name"], m["scalar"]) != (c.name, c.scalar):
+            return (
+                f"the SPIR-V's specialization constant {c.id} is {c.name} ({c.scalar}); the manifest "
+                f"says {m['name']} ({m['scalar']})"
+            )
+        same = m["default"] == c.default or (
+            isinstance(c.default, float) and math.isnan(c.default) and math.isnan(float(m["default"]))
+        )
+        if not same or isinstance(m["default"], bool) != isinstance(c.default, bool):
+            return f"the SPIR-V's {c.name} defaults to {c.default!r}; the manifest says {m['default']!r}"
+    for spec_id, m in sorted(listed.items()):
+        return (
+            f"the manifest lists specialization constant {m['name']} (SpecId {spec_id}), which the "
+            "SPIR-V lacks"
+        )
     return None

@@ -133,6 +133,8 @@ class Pipeline:
     may hold only one such set layout); any later sets are bound from descriptor sets (see
     ``DescriptorSets``); sets in between that the kernel does not use get empty layouts.
     ``push_range``: bytes of push constants (compute stage, offset 0), 0 for none.
+    ``specialization``: the specialization constants' (SpecId, offset, size) triples and their
+    data (``VkSpecializationInfo``); empty: every constant at its default.
     """
 
     def __init__(
@@ -143,9 +145,11 @@ class Pipeline:
         bindings: tuple[BindingSpec, ...],
         push_range: int,
         what: str,
+        specialization: tuple[tuple[tuple[int, int, int], ...], bytes] = ((), b""),
     ) -> None:
         vk = _vk.vk()
         h = core.handle
+        self.specialization = specialization
         self.shader: Any = None
         self.set_layouts: list[Any] = []
         self.layout: Any = None
@@ -210,14 +214,22 @@ class Pipeline:
         vk = _vk.vk()
         # The stage struct is copied into the pipeline info by value; keep it (and the
         # entry-name string it points to) referenced until vkCreateComputePipelines returns.
+        entries, data = self.specialization
+        spec = None
+        if entries:
+            raw = vk.ffi.new("char[]", data)
+            map_entries = [vk.VkSpecializationMapEntry(constantID=i, offset=o, size=n) for i, o, n in entries]
+            spec = vk.VkSpecializationInfo(
+                mapEntryCount=len(entries), pMapEntries=map_entries, dataSize=len(data), pData=raw
+            )
         stage = vk.VkPipelineShaderStageCreateInfo(
-            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.shader, pName=entry
+            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.shader, pName=entry, pSpecializationInfo=spec
         )
         pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
         cache = core.pipeline_cache.handle if core.pipeline_cache is not None else None
         with _vk.call(f"creating the compute pipeline of {what} (entry {entry!r})"):
             handle = vk.vkCreateComputePipelines(core.handle, cache, 1, [pipeline_info], None)[0]
-        del stage, pipeline_info
+        del stage, pipeline_info, spec
         if core.pipeline_cache is not None:
             core.pipeline_cache.dirty = True
         return handle

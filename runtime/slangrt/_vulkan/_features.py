@@ -261,6 +261,9 @@ class Module:
     # of each resource it uses, and whether it reads push constants. None: not known.
     resources: set[tuple[int, int]] | None = None
     push_constants: bool | None = None
+    # An entry's thread-group size given by ids (LocalSizeId: `[numthreads(BLOCK, 1, 1)]` over
+    # a specialization constant), which Vulkan allows only with maintenance4.
+    local_size_id: bool = False
 
 
 def scan(spirv: bytes, entry: str | None = None) -> Module:
@@ -276,6 +279,8 @@ def scan(spirv: bytes, entry: str | None = None) -> Module:
         raise ValueError(str(e)) from None
     mod = Module(p.version, list(p.capabilities), list(p.extensions))
     mod.entry_points = [n for n, model in p.entry_model.items() if model == GLCOMPUTE]
+    fns = [p.entry_function[entry]] if entry in mod.entry_points else list(p.entry_function.values())
+    mod.local_size_id = any(fn in p.local_size_ids for fn in fns)
     if entry in mod.entry_points and p.version >= (1, 4):
         mod.resources, mod.push_constants = _interface(p, p.entry_interface[entry])
     return mod
@@ -315,4 +320,9 @@ def missing(mod: Module, tokens: frozenset[str] | set[str]) -> list[str]:
         ext_need = EXTENSIONS.get(ext)
         if ext_need is not None and not any(t in tokens for t in ext_need[1]):
             out.append(f"the SPIR-V extension {ext} ({ext_need[0]})")
+    if mod.local_size_id and "maintenance4" not in tokens:
+        out.append(
+            "the execution mode LocalSizeId (a thread-group size set by a specialization constant, "
+            "[numthreads(BLOCK, ...)]: the maintenance4 feature, Vulkan 1.3)"
+        )
     return out

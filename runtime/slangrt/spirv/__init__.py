@@ -5,7 +5,8 @@ side (hatch-slang) and the runtime read a module the same way, through one reade
   size and its :class:`Resource`\\ s (descriptor set, binding, kind, block layout as
   :class:`Member`\\ s, written, read, updated with atomics or not; for an image, texel buffer or
   combined image sampler its :class:`Image`: dimensionality, format, texel type ...), and the
-  module's capabilities and extensions;
+  module's capabilities and extensions, its specialization constants (:class:`SpecConstant`:
+  SpecId, name, scalar, default) and which set the thread-group size (``local_size_ids``);
   :func:`loaded_offsets`: which bytes of a params buffer an entry reads. The build side takes
   its bindings and layouts from here; the runtime checks a package's manifest against it.
 - :func:`little_endian`: whether bytes are a module in the byte order Vulkan takes.
@@ -22,6 +23,7 @@ malformed input raises :class:`~slangrt.SpirvError`.
 from __future__ import annotations
 
 from .._errors import SpirvError
+from ._constants import SPEC_SCALARS, SpecConstant
 from ._format import CAPABILITIES as CAPABILITY_NAMES
 from ._format import (
     OP_CAPABILITY,
@@ -42,6 +44,7 @@ __all__ = [
     "OP_IMAGE_READ",
     "OP_IMAGE_SPARSE_READ",
     "OP_SOURCE",
+    "SPEC_SCALARS",
     "Descriptor",
     "Dim",
     "EntryInfo",
@@ -49,6 +52,7 @@ __all__ = [
     "Member",
     "Module",
     "Resource",
+    "SpecConstant",
     "SpirvError",
     "instructions",
     "little_endian",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._errors import SpirvError
+from ._constants import SpecConstant
 from ._format import little_endian
 from ._module import EntryInfo, Resource, read_module
 
@@ -27,7 +28,9 @@ class Entry:
     name: str
     descriptors: dict[tuple[int, int], Resource]  # by (set, binding); aliases merged
     push_size: int | None  # bytes the push-constant blocks span; None: it reads none
-    local_size: tuple[int, int, int]
+    local_size: tuple[int, int, int]  # with each specialization constant at its default
+    constants: tuple[SpecConstant, ...] = ()  # by SpecId
+    local_size_ids: tuple[int | None, int | None, int | None] = (None, None, None)  # see EntryInfo
 
 
 def read(spirv: bytes, entry: str) -> Entry:
@@ -40,7 +43,9 @@ def read(spirv: bytes, entry: str) -> Entry:
         has = ", ".join(repr(e) for e in module.compute_entries) or "none"
         raise SpirvError(f"the SPIR-V has no compute entry point {entry!r} (it has: {has})")
     info = module.entry(entry)
-    return Entry(entry, _descriptors(info), _push_size(info), info.local_size)
+    return Entry(
+        entry, _descriptors(info), _push_size(info), info.local_size, info.constants, info.local_size_ids
+    )
 
 
 def _descriptors(info: EntryInfo) -> dict[tuple[int, int], Resource]:

@@ -45,6 +45,8 @@ OP_TYPE_POINTER = 32
 OP_CONSTANT = 43
 OP_CONSTANT_COMPOSITE = 44
 OP_CONSTANT_NULL = 46
+OP_SPEC_CONSTANT_TRUE = 48
+OP_SPEC_CONSTANT_FALSE = 49
 OP_SPEC_CONSTANT = 50
 OP_SPEC_CONSTANT_COMPOSITE = 51
 OP_FUNCTION = 54
@@ -121,6 +123,7 @@ IMAGE_FORMATS: Mapping[int, str] = dict(
 ATOMIC_RMW = frozenset({*range(229, 243), 318, 5614, 5615, 6035})
 
 # Decorations.
+DEC_SPEC_ID = 1
 DEC_BLOCK = 2
 DEC_BUFFER_BLOCK = 3
 DEC_ROW_MAJOR = 4
@@ -369,6 +372,8 @@ class Parsed:
         self.types: dict[int, Inst] = {}
         self.constants: dict[int, int] = {}  # integer constants (OpConstant, OpConstantNull)
         self.spec_constants: dict[int, int] = {}  # default values of integer spec constants
+        # Every scalar spec constant: result id -> (scalar code, its default's literal words)
+        self.spec_scalars: dict[int, tuple[str, tuple[int, ...]]] = {}
         self.composites: dict[int, tuple[int, ...]] = {}  # constant composites' constituents
         self.variables: dict[int, tuple[int, int]] = {}  # global id -> (pointer type, storage)
         for inst in outside:
@@ -415,8 +420,13 @@ class Parsed:
         op, w = inst.op, inst.words
         if 19 <= op <= 39 or op in (OP_TYPE_ACCELERATION_STRUCTURE, 4472, 4456):
             self.types[w[1]] = inst
+        elif op in (OP_SPEC_CONSTANT_TRUE, OP_SPEC_CONSTANT_FALSE):
+            self.spec_scalars[w[2]] = ("bool", (1 if op == OP_SPEC_CONSTANT_TRUE else 0,))
         elif op in (OP_CONSTANT, OP_SPEC_CONSTANT):
             t = self.types.get(w[1])
+            code = scalar_code(t) if t is not None else None
+            if op == OP_SPEC_CONSTANT and code is not None:
+                self.spec_scalars[w[2]] = (code, w[3:])
             if t is not None and t.op == OP_TYPE_INT:
                 (self.constants if op == OP_CONSTANT else self.spec_constants)[w[2]] = _integer(inst, t)
         elif op == OP_CONSTANT_NULL:
@@ -456,6 +466,35 @@ class Parsed:
                     seen.append(inst.words[3])
             k += 1
         return tuple(f for f in seen if f in self.functions)
+
+
+def scalar_code(t: Inst) -> str | None:
+    """The scalar code (``bool``, ``i32``, ``u32``, ``f16``, ``f32`` ...: slangrt.dtypes') of a
+    scalar type; None for another type (or a float with an encoding, such as bfloat16)."""
+    if t.op == OP_TYPE_BOOL:
+        return "bool"
+    if t.op == OP_TYPE_INT:
+        return f"{'i' if t.words[3] else 'u'}{t.words[2]}"
+    if t.op == OP_TYPE_FLOAT and len(t.words) == 3:
+        return f"f{t.words[2]}"
+    return None
+
+
+_FLOATS = {16: "<e", 32: "<f", 64: "<d"}
+
+
+def literal_value(code: str, w: tuple[int, ...]) -> bool | int | float:
+    """The value of a scalar constant of type ``code`` from its literal words (low word first;
+    a type narrower than 32 bits in the low bits of one word, sign-extended if signed)."""
+    if code == "bool":
+        return bool(w[0])
+    bits = int(code[1:])
+    raw = w[0] | (w[1] << 32 if bits > 32 and len(w) > 1 else 0)
+    raw &= (1 << bits) - 1
+    if code[0] == "f":
+        fmt = _FLOATS[bits]
+        return float(struct.unpack(fmt, raw.to_bytes(bits // 8, "little"))[0])
+    return raw - (1 << bits) if code[0] == "i" and raw >> (bits - 1) else raw
 
 
 def literal_string(w: tuple[int, ...], start: int) -> tuple[str, int]:

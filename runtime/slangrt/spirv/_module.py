@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from .._errors import SpirvError
 from ._access import Analysis, Uses, uses_of
+from ._constants import SpecConstant, local_size_ids, spec_constants
 from ._format import (
     BUILTIN_WORKGROUP_SIZE,
     DEC_ARRAY_STRIDE,
@@ -48,7 +49,7 @@ from ._format import (
 from ._images import Descriptor, Image, image_of
 from ._layout import Member, Place, byte_size, leaves, step
 
-__all__ = ["EntryInfo", "Member", "Module", "Resource", "loaded_offsets", "read_module"]
+__all__ = ["EntryInfo", "Member", "Module", "Resource", "SpecConstant", "loaded_offsets", "read_module"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,10 @@ class EntryInfo:
     resources: tuple[Resource, ...]  # descriptors by (set, binding, id), then push constants
     capabilities: tuple[str, ...]
     extensions: tuple[str, ...]
+    # The module's specialization constants (by SpecId), and per axis of ``local_size`` the
+    # SpecId of the constant that sets it (None: fixed); ``local_size`` has their defaults.
+    constants: tuple[SpecConstant, ...] = ()
+    local_size_ids: tuple[int | None, int | None, int | None] = (None, None, None)
 
     def resource(self, variable: str) -> Resource:
         for r in self.resources:
@@ -219,7 +224,15 @@ def _entry_info(p: Parsed, name: str) -> EntryInfo:
     used.update((v, None) for v in uses if v in p.variables)
     resources = [r for r in (_resource(p, uses, v) for v in used) if r is not None]
     resources.sort(key=lambda r: (r.storage == "push_constant", r.set or 0, r.binding or 0, r.id))
-    return EntryInfo(name, _local_size(p, fn), tuple(resources), p.capabilities, p.extensions)
+    return EntryInfo(
+        name,
+        _local_size(p, fn),
+        tuple(resources),
+        p.capabilities,
+        p.extensions,
+        spec_constants(p),
+        local_size_ids(p, fn),
+    )
 
 
 def _local_size(p: Parsed, fn: int) -> tuple[int, int, int]:
