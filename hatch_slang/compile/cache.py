@@ -323,7 +323,9 @@ class BuildCache:
 
     def _portable_options(self, options: CompileOptions) -> tuple[object, ...]:
         dirs = tuple(self._portable(Path(d)) for d in options.include_dirs)
-        return (dirs, options.defines, options.optimization, options.compiler_args)
+        # Constants by type and value: `1`, `1.0` and `true` are three keys, `-0.0` is not `0.0`.
+        constants = tuple((name, type(v).__name__, repr(v)) for name, v in options.constants)
+        return (dirs, options.defines, options.optimization, options.compiler_args, constants)
 
     def _portable(self, path: Path) -> str:
         """A path as the cache records it: relative to the root when inside it."""
