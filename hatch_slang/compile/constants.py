@@ -115,7 +115,8 @@ def _missing(rel: str, e: Extern) -> ShaderError:
         f"link-time constant `{e.name}` (`extern static const {e.type} {e.name};`) has no value: "
         f"option {_option()} sets it; add `{e.name} = {_example(e.type)}` (your value) under "
         f"`{table}` in pyproject.toml, or `{option_name(OverrideSettings, 'constants')} = "
-        f"{{ {e.name} = {_example(e.type)} }}` to an `overrides` entry whose `shaders` match this file",
+        f"{{ {e.name} = {_example(e.type)} }}` to an `{option_name(HookSettings, 'overrides')}` entry "
+        f"whose `{option_name(OverrideSettings, 'shaders')}` match this file",
     )
 
 
@@ -126,6 +127,10 @@ def _int_literal(type_: str, value: int) -> str:
     return text if bits >= 32 else f"{type_}({text})"
 
 
+def _a(type_: str) -> str:
+    return f"{'an' if type_.startswith('i') else 'a'} {type_}"
+
+
 def literal(type_: str, value: Constant) -> str:
     """The Slang literal of ``value`` as a ``type_``; a ValueError says why it cannot be one."""
     if type_ == "bool":
@@ -134,19 +139,19 @@ def literal(type_: str, value: Constant) -> str:
         return "true" if value else "false"
     if type_ in _INTS:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"a {type_} takes an integer")
+            raise ValueError(f"{_a(type_)} takes an integer")
         signed, bits = _INTS[type_]
         low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
         if not low <= value <= high:
-            raise ValueError(f"a {type_} holds {low} to {high}")
+            raise ValueError(f"{_a(type_)} holds {low} to {high}")
         return _int_literal(type_, value)
     if type_ in _FLOATS:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"a {type_} takes a number")
+            raise ValueError(f"{_a(type_)} takes a number")
         suffix, largest = _FLOATS[type_]
         number = float(value)
         if number != value or not math.isfinite(number) or abs(number) > largest:
-            raise ValueError(f"a {type_} holds finite numbers of magnitude up to {largest:g}")
+            raise ValueError(f"{_a(type_)} holds finite numbers of magnitude up to {largest:g}")
         return f"{number!r}{suffix}"
     raise ValueError(f"hatch-slang gives values to constants of the types {', '.join(SCALAR_TYPES)}")
 
@@ -182,7 +187,7 @@ def link_constants(
                 ShaderError(
                     rel,
                     e.line,
-                    f"link-time constant `{e.name}` is a `{e.type}`, but option {_option()} gives it "
+                    f"link-time constant `{e.name}` is {_a(e.type)}, but option {_option()} gives it "
                     f"`{_shown(value)}` ({_kind(value)}): {why}",
                 )
             )
@@ -193,7 +198,7 @@ def link_constants(
 
 def constants_module(constants: tuple[LinkConstant, ...]) -> str:
     """The Slang module that defines ``constants`` (linked with the shader that declares them)."""
-    lines = ["// Written by hatch-slang from option `constants`: link-time constants."]
+    lines = [f"// Link-time constants, written by hatch-slang from {_option(overridden=False)}."]
     lines += [f"export static const {c.type} {c.name} = {c.literal};" for c in constants]
     return "\n".join(lines) + "\n"
 
