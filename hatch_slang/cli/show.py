@@ -91,9 +91,8 @@ def _entry_types(constants: tuple[LinkConstant, ...]) -> dict[str, Any]:
 def show_data(
     spec: ShaderSpec, constants: Mapping[str, tuple[LinkConstant, ...]] | None = None
 ) -> dict[str, Any]:
-    """What `hatch-slang show` says of a shader, as plain data (its ``--json`` output).
-    ``constants``: each entry's link-time constants with their values, as the build linked them
-    (:func:`hatch_slang.builder.pipeline.shader_constants`)."""
+    """What `hatch-slang show` says of a shader, as plain data (its ``--json`` output); ``constants``:
+    each entry's link-time constants as linked (:func:`hatch_slang.builder.pipeline.shader_constants`)."""
     constants = constants or {}
     buffers: dict[int, BufferSpec] = {}
     for e in spec.entries:
