@@ -25,7 +25,7 @@ from hatch_slang.builder.output import write_output as write_output
 from hatch_slang.codegen import wrappers as codegen
 from hatch_slang.compile.cache import BuildCache, default_cache_dir
 from hatch_slang.compile.compiler import CompileJob, CompileResult, CompilerPool, compiler_fingerprint
-from hatch_slang.compile.constants import LinkConstant, link_constants
+from hatch_slang.compile.constants import LinkConstant, grid_with_constants, link_constants
 from hatch_slang.compile.discover import Shader, Source, parse, read_sources, select, sources
 from hatch_slang.config.project import BuildConfig
 from hatch_slang.errors import BuildErrors, CompileError, HatchSlangError, ShaderError
@@ -129,7 +129,7 @@ def compile_job_for(config: BuildConfig, shader: Shader) -> CompileJob:
     options = config.options_for(shader.path)
     values = dict(options.constants)
     constants = link_constants(shader.rel, shader.source, shader.entries, values)
-    return CompileJob(shader.rel, shader.entries, options, str(config.root), constants)
+    return CompileJob(shader.rel, shader.entries, options, str(config.root), constants=constants)
 
 
 def shader_constants(config: BuildConfig, shader: Shader) -> dict[str, tuple[LinkConstant, ...]]:
@@ -140,6 +140,14 @@ def shader_constants(config: BuildConfig, shader: Shader) -> dict[str, tuple[Lin
         return dict(compile_job_for(config, shader).constants)
     except HatchSlangError:
         return {}
+
+
+def _with_constants(config: BuildConfig, shader: Shader) -> Shader:
+    """``shader`` with the values of the link-time constants its Dispatch lines name (every
+    entry links with the same values today: the first entry's are taken)."""
+    constants = shader_constants(config, shader)
+    first = constants.get(shader.entries[0], ()) if shader.entries else ()
+    return grid_with_constants(shader, first)
 
 
 def checked_specs(
@@ -158,6 +166,7 @@ def checked_specs(
     fails them is a miss, discarded and compiled afresh, so that a damaged or planted cache entry
     never fails a build nor gets into its output: only the fresh result's problems are reported.
     """
+    shaders = [_with_constants(config, s) for s in shaders]
     hits: dict[str, tuple[ShaderSpec, CompileResult]] = {}
     for shader in shaders if cache is not None else ():
         assert cache is not None

@@ -12,13 +12,15 @@ written here from a checked integer, float or boolean.
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from hatch_slang.comments.contract import source_lines
-from hatch_slang.compile.discover import _tokens  # the one tokenizer of shader code
+from hatch_slang.comments.contract import DispatchDoc, source_lines
+from hatch_slang.comments.expr import Expr, parse_expr
+from hatch_slang.compile.discover import Shader, _tokens  # the one tokenizer of shader code
 from hatch_slang.config.settings import HOOK, Constant, HookSettings, OverrideSettings, option_name
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
 
@@ -29,6 +31,7 @@ __all__ = [
     "LinkConstant",
     "constants_module",
     "externs",
+    "grid_with_constants",
     "link_constants",
     "unresolved_hint",
 ]
@@ -78,6 +81,8 @@ def externs(source: str) -> tuple[Extern, ...]:
     """The link-time constants ``source`` declares: ``extern``, ``static`` and ``const`` (in any
     order, ``extern`` among them), a type and a name, then ``;``. Comments, strings and
     preprocessor lines are not read."""
+    if "extern" not in source:
+        return ()  # most shaders: no need to read the code
     source = "\n".join(source_lines(source))
     tokens = _tokens(source)
     found: dict[str, Extern] = {}
@@ -219,3 +224,39 @@ def unresolved_hint(diagnostics: str) -> str:
         "`extern static const int NAME;` (a scalar type), not to those of the modules it imports "
         "or of a declaration it does not read that way"
     )
+
+
+class _Values(ast.NodeTransformer):
+    """Names of integer link-time constants replaced by their values."""
+
+    def __init__(self, values: Mapping[str, int]) -> None:
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return ast.Constant(self.values[node.id]) if node.id in self.values else node
+
+
+def _grid(d: DispatchDoc, values: Mapping[str, int]) -> DispatchDoc:
+    if not any(n in values for e in d.grid for n in e.names):
+        return d
+    grid: list[Expr] = []
+    for e in d.grid:
+        tree = _Values(values).visit(ast.parse(e.text, mode="eval"))
+        grid.append(parse_expr(ast.unparse(tree)) if any(n in values for n in e.names) else e)
+    return replace(d, grid=tuple(grid))
+
+
+def grid_with_constants(shader: Shader, constants: tuple[LinkConstant, ...]) -> Shader:
+    """``shader`` with the integer link-time constants its Dispatch lines name replaced by their
+    values (``ceil(n / BLOCK)`` computes with the BLOCK the kernel was built with, not a size the
+    caller passes); the lines' text, which the docstrings show, stays as written."""
+    values = {c.name: c.value for c in constants if c.type in _INTS and not isinstance(c.value, bool | float)}
+    contract = shader.contract
+    if not values or (contract.dispatch is None and not contract.entry_dispatch):
+        return shader
+    contract = replace(
+        contract,
+        dispatch=_grid(contract.dispatch, values) if contract.dispatch is not None else None,
+        entry_dispatch=tuple(_grid(d, values) for d in contract.entry_dispatch),
+    )
+    return replace(shader, contract=contract)

@@ -7,6 +7,7 @@ value recompiles the shaders it applies to, and only those; `show` lists each en
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable
@@ -89,9 +90,11 @@ def test_the_group_size_is_the_constants_and_the_override_wins(
     assert built.entry("linkconst_rowsum", "linkconst_rowsum")["threads"] == [64, 1, 1]  # project-wide
     assert built.entry("linkconst_affine", "linkconst_affine")["threads"] == [32, 1, 1]  # its override
     x = np.linspace(-1, 1, 1000, dtype=np.float32)
-    y = np.zeros_like(x)
-    built.kernels("linkconst_affine").linkconst_affine(x, y)
+    y = np.full_like(x, np.nan)
+    affine = built.kernels("linkconst_affine").linkconst_affine
+    affine(x, y)  # ceil(1000 / BLOCK) groups: with BLOCK = 32, not the project's 64, all are written
     np.testing.assert_allclose(y, -2.0 * x + 0.25, rtol=1e-6)  # SCALE, CLAMP overridden; OFFSET not
+    assert "BLOCK" not in inspect.signature(affine).parameters
     rows = np.arange(6 * 300, dtype=np.float32).reshape(6, 300) / 300
     out = np.zeros(6, np.float32)
     built.kernels("linkconst_rowsum").linkconst_rowsum(rows, out)
@@ -199,14 +202,15 @@ def test_show_lists_each_entrys_constants_and_values(package: Callable[[str], Pa
     root = package("types")
     [entry] = json.loads(_show(root, "linkconst_affine", "--json"))["entries"]
     assert [(c["name"], c["type"], c["value"], c["literal"], c["line"]) for c in entry["link_constants"]] == [
-        ("BLOCK", "uint", 32, "32u", 13),
-        ("GROUPS", "uint", 8, "8u", 14),
+        ("BLOCK", "uint", 32, "32u", 14),
         ("SCALE", "float", -2.0, "-2.0f", 15),
         ("OFFSET", "half", 0.25, "0.25h", 16),
         ("CLAMP", "bool", False, "false", 17),
     ]
     printed = _show(root, "linkconst_affine")
     assert "link-time constants (option `constants`):" in printed
+    assert "dispatch: ceil(n / BLOCK) workgroups of BLOCK" in printed  # as written
+    assert [a["name"] for a in entry["arguments"]] == ["x", "y", "n"]  # no `BLOCK=`: the build knows it
     assert re.search(r"SCALE\s+float\s+-2\.0f\s+line 15", printed)
     [plain] = json.loads(_show(root, "scale_rows", "--json"))["entries"]
     assert plain["link_constants"] == []

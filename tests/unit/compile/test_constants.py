@@ -3,6 +3,8 @@ checked against the declared types, and the Slang module written from them (no S
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hatch_slang.compile.constants import (
@@ -10,10 +12,12 @@ from hatch_slang.compile.constants import (
     LinkConstant,
     constants_module,
     externs,
+    grid_with_constants,
     link_constants,
     literal,
     unresolved_hint,
 )
+from hatch_slang.compile.discover import parse, read_source
 from hatch_slang.errors import BuildErrors, ShaderError
 
 SOURCE = """\
@@ -149,3 +153,33 @@ def test_slangs_unresolved_symbol_gets_a_note_naming_the_option() -> None:
     assert hint.startswith("\n`N`: a link-time constant (`extern static const`) gets its value from option")
     assert "not to those of the modules it imports" in hint
     assert unresolved_hint("error: something else") == ""
+
+
+GRID = """\
+// Bindings:
+//   t0: x f32 [n]
+//   u1: y f32 [n]
+//
+// Dispatch: (ceil(n / BLOCK), ROWS) workgroups
+// Dispatch (other): ceil(n / 64) workgroups
+extern static const int BLOCK;
+extern static const uint ROWS;
+extern static const float SCALE;
+[[vk::binding(0)]] StructuredBuffer<float> x;
+[[vk::binding(1)]] RWStructuredBuffer<float> y;
+[shader("compute")] [numthreads(64, 1, 1)] void k(uint3 id: SV_DispatchThreadID) { }
+[shader("compute")] [numthreads(64, 1, 1)] void other(uint3 id: SV_DispatchThreadID) { }
+"""
+
+
+def test_a_dispatch_line_computes_with_the_integer_constants_values(tmp_path: Path) -> None:
+    (tmp_path / "k.slang").write_text(GRID)
+    shader = parse(read_source(tmp_path, tmp_path / "k.slang"))
+    constants = link_constants("k.slang", GRID, shader.entries, {"BLOCK": 128, "ROWS": 3, "SCALE": 2.0})
+    got = grid_with_constants(shader, constants["k"])
+    d = got.contract.dispatch
+    assert d is not None
+    assert [(e.text, e.names) for e in d.grid] == [("ceil(n / 128)", ("n",)), ("3", ())]
+    assert d.text == shader.contract.dispatch.text  # type: ignore[union-attr]  # as written
+    assert got.contract.entry_dispatch == shader.contract.entry_dispatch  # names no constant
+    assert grid_with_constants(shader, ()) is shader
