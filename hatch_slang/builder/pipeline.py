@@ -25,6 +25,7 @@ from hatch_slang.builder.output import write_output as write_output
 from hatch_slang.codegen import wrappers as codegen
 from hatch_slang.compile.cache import BuildCache, default_cache_dir
 from hatch_slang.compile.compiler import CompileJob, CompileResult, CompilerPool, compiler_fingerprint
+from hatch_slang.compile.constants import LinkConstant, grid_with_constants, link_constants
 from hatch_slang.compile.discover import Shader, Source, parse, read_sources, select, sources
 from hatch_slang.config.project import BuildConfig
 from hatch_slang.errors import BuildErrors, CompileError, HatchSlangError, ShaderError
@@ -95,11 +96,18 @@ def compile_shaders(
             results[shader.rel] = hit
         else:
             todo.append(shader)
+    hits = len(shaders) - len(todo)
+    jobs: list[CompileJob] = []
+    for shader in list(todo):
+        try:
+            jobs.append(compile_job_for(config, shader))
+        except HatchSlangError as e:  # a link-time constant without a value: nothing to compile
+            results[shader.rel] = CompileResult(shader.rel, error=e)
+            todo.remove(shader)
     if progress is not None:
-        progress.start(len(todo), cached + len(shaders) - len(todo))
+        progress.start(len(todo), cached + hits)
     if todo:
         by_rel = {s.rel: s for s in todo}
-        jobs = [CompileJob(s.rel, s.entries, config.options_for(s.path), str(config.root)) for s in todo]
 
         def on_done(result: CompileResult) -> None:
             if progress is not None:
@@ -112,6 +120,34 @@ def compile_shaders(
             if cache is not None:
                 cache.store(shader, result)
     return [results[s.rel] for s in shaders], todo
+
+
+def compile_job_for(config: BuildConfig, shader: Shader) -> CompileJob:
+    """The job that compiles ``shader``: its options, and each entry's link-time constants with
+    their values (a ShaderError naming the declaration when one has no value, or one it cannot
+    hold). Per-instance values of a generic entry's instances go into ``constants`` here."""
+    options = config.options_for(shader.path)
+    values = dict(options.constants)
+    constants = link_constants(shader.rel, shader.source, shader.entries, values)
+    return CompileJob(shader.rel, shader.entries, options, str(config.root), constants=constants)
+
+
+def shader_constants(config: BuildConfig, shader: Shader) -> dict[str, tuple[LinkConstant, ...]]:
+    """Each entry's link-time constants and their values, as its compile job has them (what
+    ``hatch-slang show`` lists); {} for every entry when the values are missing or wrong (the
+    build says why)."""
+    try:
+        return dict(compile_job_for(config, shader).constants)
+    except HatchSlangError:
+        return {}
+
+
+def _with_constants(config: BuildConfig, shader: Shader) -> Shader:
+    """``shader`` with the values of the link-time constants its Dispatch lines name (every
+    entry links with the same values today: the first entry's are taken)."""
+    constants = shader_constants(config, shader)
+    first = constants.get(shader.entries[0], ()) if shader.entries else ()
+    return grid_with_constants(shader, first)
 
 
 def checked_specs(
@@ -130,6 +166,7 @@ def checked_specs(
     fails them is a miss, discarded and compiled afresh, so that a damaged or planted cache entry
     never fails a build nor gets into its output: only the fresh result's problems are reported.
     """
+    shaders = [_with_constants(config, s) for s in shaders]
     hits: dict[str, tuple[ShaderSpec, CompileResult]] = {}
     for shader in shaders if cache is not None else ():
         assert cache is not None

@@ -309,7 +309,7 @@ def show(name: str, root: str, as_json: bool) -> None:
         spec = pipeline.inspect(config, name, cache=pipeline.open_cache(config))
     except HatchSlangError as e:
         raise _fail(e) from None
-    data = show_data(spec)
+    data = show_data(spec, pipeline.shader_constants(config, spec.shader))
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return

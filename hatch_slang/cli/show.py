@@ -4,7 +4,8 @@ and the column tables.
 :func:`show_data` describes a :class:`~hatch_slang.spec.model.ShaderSpec` as plain data (the ``--json``
 output): every binding with its register, access, dtype and shape, params fields and where each
 comes from (a comment line or reflection), and per entry its group size, grid and the arguments
-of its wrapper. :func:`print_show` prints that as tables; :func:`device_data` and
+of its wrapper, and the forms of Slang's type system it is built with (:func:`_entry_types`: its
+link-time constants and their values). :func:`print_show` prints that as tables; :func:`device_data` and
 :func:`print_device` describe a Vulkan device; :func:`table` is the table printer.
 """
 
@@ -12,11 +13,13 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from hatch_slang.compile.constants import LinkConstant
+from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.spec.images import describe
 from hatch_slang.spec.model import BufferSpec, EntrySpec, ShaderSpec
 
@@ -80,8 +83,34 @@ def _constants(e: EntrySpec) -> dict[str, Any]:
     }
 
 
-def show_data(spec: ShaderSpec) -> dict[str, Any]:
-    """What `hatch-slang show` says of a shader, as plain data (its ``--json`` output)."""
+def _entry_types(constants: tuple[LinkConstant, ...]) -> dict[str, Any]:
+    """What an entry is built with of Slang's type system (issue 23's forms), as ``show`` lists it
+    per entry: its link-time constants (``extern static const``) with the values they linked with
+    and the declaration's line. The other forms go here too, one key each, each printed by
+    :func:`_print_types`: the instances of a generic entry (``instances``), its specialization
+    constants with their defaults (``specialization_constants``); the layouts of the structs its
+    bindings hold (``structs``) are per binding, and go into :func:`show_data`'s bindings."""
+    return {
+        "link_constants": [
+            {
+                "name": c.name,
+                "type": c.type,
+                "value": c.value,
+                "literal": c.literal,
+                "line": c.line,
+                "from": f"option `{option_name(HookSettings, 'constants')}`",
+            }
+            for c in constants
+        ],
+    }
+
+
+def show_data(
+    spec: ShaderSpec, constants: Mapping[str, tuple[LinkConstant, ...]] | None = None
+) -> dict[str, Any]:
+    """What `hatch-slang show` says of a shader, as plain data (its ``--json`` output); ``constants``:
+    each entry's link-time constants as linked (:func:`hatch_slang.builder.pipeline.shader_constants`)."""
+    constants = constants or {}
     buffers: dict[int, BufferSpec] = {}
     for e in spec.entries:
         for b in e.buffers:
@@ -125,6 +154,7 @@ def show_data(spec: ShaderSpec) -> dict[str, Any]:
             "grid_from": _origin(e.grid_line) if e.grid is not None else "caller (grid=)",
             "arguments": _arguments(e),
             **_constants(e),
+            **_entry_types(constants.get(e.name, ())),
         }
         for e in spec.entries
     ]
@@ -189,8 +219,18 @@ def print_show(data: dict[str, Any]) -> None:
         click.echo("  arguments:")
         arows = [[a["name"], a["kind"], a["from"]] for a in entry["arguments"]]
         table(["name", "what", "from"], arows, lambda s: click.echo("    " + s))
+        _print_types(entry)
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+def _print_types(entry: dict[str, Any]) -> None:
+    """Print what :func:`_entry_types` says of an entry, a table per form it has (instances,
+    specialization constants: their tables go here, after the link-time constants')."""
+    if entry.get("link_constants"):
+        click.echo(f"  link-time constants (option `{option_name(HookSettings, 'constants')}`):")
+        rows = [[c["name"], c["type"], c["literal"], f"line {c['line']}"] for c in entry["link_constants"]]
+        table(["name", "type", "value", "declared"], rows, lambda s: click.echo("    " + s))
 
 
 def device_data(d: DeviceInfo, default: bool) -> dict[str, Any]:

@@ -9,12 +9,13 @@ more than what a fresh compile could have given.
 
 An entry sits in a slot named by its key: what the result cannot be checked against afterwards,
 the shader's path (relative to the project root), the compiler (:func:`compiler_fingerprint`),
-the compile options, hatch-slang's version, the driver's source and this module's format. It is
-used only when the shader's content, its entry points and the content of every file the compiler
-read for it (``CompileResult.dependencies``: includes and imported modules) are what they were,
-and while no file has appeared where the compiler would have found it before one of those (the
-same relative path in the shader's directory, an including file's or an include directory). A
-slot holds one entry; a new compile of the same shader replaces it, so the cache stays the size
+the compile options (of link-time constants, the values of those the shader declares),
+hatch-slang's version, the driver's source and this module's format. It is used only when the
+shader's content, its entry points and the content of every file the compiler read for it
+(``CompileResult.dependencies``: includes and imported modules) are what they were, and while no
+file has appeared where the compiler would have found it before one of those (the same relative
+path in the shader's directory, an including file's or an include directory). A slot holds one
+entry; a new compile of the same shader replaces it, so the cache stays the size
 of the project.
 
 An entry is plain data: a JSON object (:func:`encode_entry`) holding its own key, the format
@@ -60,6 +61,7 @@ from slangrt import files
 
 from hatch_slang import __version__
 from hatch_slang.compile.compiler import CompiledEntry, CompileOptions, CompileResult
+from hatch_slang.compile.constants import externs
 from hatch_slang.compile.discover import Shader
 
 FORMAT = 2  # 1: pickles (never read: a pickle can run code)
@@ -284,6 +286,13 @@ class _Stamped(Protocol):
     def rel(self) -> str: ...
     @property
     def sha256(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+
+
+def _declared(shader: _Stamped, options: CompileOptions) -> frozenset[str]:
+    """The link-time constants ``shader`` declares, where the options give any values."""
+    return frozenset(e.name for e in externs(shader.source)) if options.constants else frozenset()
 
 
 class BuildCache:
@@ -317,13 +326,19 @@ class BuildCache:
     def key(self, shader: _Stamped) -> str:
         """The key of a shader's slot: its path, the compiler, the driver, its options, the format."""
         if shader.path not in self._keys:
-            common = repr((*self._base, self._portable_options(self._options_of(shader))))
+            options = self._options_of(shader)
+            common = repr((*self._base, self._portable_options(options, _declared(shader, options))))
             self._keys[shader.path] = _sha256(repr((common, shader.rel)).encode())
         return self._keys[shader.path]
 
-    def _portable_options(self, options: CompileOptions) -> tuple[object, ...]:
+    def _portable_options(self, options: CompileOptions, declared: frozenset[str]) -> tuple[object, ...]:
         dirs = tuple(self._portable(Path(d)) for d in options.include_dirs)
-        return (dirs, options.defines, options.optimization, options.compiler_args)
+        # The values of the link-time constants the shader declares (the others are not linked
+        # with it), by type and value: `1`, `1.0` and `true` are three keys, `-0.0` is not `0.0`.
+        constants = tuple(
+            (name, type(v).__name__, repr(v)) for name, v in options.constants if name in declared
+        )
+        return (dirs, options.defines, options.optimization, options.compiler_args, constants)
 
     def _portable(self, path: Path) -> str:
         """A path as the cache records it: relative to the root when inside it."""

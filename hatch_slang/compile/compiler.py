@@ -6,6 +6,8 @@ creates Slang's global session once (0.2-0.5 s) and reuses it for every shader i
 parent process never loads the library, so a build that finds everything in the cache
 (:mod:`hatch_slang.compile.cache`) never pays for it.
 One compile request per entry point: several ``-entry`` flags in one request crash on code fetch.
+An entry with link-time constants gets a second translation unit in its request, the module
+:func:`hatch_slang.compile.constants.constants_module` writes, which Slang links with the shader.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hatch_slang.compile.constants import MODULE_PATH, LinkConstant, constants_module, unresolved_hint
 from hatch_slang.config.project import CompileOptions as CompileOptions  # re-exported: jobs carry them
 from hatch_slang.errors import CompileError, HatchSlangError
 
@@ -52,6 +55,10 @@ class CompileJob:
     entries: tuple[str, ...]
     options: CompileOptions
     cwd: str
+    # Per entry, the link-time constants it links with (:func:`hatch_slang.compile.constants.link_constants`
+    # fills it; an instance of a generic entry may get values of its own): the caller fills it.
+    # An entry not in it links with none.
+    constants: Mapping[str, tuple[LinkConstant, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,8 @@ class CompileResult:
     path: str
     entries: tuple[CompiledEntry, ...] = ()
     dependencies: tuple[str, ...] = ()
-    error: CompileError | None = None
+    # CompileError from Slang; a ShaderError (or several) for what stopped a job being made
+    error: HatchSlangError | None = None
     warnings: str = ""
     compiler: str = ""  # the Slang build tag that produced it
 
@@ -151,6 +159,8 @@ def _load() -> _Slang:
             "spGetDependencyFileCount": (i, [vp]),
             "spGetDependencyFilePath": (cp, [vp, i]),
             "spGetBuildTagString": (cp, []),
+            "spAddTranslationUnit": (i, [vp, i, cp]),
+            "spAddTranslationUnitSourceString": (None, [vp, i, cp, cp]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -212,10 +222,12 @@ def compile_job(job: CompileJob) -> CompileResult:
             if slang.lib.spProcessCommandLineArguments(req, argv, len(args)) < 0:
                 diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
                 return CompileResult(job.path, error=CompileError(job.path, entry, diag or "bad options"))
+            _link_constants(slang, req, job.constants.get(entry, ()))
             rc = slang.lib.spCompile(req)
             diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
             if rc < 0:
-                return CompileResult(job.path, error=CompileError(job.path, entry, diag or f"code {rc}"))
+                diag = (diag or f"code {rc}") + unresolved_hint(diag)
+                return CompileResult(job.path, error=CompileError(job.path, entry, diag))
             if diag.strip():
                 warnings.append(diag)
             code = ctypes.c_void_p()
@@ -227,13 +239,27 @@ def compile_job(job: CompileJob) -> CompileResult:
                 return CompileResult(job.path, error=CompileError(job.path, entry, "no reflection"))
             reflection = repair_json(_blob(refl.value or 0).decode(errors="replace"))
             for k in range(slang.lib.spGetDependencyFileCount(req)):
-                deps[os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))] = None
+                dep = os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))
+                if dep != MODULE_PATH:  # the constants module: no file
+                    deps[dep] = None
             entries.append(CompiledEntry(entry, spirv, reflection))
         finally:
             slang.lib.spDestroyCompileRequest(req)
     return CompileResult(
         job.path, tuple(entries), tuple(deps), warnings="".join(warnings), compiler=slang.version
     )
+
+
+_SLANG_SOURCE_LANGUAGE_SLANG = 1  # SlangSourceLanguage (slang.h)
+
+
+def _link_constants(slang: _Slang, req: int, constants: tuple[LinkConstant, ...]) -> None:
+    """Add the module defining ``constants`` to the request, as a translation unit of its own:
+    Slang links its ``export static const`` definitions with the shader's ``extern`` ones."""
+    if constants:
+        unit = slang.lib.spAddTranslationUnit(req, _SLANG_SOURCE_LANGUAGE_SLANG, b"hatch_slang_constants")
+        source = constants_module(constants).encode()
+        slang.lib.spAddTranslationUnitSourceString(req, unit, MODULE_PATH.encode(), source)
 
 
 # Slang writes the shader's string literals (`printf` formats, say) into its reflection JSON with

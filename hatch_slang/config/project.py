@@ -20,6 +20,7 @@ from hatch_slang.config.settings import (
     HATCH_OPTIONS,
     HOOK,
     TEMPLATE_FILES,
+    Constant,
     HookSettings,
     OverrideSettings,
     default,
@@ -51,6 +52,9 @@ class CompileOptions:
     defines: tuple[tuple[str, str], ...] = ()  # sorted by name
     optimization: int = default(HookSettings, "optimization")
     compiler_args: tuple[str, ...] = ()  # validated by check_compiler_args
+    # Values of link-time constants (option `constants`), sorted by name: checked data, never
+    # source text. :mod:`hatch_slang.compile.constants` writes them in the type each shader declares.
+    constants: tuple[tuple[str, Constant], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class BuildConfig:
 
     def options_for(self, path: Path) -> CompileOptions:
         """The compile options of one shader: the project-wide ones, then every override whose
-        globs match it, in the order they are written (a later define of a name wins)."""
+        globs match it, in the order they are written (a later define or constant of a name wins)."""
         options = self.compile
         real = path.resolve()
         for k, override in enumerate(self.overrides):
@@ -85,9 +89,11 @@ class BuildConfig:
                 )
             if real in self._matches[k]:
                 defines = {**dict(options.defines), **override.defines}
+                constants = {**dict(options.constants), **override.constants}
                 options = replace(
                     options,
                     defines=tuple(sorted(defines.items())),
+                    constants=tuple(sorted(constants.items())),
                     compiler_args=options.compiler_args + override.compiler_args,
                 )
         return options
@@ -379,6 +385,7 @@ def parse_config(root: Path, raw: Mapping[str, Any]) -> BuildConfig:
             defines=tuple(sorted(settings.defines.items())),
             optimization=settings.optimization,
             compiler_args=compiler_args,
+            constants=tuple(sorted(settings.constants.items())),
         ),
         templates=templates,
         strict=settings.strict,

@@ -11,6 +11,7 @@ An option is the field's name with ``-`` for ``_``. This module imports nothing 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
@@ -31,6 +32,11 @@ HATCH_OPTIONS: dict[str, dict[str, Any]] = {
 }
 # And what hatchling's `custom` hook takes besides (this repository builds with one).
 CUSTOM_HOOK_OPTIONS = ("path",)
+# A link-time constant's value (option `constants`): data only, a TOML integer, float or boolean.
+Constant = bool | int | float
+# What a name of a table must be when the option gives none: an ASCII identifier.
+_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
+_CONSTANTS_MUST = "a table of NAME = value, each value an integer, a finite float or a boolean"
 
 
 def option(
@@ -68,8 +74,8 @@ def option(
 
 @dataclass(frozen=True)
 class OverrideSettings:
-    """One ``[[tool.hatch.build.hooks.slang.overrides]]`` table: compiler arguments and defines
-    for the shaders its globs match."""
+    """One ``[[tool.hatch.build.hooks.slang.overrides]]`` table: compiler arguments, defines and
+    link-time constants for the shaders its globs match."""
 
     KNOWN_AS: ClassVar[str] = "an override knows"
 
@@ -87,6 +93,13 @@ class OverrideSettings:
         doc="macros added to the project-wide `defines` for those shaders (a name given again wins)",
         must='a table of NAME = "value" (or a list of "NAME=value")',
         names=r"[A-Za-z_]\w*",
+    )
+    constants: Mapping[str, Constant] = option(
+        {},
+        doc="link-time constants added to the project-wide `constants` for those shaders "
+        "(a name given again wins)",
+        must=_CONSTANTS_MUST,
+        names=_IDENTIFIER,
     )
 
 
@@ -120,8 +133,15 @@ class HookSettings:
         doc="more Slang command-line arguments, for every shader (see below)",
         must="a list of non-empty strings (Slang command-line arguments)",
     )
+    constants: Mapping[str, Constant] = option(
+        {},
+        doc="values of the shaders' link-time constants (`extern static const int BLOCK;`), "
+        "`NAME = value`: an integer, float or boolean, written into the shader's type",
+        must=_CONSTANTS_MUST,
+        names=_IDENTIFIER,
+    )
     overrides: tuple[OverrideSettings, ...] = option(
-        (), doc="per-glob `compiler-args` and `defines` (see below)"
+        (), doc="per-glob `compiler-args`, `defines` and `constants` (see below)"
     )
     templates: str | None = option(
         None,
@@ -232,6 +252,8 @@ def _convert(tp: Any, value: Any, f: Field[Any], option: str) -> Any:
         if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
             return _WRONG
         return tuple(read(nested, t, prefix=f"{option}[{k}].") for k, t in enumerate(value))
+    if origin in (dict, Mapping) and args[1] is not str:
+        return _constants(value, f, option)
     if origin in (dict, Mapping):
         # A table of strings (integers are taken as their text), or a list of "NAME=value".
         if isinstance(value, list) and all(isinstance(d, str) for d in value):
@@ -245,6 +267,35 @@ def _convert(tp: Any, value: Any, f: Field[Any], option: str) -> Any:
             return _WRONG
         return {k: str(v) for k, v in sorted(value.items())}
     raise TypeError(f"settings field {f.name}: no reader for {tp!r}")  # a model this module can't read
+
+
+def _constants(value: Any, f: Field[Any], option: str) -> Any:
+    """A table of link-time constants: every name an identifier, every value an integer, a
+    finite float or a boolean. A wrong value is a ConfigError naming the option and its key."""
+    if not isinstance(value, dict):
+        return _WRONG
+    for name, v in value.items():
+        said = f"{where(option)}: `{name}`"
+        if not isinstance(name, str) or not re.fullmatch(f.metadata["names"], name):
+            raise ConfigError(f"{said} is no constant name (a Slang identifier such as `BLOCK`)")
+        if not isinstance(v, bool | int | float):
+            raise ConfigError(
+                f"{said} = {_toml_kind(v)}: a link-time constant is an integer, a float or a boolean"
+            )
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(f"{said} = {v}: a link-time constant must be finite")
+    return dict(sorted(value.items()))
+
+
+def _toml_kind(value: Any) -> str:
+    """How a message names a TOML value that no constant can be."""
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return f"a {type(value).__name__}"  # a date or a time
 
 
 def _required(f: Field[Any]) -> bool:
@@ -297,6 +348,12 @@ def _value_schema(model: type[Any], f: Field[Any]) -> dict[str, Any]:
         )
     if get_origin(tp) is tuple:
         return {"type": "array", "items": _object_schema(args[0])}
+    if args[1] is not str:  # link-time constants
+        return {
+            "type": "object",
+            "propertyNames": {"pattern": f"^{meta['names']}$"},
+            "additionalProperties": {"type": ["integer", "number", "boolean"]},
+        }
     name = {"pattern": f"^{meta['names']}$"} if meta["names"] else {}
     return {
         "oneOf": [

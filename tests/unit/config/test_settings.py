@@ -90,6 +90,7 @@ def _validate(schema: dict[str, Any], value: Any) -> bool:
     checks = {
         "string": isinstance(value, str),
         "integer": type(value) is int,
+        "number": isinstance(value, int | float) and not isinstance(value, bool),
         "boolean": isinstance(value, bool),
         "array": isinstance(value, list),
         "object": isinstance(value, dict),
@@ -131,7 +132,8 @@ GOOD: list[dict[str, Any]] = [
         "defines": {"A": "1", "B": 2},
         "optimization": 0,
         "compiler-args": ["-g"],
-        "overrides": [{"shaders": ["*.slang"], "defines": ["C=3", "D"]}],
+        "constants": {"BLOCK": 64, "SCALE": 0.5, "FAST": True},
+        "overrides": [{"shaders": ["*.slang"], "defines": ["C=3", "D"], "constants": {"BLOCK": -1}}],
         "strict": False,
         "dependencies": ["x"],
         "enable-by-default": True,
@@ -151,6 +153,11 @@ BAD: list[dict[str, Any]] = [
     {"shaders": ["*.slang"], "package": "p/k", "overrides": {"shaders": ["x"]}},
     {"shaders": ["*.slang"], "package": "p/k", "overrides": [{"compiler-args": []}]},
     {"shaders": ["*.slang"], "package": "p/k", "overrides": [{"shaders": ["*.slang"], "entries": []}]},
+    {"shaders": ["*.slang"], "package": "p/k", "constants": {"BLOCK": "64"}},
+    {"shaders": ["*.slang"], "package": "p/k", "constants": {"BLOCK": [64]}},
+    {"shaders": ["*.slang"], "package": "p/k", "constants": {"1X": 1}},
+    {"shaders": ["*.slang"], "package": "p/k", "constants": ["BLOCK=64"]},
+    {"shaders": ["*.slang"], "package": "p/k", "overrides": [{"shaders": ["x"], "constants": {"A": {}}}]},
 ]
 
 
@@ -182,7 +189,7 @@ def test_hatchling_options_are_accepted_ours_are_named(tmp_path: Path) -> None:
         parse_config(tmp_path, {**raw, "optimisation": 3, "path": "x.py"})
     assert str(info.value) == (
         "Unknown option(s) `optimisation`, `path` for build hook `slang`; known options: shaders, "
-        "package, include-dirs, defines, optimization, compiler-args, overrides, templates, strict"
+        "package, include-dirs, defines, optimization, compiler-args, constants, overrides, templates, strict"
     )
 
 
