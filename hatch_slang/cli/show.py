@@ -19,6 +19,7 @@ import click
 
 from hatch_slang.spec.images import describe
 from hatch_slang.spec.model import BufferSpec, EntrySpec, ShaderSpec
+from hatch_slang.spec.structs import Struct, subarray_doc
 
 if TYPE_CHECKING:
     from slangrt import DeviceInfo
@@ -37,6 +38,8 @@ def _arguments(e: EntrySpec) -> list[dict[str, str]]:
             shape = "".join(f"[{d.text}]" for d in b.shape or ())
             shape = (f"flat{shape}" if b.flat else shape or "1-D") if b.shape_checked else "any shape"
             kind = f"array {b.dtype or 'any dtype'} {shape}"
+            if b.struct is not None:
+                kind = f"array of struct {b.struct.name} ({b.struct.itemsize} bytes each) {shape}"
             if b.image is not None:  # an image, sampler or texel buffer
                 kind = describe(b.kind, b.image) + ("" if b.kind == "sampler" else f" {shape}")
             out.append({"name": b.name, "kind": kind, "from": _origin(b.line)})
@@ -63,6 +66,24 @@ def _arguments(e: EntrySpec) -> list[dict[str, str]]:
     return out
 
 
+def _struct_data(s: Struct) -> dict[str, Any]:
+    """A buffer's struct as `show` gives it: its name, size and each field's offset and form
+    (a matrix's subarray and how Slang's ``m[i][j]`` maps onto it); nested structs in full."""
+    return {
+        "name": s.name,
+        "itemsize": s.itemsize,
+        "fields": [
+            {
+                "name": f.name,
+                "offset": f.offset,
+                "type": subarray_doc(f),
+                **({"struct": _struct_data(f.struct)} if f.struct is not None else {}),
+            }
+            for f in s.fields
+        ],
+    }
+
+
 def show_data(spec: ShaderSpec) -> dict[str, Any]:
     """What `hatch-slang show` says of a shader, as plain data (its ``--json`` output)."""
     buffers: dict[int, BufferSpec] = {}
@@ -76,6 +97,7 @@ def show_data(spec: ShaderSpec) -> dict[str, Any]:
             shape = f"flat{shape}"
         bindings.append(
             {
+                **({"struct": _struct_data(b.struct)} if b.struct is not None else {}),
                 "register": b.register,
                 "binding": b.index,
                 "name": b.name,
@@ -140,9 +162,10 @@ def print_show(data: dict[str, Any]) -> None:
         if b["role"] == "params":
             what = "params (" + ", ".join(p["name"] for p in b["params"]) + ")"
         else:
-            what = f"{b['dtype'] or 'any'} {b['shape'] if b['shape'] is not None else '(1-D)'}"
+            dtype = f"struct {b['struct']['name']}" if "struct" in b else b["dtype"] or "any"
+            what = f"{dtype} {b['shape'] if b['shape'] is not None else '(1-D)'}"
             if not b["shape_checked"]:
-                what = f"{b['dtype'] or 'any'} (not documented)"
+                what = f"{dtype} (not documented)"
         rows.append([b["register"], b["name"], b["access"], what, b["doc"], b["from"]])
     click.secho("bindings", bold=True)
     table(["reg", "name", "access", "dtype / shape", "doc", "from"], rows, lambda s: click.echo("  " + s))
@@ -152,6 +175,8 @@ def print_show(data: dict[str, Any]) -> None:
             click.secho(f"params in {b['register']} {b['name']}", bold=True)
             prow = [[p["name"], p["type"], str(p["offset"])] for p in b["params"]]
             table(["field", "type", "byte offset"], prow, lambda s: click.echo("  " + s))
+        if "struct" in b:
+            _print_struct(b["struct"], f"{b['register']} {b['name']}")
     for entry in data["entries"]:
         click.echo()
         t = entry["threads"]
@@ -171,6 +196,21 @@ def print_show(data: dict[str, Any]) -> None:
         table(["name", "what", "from"], arows, lambda s: click.echo("    " + s))
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+def _print_struct(s: dict[str, Any], where: str) -> None:
+    """A struct's layout as `show` prints it: a table of its fields, then each nested struct's."""
+    click.echo()
+    click.secho(f"struct {s['name']} in {where}: {s['itemsize']} bytes per element", bold=True)
+    rows = [[f["name"], str(f["offset"]), f["type"]] for f in s["fields"]]
+    table(
+        ["field", "byte offset", "NumPy field (Slang m[i][j] for matrices)"],
+        rows,
+        lambda t: click.echo("  " + t),
+    )
+    for f in s["fields"]:
+        if "struct" in f:
+            _print_struct(f["struct"], f"{where}.{f['name']}")
 
 
 def device_data(d: DeviceInfo, default: bool) -> dict[str, Any]:

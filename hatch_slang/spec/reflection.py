@@ -34,6 +34,7 @@ from slangrt.spirv import (
 )
 
 from hatch_slang.errors import HatchSlangError
+from hatch_slang.spec.structs import Struct, read_struct
 
 # Slang's reflection names scalar types as NumPy does (`float32`, `uint8`); a bool is a 32-bit word.
 SCALARS: dict[str, str] = {**{t.numpy: code for code, t in DTYPES.items()}, "bool": "u32"}
@@ -69,6 +70,9 @@ class ReflectedBinding:
     # 4, `RWTexture2D<float>` 1); None for buffers and where reflection does not say.
     channels: int | None = None
     comparison: bool = False  # a `SamplerComparisonState`
+    # A buffer of structs: the element's layout by reflection (hatch_slang.spec.structs), its
+    # matrices settled against the SPIR-V by Binding.merged. None for anything else.
+    struct: Struct | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -197,10 +201,27 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
             opaque=shape or "?",
             channels=_channels(t.get("resultType")),
         )
+    return _buffer(param, t, shape, writable, space)
+
+
+def _buffer(
+    param: dict[str, Any], t: dict[str, Any], shape: str, writable: bool, space: int
+) -> ReflectedBinding:
+    """A storage buffer: its element flattened, and a struct element's layout."""
+    b = param["binding"]
     elem = t.get("resultType")
     scalars, size = _flatten(elem, "", 0) if elem else ([], 0)
+    layout = read_struct(elem, size) if elem and shape == "structuredBuffer" else None
     return ReflectedBinding(
-        int(b["index"]), param["name"], "storage", shape, writable, tuple(scalars), size, set=space
+        int(b["index"]),
+        param["name"],
+        "storage",
+        shape,
+        writable,
+        tuple(scalars),
+        size,
+        set=space,
+        struct=layout,
     )
 
 

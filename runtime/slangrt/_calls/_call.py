@@ -323,7 +323,7 @@ class Dims:
         self,
         name: str,
         value: object,
-        dtype: str | None,
+        dtype: str | np.dtype[Any] | None,
         shape: tuple[str | int | None, ...] | None,
         *,
         writable: bool,
@@ -333,6 +333,8 @@ class Dims:
     ) -> Bound:
         """Check the argument for one binding; return what to bind.
 
+        ``dtype``: a scalar type's NumPy name, or a structured dtype (a buffer of structs: the
+        argument's dtype must equal it, field names included); None: any.
         ``value``: a :class:`Tensor` (a view included), a NumPy array, or any host array NumPy
         can wrap without a copy (``__dlpack__``, ``__array_interface__``, the buffer protocol;
         ``__array__`` for read-only bindings). ``raw``: the kernel reads the binding as bytes in
@@ -440,7 +442,13 @@ class Dims:
             self, name, value, shape, channels=channels, texel=texel, writable=writable, format=format
         )
 
-    def _check_dtype(self, name: str, dtype: str, got: np.dtype[Any]) -> None:
+    def _check_dtype(self, name: str, dtype: str | np.dtype[Any], got: np.dtype[Any]) -> None:
+        if isinstance(dtype, np.dtype):  # a struct's structured dtype: equal, field names included
+            if got != dtype or got.names != dtype.names:
+                raise TypeError(
+                    self._err(f"argument `{name}` must have the structured dtype {dtype}, got {got}")
+                )
+            return
         want = _NP_DTYPES.get(dtype)
         if want is None and dtype == "bfloat16":
             self._bf16(name, got)

@@ -44,8 +44,11 @@ def _normalize_shape(shape: SupportsIndex | Sequence[SupportsIndex]) -> tuple[in
 
 def _normalize_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     dt = np.dtype(dtype)
-    if dt.hasobject or (dt.kind not in "biufc" and not DTYPES["bf16"].accepts(dt)) or dt.itemsize == 0:
-        raise TypeError(f"Tensor dtype must be a numeric type, got {dt}")
+    numeric = dt.kind in "biufc" or DTYPES["bf16"].accepts(dt) or (dt.kind == "V" and dt.names is not None)
+    if dt.hasobject or not numeric or dt.itemsize == 0:
+        raise TypeError(f"Tensor dtype must be a numeric or structured (struct) type, got {dt}")
+    if dt.names is not None:  # a struct's layout, which hatch-slang writes little-endian
+        return dt
     # GPUs read native (little-endian) values.
     return dt.newbyteorder("=")
 
