@@ -81,7 +81,7 @@ def test_matrices_stored_by_rows_and_by_columns(by_rows: bool) -> None:
     # m[i][j] read back through the dtype, by the documented mapping: never transposed.
     dt = struct_dtype(settled.describe())
     raw = np.zeros(1, dt)
-    for path, _, offset in leaves:
+    for _, _, offset in leaves:
         raw.view(np.float32)[offset // 4] = float(offset)
     for path, _, offset in leaves:
         name, i, j = path.split(".")
