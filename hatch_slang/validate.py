@@ -479,7 +479,9 @@ def run_case(
     worst_abs = worst_rel = 0.0
     ok = True
     for name, want in expect.items():
-        got, want = _plain(np.asarray(run_args[name]), np.asarray(want))
+        value = run_args[name]  # a slangrt.Tensor (a pointer's argument) read back
+        value = value.numpy() if not isinstance(value, np.ndarray) and hasattr(value, "numpy") else value
+        got, want = _plain(np.asarray(value), np.asarray(want))
         a, r = _errors(got, want)
         worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
         with np.errstate(under="ignore", over="ignore"):  # f16 results compare with tiny tolerances

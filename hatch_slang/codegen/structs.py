@@ -24,13 +24,16 @@ from hatch_slang.spec.structs import Field, Struct, subarray_doc
 
 
 def structs_of(spec: ShaderSpec) -> list[Struct]:
-    """Every struct the module's data bindings hold, each once, nested structs before those
-    that hold them, in the order of the entries and their bindings."""
+    """Every struct the module's data bindings hold or its pointers point at, each once, nested
+    structs before those that hold them, in the order of the entries and their bindings."""
     out: list[Struct] = []
     for e in spec.entries:
         for b in e.buffers:
             if b.struct is not None:
                 _add(b.struct, out)
+            for p in b.params:
+                if p.struct is not None:
+                    _add(p.struct, out)
     return out
 
 

@@ -366,7 +366,7 @@ def _render_function(spec: ShaderSpec, e: EntrySpec, templates: Templates, own: 
         *_inferred(e, at),
         *_expected(e, at),
         *_derived(e, at),
-        *_packs(e, at),
+        *_packs(e, at, own),
         *_grid(e, at),
         *_run(spec, e, at, own.library),
     ]
@@ -472,12 +472,17 @@ def _derived(e: EntrySpec, at: _Locals) -> list[str]:
     return body
 
 
-def _packs(e: EntrySpec, at: _Locals) -> list[str]:
-    """The body's packing of each params buffer (``Dims.pack``)."""
+def _packs(e: EntrySpec, at: _Locals, own: Names) -> list[str]:
+    """The body's packing of each params buffer (``Dims.pack``), each pointer to structs
+    checked first (``Dims.pointer``: a Tensor of the pointee's dtype)."""
     body: list[str] = []
     for b in e.buffers:
         if b.role != "params":
             continue
+        for p in b.params:
+            if p.struct is not None:
+                check = [_lit(p.name), p.name, own.structs[p.struct]]
+                body += _statement(layout.call(f"{at.dims}.pointer", check))
         fields = [
             layout.tuple_of([_lit(p.name or "literal"), str(p.offset), _lit(p.scalar), _value(p)])
             for p in b.params
@@ -617,7 +622,10 @@ def _docstring(spec: ShaderSpec, e: EntrySpec, own: Names) -> str:
             what = "int, a size the Dispatch line uses (not a params field or array dimension)"
         else:
             b, p = owner[name]
-            what = f"`{b.name}` field ({'pointer: a slangrt.Tensor' if p.scalar == 'ptr' else p.scalar})"
+            kind = "pointer: a slangrt.Tensor" if p.scalar == "ptr" else p.scalar
+            if p.struct is not None:
+                kind += f" of {own.structs[p.struct]} (Slang struct `{p.struct.name}`)"
+            what = f"`{b.name}` field ({kind})"
             if name in e.params_optional:
                 what += "; inferred from the arrays when omitted"
             if name in e.params_unread:

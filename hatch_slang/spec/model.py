@@ -236,6 +236,7 @@ class ParamSlot:
     as_float: bool  # Python sees a float (f32 fields and `x_bits` fields)
     literal: int | None = None  # a constant the wrapper writes
     derived: Expr | None = None  # computed by the wrapper from other sizes
+    struct: Struct | None = None  # a pointer to structs: the pointee's layout (a Tensor of its dtype)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.spec import images
 from hatch_slang.spec.model import Binding, BufferSpec, ParamSlot, is_float
 from hatch_slang.spec.reflection import scalar_size, unescape
+from hatch_slang.spec.structs import from_leaves
 
 
 def _resource_of(info: EntryInfo, b: BufferSpec) -> Resource | None:
@@ -121,16 +122,19 @@ def block(
         if name is None:
             continue
         scalar = "u32" if m.scalar == "bool" else m.scalar
-        if scalar == "ptr" and m.pointee is None:
+        layout = from_leaves(m.pointee_name, m.pointee_leaves, m.pointee_stride) if m.pointee_leaves else None
+        if scalar == "ptr" and m.pointee is None and layout is None:
             hard.append(
                 ShaderError(
                     shader.rel,
                     declared_at(shader.source, m.path[0] if m.path else variable),
-                    f"`{m.name}` in `{variable}` is a pointer to a struct or another pointer; "
-                    "hatch-slang passes pointers to scalars only",
+                    f"`{m.name}` in `{variable}` is a pointer to another pointer, or to a struct "
+                    "no NumPy dtype describes the same way (nested structs, bools, pointers, "
+                    "square matrices); hatch-slang passes pointers to scalars, and to structs of "
+                    "scalars, vectors, arrays of them and non-square matrices",
                 )
             )
-        slots.append(ParamSlot(name, scalar, m.offset, is_float(scalar)))
+        slots.append(ParamSlot(name, scalar, m.offset, is_float(scalar), struct=layout))
     align = 16 if kind == "uniform" else 4
     size = -(-max(b.block_size, 4) // align) * align
     shown = variable or ("push constants" if kind == "push" else "uniforms")

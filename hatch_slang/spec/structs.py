@@ -15,6 +15,7 @@ takes what it took before.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -222,3 +223,47 @@ def subarray_doc(f: Field) -> str:
     if f.width and f.array:
         return f"{f.scalar} vectors of {f.width} as {f.shape} (padded to {f.shape[-1]})"
     return f"{f.scalar}" + (f" {f.shape}" if f.shape else "")
+
+
+def from_leaves(name: str, members: tuple[Member, ...], stride: int) -> Struct | None:
+    """A pointer's struct, from the SPIR-V alone (reflection names only its type): its leaves
+    grouped by field, each field a scalar, a vector, an array of scalars or a matrix (an array
+    of vectors reads as a matrix stored by rows: the same bytes), settled as any layout is;
+    None for what that cannot say (nested structs, bools, pointers, a square matrix, whose
+    storage behind a pointer the SPIR-V does not tell)."""
+    groups: dict[str, list[Member]] = {}
+    for m in members:
+        if not m.path or m.scalar not in DTYPES or m.scalar == "bf16":
+            return None
+        groups.setdefault(m.path[0], []).append(m)
+    fields = []
+    for field, ms in groups.items():
+        f = _leaf_field(field, ms)
+        if f is None or not (field.isascii() and field.isidentifier()):
+            return None
+        fields.append(f)
+    base = re.sub(r"_(natural|std430|std140|scalar|c)(_\d+)?$", "", name) or "Struct"
+    return settle(Struct(base, stride, tuple(fields)), members, stride) if fields else None
+
+
+def _leaf_field(name: str, ms: list[Member]) -> Field | None:
+    scalars = {m.scalar for m in ms}
+    if len(scalars) != 1:
+        return None
+    scalar, size = ms[0].scalar, DTYPES[ms[0].scalar].size
+    rest = [m.path[1:] for m in ms]
+    offset = ms[0].offset
+    if rest == [()]:
+        return Field(name, offset, scalar)
+    if all(len(r) == 1 and r[0] in _XYZW for r in rest):
+        return Field(name, offset, scalar, (len(ms),), width=len(ms))
+    if all(len(r) == 1 and r[0].isdigit() for r in rest):
+        return Field(name, offset, scalar, (len(ms),), array=(len(ms),))
+    if not all(len(r) == 2 and r[0].isdigit() and r[1] in _XYZW for r in rest):
+        return None
+    rows, cols = len({r[0] for r in rest}), len({r[1] for r in rest})
+    at = {r: m.offset for r, m in zip(rest, ms)}
+    if rows < 2 or ("1", "x") not in at:
+        return None
+    step = at[("1", "x")] - offset
+    return Field(name, offset, scalar, (rows, max(step // size, cols)), matrix=(rows, cols, "row"))

@@ -128,3 +128,18 @@ def test_show_prints_the_layout(built: BuiltPackage) -> None:
     assert result.exit_code == 0, result.output
     assert "struct Frame in u0 frames: 128 bytes per element" in result.output
     assert "f32 3x4 matrix stored by columns as (4, 4): m[i][j] is [j, i]" in result.output
+
+
+def test_a_pointer_to_structs_takes_a_tensor_of_the_pointees_dtype(built: BuiltPackage) -> None:
+    mod, ref = built.kernels("structs_pointer"), _reference(built, "structs_pointer")
+    assert mod.Item == ref.ITEM  # natural layout behind a pointer: 40 bytes, float2x3 by rows
+    items = slangrt.Tensor.from_numpy(random_struct((90,), mod.Item, np.random.default_rng(5)))
+    want = ref.step({"items": items, "scale": 2.0})["items"]
+    mod.structs_pointer(items=items, n=90, scale=2.0)
+    got = items.numpy()
+    np.testing.assert_allclose(got["pos"], want["pos"], rtol=1e-5, atol=1e-5)
+    assert (got["hits"] == want["hits"]).all()
+    with pytest.raises(TypeError, match=r"argument `items` .* structured dtype .* got a Tensor of float32"):
+        mod.structs_pointer(items=slangrt.Tensor.zeros((90, 10), np.float32), n=90, scale=2.0)
+    with pytest.raises(TypeError, match=r"argument `items` is a pointer: .* not a numpy\.ndarray"):
+        mod.structs_pointer(items=got, n=90, scale=2.0)

@@ -271,6 +271,23 @@ class Dims:
                     self.pointers.append((field, value))
         return out
 
+    def pointer(self, name: str, value: object, dtype: np.dtype[Any]) -> None:
+        """A pointer to structs: ``value`` must be a :class:`Tensor` of the pointee's structured
+        ``dtype`` (equal, field names included); :meth:`pack` then packs its address and
+        :meth:`run` checks its device as it checks every pointer's."""
+        try:
+            _pointer(name, value)
+        except TypeError as e:
+            raise TypeError(self._err(str(e))) from None
+        assert isinstance(value, Tensor)
+        if value._dtype != dtype or value._dtype.names != dtype.names:
+            raise TypeError(
+                self._err(
+                    f"argument `{name}` is a pointer to structs: it takes a slangrt.Tensor of the "
+                    f"structured dtype {dtype}, got a Tensor of {value._dtype}"
+                )
+            )
+
     def given(self, name: str, value: object) -> None:
         if value is None:
             return

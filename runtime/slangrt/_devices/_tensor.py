@@ -46,7 +46,7 @@ def _normalize_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     dt = np.dtype(dtype)
     numeric = dt.kind in "biufc" or DTYPES["bf16"].accepts(dt) or (dt.kind == "V" and dt.names is not None)
     if dt.hasobject or not numeric or dt.itemsize == 0:
-        raise TypeError(f"Tensor dtype must be a numeric or structured (struct) type, got {dt}")
+        raise TypeError(f"Tensor dtype must be a numeric type or a structured dtype (a struct), got {dt}")
     if dt.names is not None:  # a struct's layout, which hatch-slang writes little-endian
         return dt
     # GPUs read native (little-endian) values.
@@ -82,6 +82,8 @@ class _HostMemory:
             "data": (address, False),
             "version": 3,
         }
+        if dtype.names is not None:  # a struct's fields, not only its bytes
+            self.__array_interface__["descr"] = dtype.descr
 
 
 def _index_key(key: object) -> tuple[object, ...]:

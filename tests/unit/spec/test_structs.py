@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from slangrt.spirv import Member
 
-from hatch_slang.spec.structs import Struct, read_struct, settle, subarray_doc
+from hatch_slang.spec.structs import Struct, from_leaves, read_struct, settle, subarray_doc
 from hatch_slang.validate import random_struct, struct_dtype
 
 
@@ -153,3 +153,19 @@ def test_the_manifest_record_is_checked() -> None:
     with pytest.raises(Exception, match="struct layout"):
         struct_dtype(bad, where="here")
     assert struct_dtype({**s.describe(), "fields": [["x", 0, "f32", []]]}).itemsize == 4
+
+
+def test_a_pointers_struct_from_the_spirv_alone() -> None:
+    leaves = [("p.x", "f32", 0), ("p.y", "f32", 4), ("p.z", "f32", 8), ("id", "u32", 12)]
+    rows = _matrix_leaves("m", 2, 3, 16, True, 12)  # natural layout: rows of 3, unpadded
+    s = from_leaves("Item_natural", _members(*leaves, *rows), 40)
+    assert s is not None and s.name == "Item"
+    assert [f.shape for f in s.fields] == [(3,), (), (2, 3)] and s.fields[2].matrix == (2, 3, "row")
+    columns = _matrix_leaves("m", 2, 3, 16, False, 8)  # by columns: 3 columns of 2
+    s = from_leaves("Item_natural", _members(*leaves, *columns), 40)
+    assert s is not None and s.fields[2].shape == (3, 2) and s.fields[2].matrix == (2, 3, "column")
+    # A square matrix's storage wrapper stays in its paths (the SPIR-V does not say which way).
+    square = [(f"m.data.{i}.{c}", "f32", 16 + 12 * i + 4 * k) for i in range(3) for k, c in enumerate("xyz")]
+    assert from_leaves("Item_natural", _members(*leaves, *square), 52) is None
+    assert from_leaves("Node", _members(("inner.a.b", "f32", 0)), 4) is None  # nested structs
+    assert from_leaves("P", _members(("flag", "bool", 0)), 4) is None
