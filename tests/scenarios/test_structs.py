@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,10 @@ import pytest
 import slangrt
 from click.testing import CliRunner
 
+from hatch_slang.builder import pipeline
 from hatch_slang.cli.commands import main
+from hatch_slang.config.project import load_project_config
+from hatch_slang.errors import HatchSlangError
 from hatch_slang.validate import load_reference, random_struct, struct_dtype
 
 from ..helpers import BuiltPackage, built_package, copy_package, requires_device
@@ -143,3 +147,65 @@ def test_a_pointer_to_structs_takes_a_tensor_of_the_pointees_dtype(built: BuiltP
         mod.structs_pointer(items=slangrt.Tensor.zeros((90, 10), np.float32), n=90, scale=2.0)
     with pytest.raises(TypeError, match=r"argument `items` is a pointer: .* not a numpy\.ndarray"):
         mod.structs_pointer(items=got, n=90, scale=2.0)
+
+
+_PYPROJECT = """\
+[project]
+name = "structp"
+version = "0.1.0"
+
+[tool.hatch.build.hooks.slang]
+shaders = ["shaders/*.slang"]
+package = "structp/kernels"
+"""
+
+# One struct under two layouts: std430 in a buffer (`v` at 16, 32 bytes) and natural behind a
+# pointer (`v` at 4, 16 bytes).
+_TWO_LAYOUTS = """\
+struct P { float a; float3 v; };
+struct Push { P* ps; uint n; };
+[[vk::push_constant]] Push pc;
+[[vk::binding(0)]] RWStructuredBuffer<P> buf;
+[shader("compute")]
+[numthreads(32, 1, 1)]
+void two(uint3 id : SV_DispatchThreadID)
+{
+    if (id.x < pc.n) { buf[id.x].v = pc.ps[id.x].v; buf[id.x].a = pc.ps[id.x].a; }
+}
+"""
+
+_SQUARE_BEHIND_A_POINTER = """\
+struct Item { float3x3 m; };
+struct Push { Item* items; uint n; };
+[[vk::push_constant]] Push pc;
+[shader("compute")]
+[numthreads(32, 1, 1)]
+void square(uint3 id : SV_DispatchThreadID)
+{
+    if (id.x < pc.n) pc.items[id.x].m[0][1] += 1.0;
+}
+"""
+
+
+def _project(tmp_path: Path, name: str, text: str) -> Path:
+    root = tmp_path / "structp"
+    (root / "shaders").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(_PYPROJECT)
+    (root / "shaders" / f"{name}.slang").write_text(text)
+    return root
+
+
+def test_one_struct_under_two_layouts_gets_two_names(tmp_path: Path) -> None:
+    out = pipeline.build(load_project_config(_project(tmp_path, "two", _TWO_LAYOUTS)))
+    module = out.files["two.py"].decode()
+    assert "\nP = np.dtype(" in module and "\nP_2 = np.dtype(" in module
+    assert '"offsets": [0, 16],' in module and '"itemsize": 32,' in module  # the buffer's, std430
+    assert '"offsets": [0, 4],' in module and '"itemsize": 16,' in module  # the pointer's, natural
+    assert '_d.pointer("ps", ps, P_2)' in module
+
+
+def test_a_square_matrix_behind_a_pointer_is_a_build_error(tmp_path: Path) -> None:
+    with pytest.raises(HatchSlangError) as info:
+        pipeline.build(load_project_config(_project(tmp_path, "square", _SQUARE_BEHIND_A_POINTER)))
+    message = str(info.value)
+    assert "shaders/square.slang:2" in message and "`items`" in message and "square matrices" in message
