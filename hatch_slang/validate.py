@@ -302,7 +302,7 @@ def struct_dtype(layout: manifest.StructLayout, *, where: str = "") -> np.dtype[
             offsets.append(offset)
         spec = {"names": names, "formats": formats, "offsets": offsets, "itemsize": int(layout["itemsize"])}
         return np.dtype(spec)  # type: ignore[call-overload,no-any-return]
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as e:
         raise HatchSlangError(f"{where}: the manifest's struct layout is not one ({e})") from None
 
 
