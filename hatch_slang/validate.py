@@ -37,7 +37,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 from numpy.lib.recfunctions import structured_to_unstructured
-from slangrt import SlangRTError, manifest
+from slangrt import SlangRTError, Tensor, manifest
 from slangrt.dtypes import DTYPES
 
 from hatch_slang.comments.expr import ExprError, argument_name, check_argument, evaluate, parse_expr
@@ -480,7 +480,7 @@ def run_case(
     ok = True
     for name, want in expect.items():
         value = run_args[name]  # a slangrt.Tensor (a pointer's argument) read back
-        value = value.numpy() if not isinstance(value, np.ndarray) and hasattr(value, "numpy") else value
+        value = value.numpy() if isinstance(value, Tensor) else value
         got, want = _plain(np.asarray(value), np.asarray(want))
         a, r = _errors(got, want)
         worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)

@@ -2,9 +2,10 @@
 
 From the JSON: each global parameter's binding index, kind (storage or uniform buffer), access
 and element layout (scalars, vectors and structs flattened to ``(name, scalar type, byte
-offset)``); the entry's thread-group size. From the SPIR-V (read by :mod:`slangrt.spirv`, the
-one reader of the format): which bindings the entry really uses, since Slang's JSON lists every
-global of the file.
+offset)``), and a buffer of structs' element as a layout (:mod:`hatch_slang.spec.structs`,
+whose matrices the SPIR-V settles); the entry's thread-group size. From the SPIR-V (read by
+:mod:`slangrt.spirv`, the one reader of the format): which bindings the entry really uses,
+since Slang's JSON lists every global of the file.
 
 Several variables may alias one binding (``RWStructuredBuffer<float> a`` and
 ``RWStructuredBuffer<float4> a4``, both ``[[vk::binding(0)]]``, to load four floats at a time):
