@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
-from slangrt import SlangRTError, manifest
+from numpy.lib.recfunctions import structured_to_unstructured
+from slangrt import SlangRTError, Tensor, manifest
 from slangrt.dtypes import DTYPES
 
 from hatch_slang.comments.expr import ExprError, argument_name, check_argument, evaluate, parse_expr
@@ -256,7 +257,8 @@ def contract_shapes(
                 f"{where}: binding `{name}` documents {len(b['shape'])} of its {_size_axes(b)} size "
                 "axes, so it cannot be made from sizes: give it in a reference case's args"
             )
-        if b["shape"] is None or b["dtype"] is None:
+        layout = b.get("struct")
+        if b["shape"] is None or (b["dtype"] is None and layout is None):
             what = "shape" if b["shape"] is None else "dtype (it takes any)"
             raise HatchSlangError(
                 f"{where}: binding `{name}` has no documented {what}, so it cannot be made from sizes: "
@@ -276,9 +278,53 @@ def contract_shapes(
             shape = tuple(_size(evaluate(d, values)) for d in b["shape"])
         except (ExprError, ValueError) as e:
             raise HatchSlangError(f"{where}: cannot size binding `{name}`: {e} (shape {shown})") from None
+        if b["dtype"] is None and layout is not None:
+            shapes[name] = (shape, struct_dtype(layout, where=f"{where}: binding `{name}`"))
+            continue
+        assert b["dtype"] is not None
         t = DTYPES[b["dtype"]]  # bf16, which NumPy lacks, as its bits (uint16)
         shapes[name] = (shape + _channel_axis(b), np.dtype(t.little_endian if t.code == "bf16" else t.numpy))
     return shapes
+
+
+def struct_dtype(layout: manifest.StructLayout, *, where: str = "") -> np.dtype[Any]:
+    """The NumPy structured dtype of a struct as the manifest records it (``struct`` of a data
+    binding: :class:`slangrt.manifest.StructLayout`): equal to the wrapper module's own dtype of
+    that struct. A record that is not such a layout raises :class:`HatchSlangError`."""
+    try:
+        names, formats, offsets = [], [], []
+        for name, offset, kind, shape in layout["fields"]:
+            if not (isinstance(name, str) and isinstance(offset, int) and isinstance(shape, list)):
+                raise TypeError(name)
+            base: Any = (
+                struct_dtype(cast("manifest.StructLayout", kind), where=where)
+                if isinstance(kind, dict)
+                else DTYPES[kind].little_endian
+            )
+            names.append(name)
+            formats.append((base, tuple(int(n) for n in shape)) if shape else base)
+            offsets.append(offset)
+        spec = {"names": names, "formats": formats, "offsets": offsets, "itemsize": int(layout["itemsize"])}
+        return np.dtype(spec)  # type: ignore[call-overload,no-any-return]
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as e:
+        raise HatchSlangError(f"{where}: the manifest's struct layout is not one ({e})") from None
+
+
+def random_struct(shape: tuple[int, ...], dtype: np.dtype[Any], rng: np.random.Generator) -> np.ndarray:
+    """An array of a structured dtype with every field filled as :func:`contract_inputs` fills
+    arrays (floats standard-normal, integers 0 to 15); padding zero."""
+    out = np.zeros(shape, dtype)
+    for name in dtype.names or ():
+        field = out[name]
+        base = dtype.fields[name][0] if dtype.fields else dtype
+        inner = base.base if base.subdtype is not None else base
+        if inner.names is not None:
+            field[...] = random_struct(field.shape, inner, rng)
+        elif inner.kind == "f":
+            field[...] = rng.standard_normal(field.shape).astype(inner)
+        else:
+            field[...] = rng.integers(0, 16, size=field.shape).astype(inner)
+    return out
 
 
 # The binding kinds that hold texels: their documented shape is the size axes, channels apart.
@@ -349,7 +395,9 @@ def contract_inputs(
             bits = rng.standard_normal(shape).astype(np.float32).view(np.uint32) >> 16
             args[name] = bits.astype(np.uint16)
             continue
-        if dtype.kind == "f":
+        if dtype.names is not None:
+            args[name] = random_struct(shape, dtype, rng)
+        elif dtype.kind == "f":
             args[name] = rng.standard_normal(shape).astype(dtype)
         else:
             args[name] = rng.integers(0, 16, size=shape).astype(dtype)
@@ -371,6 +419,20 @@ def _errors(got: np.ndarray, want: np.ndarray) -> tuple[float, float]:
         diff[(g == w) | (np.isnan(g) & np.isnan(w))] = 0.0  # equal infinities and NaN where NaN is due
     rel = diff / np.maximum(np.abs(w), 1e-30)
     return float(np.nanmax(diff)), float(np.nanmax(rel))
+
+
+def _plain(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Arrays of structs as the float64 values of their fields (padding left out), each
+    struct's fields along a last axis; other arrays as given. Two structured dtypes that differ
+    compare as nothing alike (an empty array against a NaN)."""
+    if got.dtype.names is None and want.dtype.names is None:
+        return got, want
+    if got.dtype != want.dtype:
+        return np.zeros((0,)), np.full((1,), np.nan)
+    return (
+        structured_to_unstructured(got, dtype=np.float64),
+        structured_to_unstructured(want, dtype=np.float64),
+    )
 
 
 def case_label(case: Case, args: Mapping[str, Any]) -> str:
@@ -421,8 +483,10 @@ def run_case(
     worst_abs = worst_rel = 0.0
     ok = True
     for name, want in expect.items():
-        got = np.asarray(run_args[name])
-        a, r = _errors(got, np.asarray(want))
+        value = run_args[name]  # a slangrt.Tensor (a pointer's argument) read back
+        value = value.numpy() if isinstance(value, Tensor) else value
+        got, want = _plain(np.asarray(value), np.asarray(want))
+        a, r = _errors(got, want)
         worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
         with np.errstate(under="ignore", over="ignore"):  # f16 results compare with tiny tolerances
             close = got.shape == want.shape and bool(

@@ -22,6 +22,7 @@ from hatch_slang.compile.constants import LinkConstant
 from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.spec.images import describe
 from hatch_slang.spec.model import BufferSpec, EntrySpec, ShaderSpec
+from hatch_slang.spec.structs import Struct, subarray_doc
 
 if TYPE_CHECKING:
     from slangrt import DeviceInfo
@@ -40,6 +41,8 @@ def _arguments(e: EntrySpec) -> list[dict[str, str]]:
             shape = "".join(f"[{d.text}]" for d in b.shape or ())
             shape = (f"flat{shape}" if b.flat else shape or "1-D") if b.shape_checked else "any shape"
             kind = f"array {b.dtype or 'any dtype'} {shape}"
+            if b.struct is not None:
+                kind = f"array of struct {b.struct.name} ({b.struct.itemsize} bytes each) {shape}"
             if b.image is not None:  # an image, sampler or texel buffer
                 kind = describe(b.kind, b.image) + ("" if b.kind == "sampler" else f" {shape}")
             out.append({"name": b.name, "kind": kind, "from": _origin(b.line)})
@@ -105,6 +108,68 @@ def _entry_types(constants: tuple[LinkConstant, ...]) -> dict[str, Any]:
     }
 
 
+def _struct_data(s: Struct) -> dict[str, Any]:
+    """A buffer's struct as `show` gives it: its name, size and each field's offset and form
+    (a matrix's subarray and how Slang's ``m[i][j]`` maps onto it); nested structs in full."""
+    return {
+        "name": s.name,
+        "itemsize": s.itemsize,
+        "fields": [
+            {
+                "name": f.name,
+                "offset": f.offset,
+                "type": subarray_doc(f),
+                **({"struct": _struct_data(f.struct)} if f.struct is not None else {}),
+            }
+            for f in s.fields
+        ],
+    }
+
+
+def _binding_data(b: BufferSpec) -> dict[str, Any]:
+    """One binding as `show --json` gives it."""
+    shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape is not None else None
+    if shape is not None and b.flat:
+        shape = f"flat{shape}"
+    return {
+        **({"struct": _struct_data(b.struct)} if b.struct is not None else {}),
+        "register": b.register,
+        "binding": b.index,
+        "name": b.name,
+        "role": b.role,
+        "access": "read-write" if b.writable else "read-only",
+        "dtype": b.dtype,
+        "shape": shape,
+        "shape_checked": b.shape_checked,
+        "params": [
+            {"name": p.name, "type": p.scalar, "offset": p.offset, "float": p.as_float} for p in b.params
+        ],
+        "doc": b.doc,
+        "line": b.line,
+        "from": _origin(b.line),
+        "shape_from": _origin(b.line) if b.shape_checked else "not documented: not checked",
+    }
+
+
+def _entry_data(e: EntrySpec, constants: tuple[LinkConstant, ...]) -> dict[str, Any]:
+    """One entry as `show --json` gives it (``constants``: its link-time constants as linked)."""
+    return {
+        "name": e.name,
+        "function": e.python,
+        "threads": list(e.threads),
+        "threads_per_group": e.threads[0] * e.threads[1] * e.threads[2],
+        "dispatch": re.sub(r"(?i)^\s*dispatch\s*:\s*", "", e.grid_text) if e.grid_text else None,
+        "grid": [g.text for g in e.grid] if e.grid is not None else None,
+        "uses": [b.register + " " + b.name for b in e.buffers],
+        "params_required": list(e.params_required),
+        "params_inferred": list(e.params_optional),
+        "grid_from": _origin(e.grid_line) if e.grid is not None else "caller (grid=)",
+        "arguments": _arguments(e),
+        **_constants(e),
+        **_entry_types(constants),
+    }
+
+
 def show_data(
     spec: ShaderSpec, constants: Mapping[str, tuple[LinkConstant, ...]] | None = None
 ) -> dict[str, Any]:
@@ -115,55 +180,12 @@ def show_data(
     for e in spec.entries:
         for b in e.buffers:
             buffers.setdefault(b.index, b)
-    bindings = []
-    for b in sorted(buffers.values(), key=lambda b: b.index):
-        shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape is not None else None
-        if shape is not None and b.flat:
-            shape = f"flat{shape}"
-        bindings.append(
-            {
-                "register": b.register,
-                "binding": b.index,
-                "name": b.name,
-                "role": b.role,
-                "access": "read-write" if b.writable else "read-only",
-                "dtype": b.dtype,
-                "shape": shape,
-                "shape_checked": b.shape_checked,
-                "params": [
-                    {"name": p.name, "type": p.scalar, "offset": p.offset, "float": p.as_float}
-                    for p in b.params
-                ],
-                "doc": b.doc,
-                "line": b.line,
-                "from": _origin(b.line),
-                "shape_from": _origin(b.line) if b.shape_checked else "not documented: not checked",
-            }
-        )
-    entries = [
-        {
-            "name": e.name,
-            "function": e.python,
-            "threads": list(e.threads),
-            "threads_per_group": e.threads[0] * e.threads[1] * e.threads[2],
-            "dispatch": re.sub(r"(?i)^\s*dispatch\s*:\s*", "", e.grid_text) if e.grid_text else None,
-            "grid": [g.text for g in e.grid] if e.grid is not None else None,
-            "uses": [b.register + " " + b.name for b in e.buffers],
-            "params_required": list(e.params_required),
-            "params_inferred": list(e.params_optional),
-            "grid_from": _origin(e.grid_line) if e.grid is not None else "caller (grid=)",
-            "arguments": _arguments(e),
-            **_constants(e),
-            **_entry_types(constants.get(e.name, ())),
-        }
-        for e in spec.entries
-    ]
     return {
         "shader": spec.shader.rel,
         "module": spec.shader.module,
         "summary": spec.shader.contract.prose.split("\n\n")[0].replace("\n", " "),
-        "bindings": bindings,
-        "entries": entries,
+        "bindings": [_binding_data(b) for b in sorted(buffers.values(), key=lambda b: b.index)],
+        "entries": [_entry_data(e, constants.get(e.name, ())) for e in spec.entries],
         "warnings": list(spec.warnings),
     }
 
@@ -188,9 +210,10 @@ def print_show(data: dict[str, Any]) -> None:
         if b["role"] == "params":
             what = "params (" + ", ".join(p["name"] for p in b["params"]) + ")"
         else:
-            what = f"{b['dtype'] or 'any'} {b['shape'] if b['shape'] is not None else '(1-D)'}"
+            dtype = f"struct {b['struct']['name']}" if "struct" in b else b["dtype"] or "any"
+            what = f"{dtype} {b['shape'] if b['shape'] is not None else '(1-D)'}"
             if not b["shape_checked"]:
-                what = f"{b['dtype'] or 'any'} (not documented)"
+                what = f"{dtype} (not documented)"
         rows.append([b["register"], b["name"], b["access"], what, b["doc"], b["from"]])
     click.secho("bindings", bold=True)
     table(["reg", "name", "access", "dtype / shape", "doc", "from"], rows, lambda s: click.echo("  " + s))
@@ -200,6 +223,8 @@ def print_show(data: dict[str, Any]) -> None:
             click.secho(f"params in {b['register']} {b['name']}", bold=True)
             prow = [[p["name"], p["type"], str(p["offset"])] for p in b["params"]]
             table(["field", "type", "byte offset"], prow, lambda s: click.echo("  " + s))
+        if "struct" in b:
+            _print_struct(b["struct"], f"{b['register']} {b['name']}")
     for entry in data["entries"]:
         click.echo()
         t = entry["threads"]
@@ -231,6 +256,21 @@ def _print_types(entry: dict[str, Any]) -> None:
         click.echo(f"  link-time constants (option `{option_name(HookSettings, 'constants')}`):")
         rows = [[c["name"], c["type"], c["literal"], f"line {c['line']}"] for c in entry["link_constants"]]
         table(["name", "type", "value", "declared"], rows, lambda s: click.echo("    " + s))
+
+
+def _print_struct(s: dict[str, Any], where: str) -> None:
+    """A struct's layout as `show` prints it: a table of its fields, then each nested struct's."""
+    click.echo()
+    click.secho(f"struct {s['name']} in {where}: {s['itemsize']} bytes per element", bold=True)
+    rows = [[f["name"], str(f["offset"]), f["type"]] for f in s["fields"]]
+    table(
+        ["field", "byte offset", "NumPy field (Slang m[i][j] for matrices)"],
+        rows,
+        lambda t: click.echo("  " + t),
+    )
+    for f in s["fields"]:
+        if "struct" in f:
+            _print_struct(f["struct"], f"{where}.{f['name']}")
 
 
 def device_data(d: DeviceInfo, default: bool) -> dict[str, Any]:

@@ -449,9 +449,10 @@ def _data_from_doc(doc: BindingDoc, b: Binding) -> tuple[BufferSpec, _Problems]:
     problems: _Problems = []
     held = b.scalar_types
     dtype = doc.dtype
-    if dtype is None:
+    struct = b.struct if dtype is None and b.kind == "storage" else None
+    if dtype is None and struct is None:
         dtype = b.scalar_type if b.scalar_type in DTYPES and b.kind == "storage" else None
-    elif held and dtype not in held and not (held & _REINTERPRET.get(dtype, set())):
+    elif dtype is not None and held and dtype not in held and not (held & _REINTERPRET.get(dtype, set())):
         views = " / ".join(sorted(held))
         problems.append(
             (
@@ -474,6 +475,7 @@ def _data_from_doc(doc: BindingDoc, b: Binding) -> tuple[BufferSpec, _Problems]:
         set=b.set,
         raw=_holds_bytes(b, dtype),
         binding=b,
+        struct=struct,
     )
     return spec, problems
 
@@ -638,8 +640,10 @@ def _opaque_doc(doc: BindingDoc, b: Binding) -> _Problems:
 
 
 def _from_reflection(b: Binding) -> BufferSpec:
-    """An argument for a binding the entry uses and no line documents: its element type and access."""
-    dtype = b.scalar_type if b.scalar_type in DTYPES and b.kind == "storage" else None
+    """An argument for a binding the entry uses and no line documents: its element type and access
+    (a buffer of structs: its structured dtype)."""
+    struct = b.struct if b.kind == "storage" else None
+    dtype = b.scalar_type if b.scalar_type in DTYPES and b.kind == "storage" and struct is None else None
     return BufferSpec(
         b.index,
         python_name(b.variable, f"binding{b.index}"),
@@ -654,6 +658,7 @@ def _from_reflection(b: Binding) -> BufferSpec:
         set=b.set,
         raw=_holds_bytes(b, dtype),
         binding=b,
+        struct=struct,
     )
 
 

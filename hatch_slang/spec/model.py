@@ -20,6 +20,7 @@ from slangrt.spirv import Image, Member, Resource, SpecConstant
 from hatch_slang.comments.expr import Expr
 from hatch_slang.compile.discover import Shader
 from hatch_slang.spec.reflection import ReflectedBinding, Scalar
+from hatch_slang.spec.structs import Struct, settle
 
 # The keyword argument a wrapper adds for the grid of an entry that has no Dispatch line; no
 # argument of such an entry may have its name (hatch_slang.spec.merge says so, naming the line).
@@ -132,6 +133,9 @@ class Binding:
     # 4); a sampler's comparison (`SamplerComparisonState`). None/False where it does not say.
     channels: int | None = None
     comparison: bool = False
+    # A buffer of structs whose element reflection describes and the SPIR-V's leaves confirm
+    # (hatch_slang.spec.structs.settle); None for anything else.
+    struct: Struct | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -156,6 +160,13 @@ class Binding:
                 raise ValueError("a binding needs reflection or SPIR-V")
             return cls._from_spirv(resource)
         views = (reflected, *reflected.aliases)
+        layout = reflected.struct
+        if layout is not None and not reflected.aliases:
+            layout = (
+                settle(layout, resource.members, resource.element_stride) if resource is not None else None
+            )
+        else:
+            layout = None
         return cls(
             reflected.set,
             reflected.index,
@@ -170,6 +181,7 @@ class Binding:
             *_spirv_facts(resource),
             channels=reflected.channels,
             comparison=reflected.comparison,
+            struct=layout,
         )
 
     @classmethod
@@ -237,6 +249,8 @@ class ParamSlot:
             offsets = [o + k * stride for o in offsets for k in range(n)]
         return offsets
 
+    struct: Struct | None = None  # a pointer to structs: the pointee's layout (a Tensor of its dtype)
+
 
 @dataclass(frozen=True)
 class BufferSpec:
@@ -261,6 +275,8 @@ class BufferSpec:
     raw: bool = False
     binding: Binding | None = None  # what the compiled code says of it
     image: ImageSpec | None = None  # an image, sampler or texel buffer (kind one of IMAGE_KINDS)
+    # An array of structs: the wrapper's NumPy structured dtype (dtype is then None).
+    struct: Struct | None = None
 
     @property
     def key(self) -> tuple[int, int]:

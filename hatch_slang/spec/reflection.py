@@ -2,9 +2,10 @@
 
 From the JSON: each global parameter's binding index, kind (storage or uniform buffer), access
 and element layout (scalars, vectors and structs flattened to ``(name, scalar type, byte
-offset)``); the entry's thread-group size. From the SPIR-V (read by :mod:`slangrt.spirv`, the
-one reader of the format): which bindings the entry really uses, since Slang's JSON lists every
-global of the file.
+offset)``), and a buffer of structs' element as a layout (:mod:`hatch_slang.spec.structs`,
+whose matrices the SPIR-V settles); the entry's thread-group size. From the SPIR-V (read by
+:mod:`slangrt.spirv`, the one reader of the format): which bindings the entry really uses,
+since Slang's JSON lists every global of the file.
 
 Several variables may alias one binding (``RWStructuredBuffer<float> a`` and
 ``RWStructuredBuffer<float4> a4``, both ``[[vk::binding(0)]]``, to load four floats at a time):
@@ -34,6 +35,7 @@ from slangrt.spirv import (
 )
 
 from hatch_slang.errors import HatchSlangError
+from hatch_slang.spec.structs import Struct, read_struct
 
 # Slang's reflection names scalar types as NumPy does (`float32`, `uint8`); a bool is a 32-bit word.
 SCALARS: dict[str, str] = {**{t.numpy: code for code, t in DTYPES.items()}, "bool": "u32"}
@@ -69,6 +71,9 @@ class ReflectedBinding:
     # 4, `RWTexture2D<float>` 1); None for buffers and where reflection does not say.
     channels: int | None = None
     comparison: bool = False  # a `SamplerComparisonState`
+    # A buffer of structs: the element's layout by reflection (hatch_slang.spec.structs), its
+    # matrices settled against the SPIR-V by Binding.merged. None for anything else.
+    struct: Struct | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -199,10 +204,27 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
             opaque=shape or "?",
             channels=_channels(t.get("resultType")),
         )
+    return _buffer(param, t, shape, writable, space)
+
+
+def _buffer(
+    param: dict[str, Any], t: dict[str, Any], shape: str, writable: bool, space: int
+) -> ReflectedBinding:
+    """A storage buffer: its element flattened, and a struct element's layout."""
+    b = param["binding"]
     elem = t.get("resultType")
     scalars, size = _flatten(elem, "", 0) if elem else ([], 0)
+    layout = read_struct(elem, size) if elem and shape == "structuredBuffer" else None
     return ReflectedBinding(
-        int(b["index"]), param["name"], "storage", shape, writable, tuple(scalars), size, set=space
+        int(b["index"]),
+        param["name"],
+        "storage",
+        shape,
+        writable,
+        tuple(scalars),
+        size,
+        set=space,
+        struct=layout,
     )
 
 

@@ -31,6 +31,7 @@ from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.spec import images, uniforms
 from hatch_slang.spec.model import Binding, BufferSpec, ParamSlot, is_float
 from hatch_slang.spec.reflection import scalar_size, unescape
+from hatch_slang.spec.structs import from_leaves
 
 
 def _resource_of(info: EntryInfo, b: BufferSpec) -> Resource | None:
@@ -120,16 +121,25 @@ def block(
         if name is None:
             continue
         scalar = "u32" if v.scalar == "bool" else v.scalar
-        if scalar == "ptr" and v.pointee is None:
+        m = v.leaf  # a pointer is always a value of its own
+        pointee = m.pointee_leaves if m is not None else ()
+        layout = from_leaves(m.pointee_name, pointee, m.pointee_stride) if m is not None and pointee else None
+        if scalar == "ptr" and v.pointee is None and layout is None:
             hard.append(
                 ShaderError(
                     shader.rel,
                     declared_at(shader.source, v.path[0] if v.path else variable),
-                    f"`{'.'.join(v.path)}` in `{variable}` is a pointer to a struct or another pointer; "
-                    "hatch-slang passes pointers to scalars only",
+                    f"`{'.'.join(v.path)}` in `{variable}` is a pointer to another pointer, or to a struct "
+                    "no NumPy dtype describes the same way (nested structs, bools, pointers, "
+                    "square matrices); hatch-slang passes pointers to scalars, and to structs of "
+                    "scalars, vectors, arrays of them and non-square matrices",
                 )
             )
-        slots.append(ParamSlot(name, scalar, v.offset, is_float(scalar), shape=v.shape, strides=v.strides))
+        slots.append(
+            ParamSlot(
+                name, scalar, v.offset, is_float(scalar), shape=v.shape, strides=v.strides, struct=layout
+            )
+        )
     align = 16 if kind == "uniform" else 4
     size = -(-max(b.block_size, 4) // align) * align
     shown = variable or ("push constants" if kind == "push" else "uniforms")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, TypedDict, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 from ._errors import SlangRTError
 from .files import read_regular
@@ -45,6 +45,16 @@ class SamplerDefault(TypedDict):
     compare: str | None  # None, or a compare op: "less", "less_equal", ...
 
 
+class StructLayout(TypedDict):
+    """A data binding's struct element as Slang laid it out (for tools: ``hatch-slang validate``
+    makes arrays of it; the runtime does not read it): per field ``[name, byte offset, scalar code
+    (slangrt.dtypes) or a nested StructLayout, subarray shape]``."""
+
+    name: str  # the Slang struct
+    itemsize: int  # bytes per element
+    fields: list[list[Any]]
+
+
 class _Binding(TypedDict):
     binding: int
     name: str
@@ -70,6 +80,8 @@ class Binding(_Binding, total=False):
     channels: int  # 1 to 4: the texel type's vector width (a declared format's wins)
     # Sampler and combined bindings (format 3): the default sampler (else linear, clamp, None).
     sampler: SamplerDefault
+    # Data holding structs (for tools, any format): the element's layout; `dtype` is then null.
+    struct: StructLayout
 
 
 class Constant(TypedDict):

@@ -19,6 +19,10 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   specialization constants (checked there; one pipeline per distinct set). Added in API 2.
 - :class:`Dims` ``(name)``: one call's argument checks (``name``: the entry, for messages):
   ``given``, ``array``, ``get``, ``expect``, ``derived``, ``pack`` and ``run`` (the dispatch);
+  ``array``'s dtype may be a NumPy structured dtype (a buffer of structs: the argument's must
+  equal it, field names included), and ``pointer`` ``(name, value, dtype)`` checks a pointer to
+  structs (a ``slangrt.Tensor`` of that structured dtype) before ``pack`` packs its address
+  (both added within API 1);
   for images, samplers and texel buffers ``image`` (a storage or sampled image: a
   ``slangrt.Image`` or a NumPy array, checked against the binding's dim, arrayed, channels,
   texel and declared format, its documented size axes bound like an array's), ``combined`` (an

@@ -285,6 +285,23 @@ class Dims:
                     self.pointers.append((field, value))
         return out
 
+    def pointer(self, name: str, value: object, dtype: np.dtype[Any]) -> None:
+        """A pointer to structs: ``value`` must be a :class:`Tensor` of the pointee's structured
+        ``dtype`` (equal, field names included); :meth:`pack` then packs its address and
+        :meth:`run` checks its device as it checks every pointer's."""
+        try:
+            _pointer(name, value)
+        except TypeError as e:
+            raise TypeError(self._err(str(e))) from None
+        assert isinstance(value, Tensor)
+        if value._dtype != dtype or value._dtype.names != dtype.names:
+            raise TypeError(
+                self._err(
+                    f"argument `{name}` is a pointer to structs: it takes a slangrt.Tensor of the "
+                    f"structured dtype {dtype}, got a Tensor of {value._dtype}"
+                )
+            )
+
     def given(self, name: str, value: object) -> None:
         if value is None:
             return
@@ -337,7 +354,7 @@ class Dims:
         self,
         name: str,
         value: object,
-        dtype: str | None,
+        dtype: str | np.dtype[Any] | None,
         shape: tuple[str | int | None, ...] | None,
         *,
         writable: bool,
@@ -347,6 +364,8 @@ class Dims:
     ) -> Bound:
         """Check the argument for one binding; return what to bind.
 
+        ``dtype``: a scalar type's NumPy name, or a structured dtype (a buffer of structs: the
+        argument's dtype must equal it, field names included); None: any.
         ``value``: a :class:`Tensor` (a view included), a NumPy array, or any host array NumPy
         can wrap without a copy (``__dlpack__``, ``__array_interface__``, the buffer protocol;
         ``__array__`` for read-only bindings). ``raw``: the kernel reads the binding as bytes in
@@ -454,7 +473,13 @@ class Dims:
             self, name, value, shape, channels=channels, texel=texel, writable=writable, format=format
         )
 
-    def _check_dtype(self, name: str, dtype: str, got: np.dtype[Any]) -> None:
+    def _check_dtype(self, name: str, dtype: str | np.dtype[Any], got: np.dtype[Any]) -> None:
+        if isinstance(dtype, np.dtype):  # a struct's structured dtype: equal, field names included
+            if got != dtype or got.names != dtype.names:
+                raise TypeError(
+                    self._err(f"argument `{name}` must have the structured dtype {dtype}, got {got}")
+                )
+            return
         want = _NP_DTYPES.get(dtype)
         if want is None and dtype == "bfloat16":
             self._bf16(name, got)

@@ -44,8 +44,11 @@ def _normalize_shape(shape: SupportsIndex | Sequence[SupportsIndex]) -> tuple[in
 
 def _normalize_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     dt = np.dtype(dtype)
-    if dt.hasobject or (dt.kind not in "biufc" and not DTYPES["bf16"].accepts(dt)) or dt.itemsize == 0:
-        raise TypeError(f"Tensor dtype must be a numeric type, got {dt}")
+    numeric = dt.kind in "biufc" or DTYPES["bf16"].accepts(dt) or (dt.kind == "V" and dt.names is not None)
+    if dt.hasobject or not numeric or dt.itemsize == 0:
+        raise TypeError(f"Tensor dtype must be a numeric type or a structured dtype (a struct), got {dt}")
+    if dt.names is not None:  # a struct's layout, which hatch-slang writes little-endian
+        return dt
     # GPUs read native (little-endian) values.
     return dt.newbyteorder("=")
 
@@ -79,6 +82,8 @@ class _HostMemory:
             "data": (address, False),
             "version": 3,
         }
+        if dtype.names is not None:  # a struct's fields, not only its bytes
+            self.__array_interface__["descr"] = dtype.descr
 
 
 def _index_key(key: object) -> tuple[object, ...]:

@@ -8,6 +8,7 @@ bytes a block's scalars span.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -47,6 +48,13 @@ class Member:
     scalar: str  # u32 i32 f32 f16 f64 u64 i64 u16 i16 u8 i8 bool, or ptr (8 bytes)
     offset: int  # bytes from the start of the block (of one element for {T data[]} buffers)
     pointee: str | None = None  # for ptr: the scalar it points at, when it points at scalars
+    # For a ptr to a struct (of a block's own members, not inside a pointee): the struct's leaves
+    # (offsets from the struct's start; Slang's `_MatrixStorage_` wrappers of matrices left out
+    # of paths, so that `m[i][j]` is `(m, i, column)`), its ArrayStride (bytes from one struct
+    # to the next; 0 if undeclared) and its OpName (`Item_natural`).
+    pointee_leaves: tuple[Member, ...] = ()
+    pointee_stride: int = 0
+    pointee_name: str = ""
 
     @property
     def name(self) -> str:
@@ -158,20 +166,73 @@ def _children(p: Parsed, type_id: int) -> list[tuple[str, int]]:
     return []
 
 
-def leaves(p: Parsed, at: Place, path: tuple[str, ...] = ()) -> Iterator[Member]:
+def leaves(p: Parsed, at: Place, path: tuple[str, ...] = (), *, pointee: bool = False) -> Iterator[Member]:
+    """The scalar leaves of ``at``; ``pointee``: inside a pointer's struct (whose pointers are
+    not followed, and whose matrix storage wrappers are left out of paths)."""
     sc = _scalar_of(p, at.type)
     if sc is not None:
         if at.offset is not None:
-            pointee = _pointee_scalar(p, at.type) if sc[0] == "ptr" else None
-            yield Member(path, sc[0], at.offset, pointee)
+            yield _leaf(p, at, path, sc[0], pointee)
         return
     t = p.types[at.type]
     if t.op == OP_TYPE_RUNTIME_ARRAY:  # a trailing array after fixed members: its element 0
-        yield from leaves(p, step(p, at, 0), (*path, "[]"))
+        yield from leaves(p, step(p, at, 0), (*path, "[]"), pointee=pointee)
         return
-    wrapper = _is_array_wrapper(p, at.type)
+    order = _matrix_storage(p, at.type) if pointee else None
+    if order == "column":  # column j's component i is m[i][j]
+        for m in leaves(p, step(p, at, 0), pointee=True):
+            j, i = m.path
+            yield Member((*path, str(_COMPONENTS.index(i)), _COMPONENTS[int(j)]), m.scalar, m.offset)
+        return
+    wrapper = _is_array_wrapper(p, at.type) or order == "row"
     for name, k in _children(p, at.type):
-        yield from leaves(p, step(p, at, k), path if wrapper else (*path, name))
+        yield from leaves(p, step(p, at, k), path if wrapper else (*path, name), pointee=pointee)
+
+
+def _leaf(p: Parsed, at: Place, path: tuple[str, ...], scalar: str, inside: bool) -> Member:
+    assert at.offset is not None
+    if scalar != "ptr":
+        return Member(path, scalar, at.offset)
+    target = p.pointee(at.type)
+    if inside or p.types.get(target) is None or p.types[target].op != OP_TYPE_STRUCT:
+        return Member(path, scalar, at.offset, _pointee_scalar(p, at.type))
+    stride = p.decoration(at.type, DEC_ARRAY_STRIDE)
+    return Member(
+        path,
+        scalar,
+        at.offset,
+        None,
+        tuple(leaves(p, Place(target, 0), pointee=True)),
+        stride[0] if stride else 0,
+        p.names.get(target, ""),
+    )
+
+
+def _matrix_storage(p: Parsed, type_id: int) -> str | None:
+    """How a matrix behind a pointer is stored: Slang writes ``struct
+    _MatrixStorage_float2x3natural { float3 data[2]; }``, its rows (``"row"``) or its columns
+    (``"column"``, ``float2 data[3]``); None for any other type, and for a square matrix, whose
+    wrapper looks the same either way (its leaves keep ``data`` in their paths)."""
+    t = p.types[type_id]
+    name = p.names.get(type_id, "")
+    if t.op != OP_TYPE_STRUCT or len(t.words) != 3 or not name.startswith("_MatrixStorage_"):
+        return None
+    shape = re.search(r"(\d)x(\d)", name[len("_MatrixStorage_") :])
+    array = p.types.get(t.words[2])
+    if (
+        shape is None
+        or array is None
+        or array.op != OP_TYPE_ARRAY
+        or p.member_names.get((type_id, 0)) != "data"
+    ):
+        return None
+    rows, cols = int(shape.group(1)), int(shape.group(2))
+    vector = p.types.get(array.words[2])
+    width = vector.words[3] if vector is not None and vector.op == OP_TYPE_VECTOR else 1
+    count = p.int_value(array.words[3])
+    if rows == cols:
+        return None
+    return "row" if (count, width) == (rows, cols) else "column" if (count, width) == (cols, rows) else None
 
 
 def byte_size(p: Parsed, at: Place) -> int:
