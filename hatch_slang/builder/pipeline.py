@@ -99,7 +99,10 @@ def compile_shaders(
         progress.start(len(todo), cached + len(shaders) - len(todo))
     if todo:
         by_rel = {s.rel: s for s in todo}
-        jobs = [CompileJob(s.rel, s.entries, config.options_for(s.path), str(config.root)) for s in todo]
+        jobs = [
+            CompileJob(s.rel, s.entries, config.options_for(s.path), str(config.root), _spelled(s))
+            for s in todo
+        ]
 
         def on_done(result: CompileResult) -> None:
             if progress is not None:
@@ -146,6 +149,11 @@ def checked_specs(
     return [done[s.rel] for s in shaders if s.rel in done], compiled
 
 
+def _spelled(shader: Shader) -> tuple[tuple[str, str], ...]:
+    """What the compiler is asked for each instance of a generic entry (``gscale<float>``)."""
+    return tuple((i.key, i.spelled) for i in shader.instances)
+
+
 def _collect(errors: list[HatchSlangError], e: HatchSlangError) -> None:
     errors.extend(e.errors if isinstance(e, BuildErrors) else [e])
 
@@ -155,12 +163,12 @@ def _raise(errors: list[HatchSlangError]) -> None:
         raise errors[0] if len(errors) == 1 else BuildErrors(errors)
 
 
-def _parse(srcs: list[Source], errors: dict[str, list[HatchSlangError]]) -> list[Shader]:
+def _parse(config: BuildConfig, srcs: list[Source], errors: dict[str, list[HatchSlangError]]) -> list[Shader]:
     """The shaders whose comments parsed; the others' problems go into ``errors`` (by file)."""
     shaders: list[Shader] = []
     for src in srcs:
         try:
-            shaders.append(parse(src))
+            shaders.append(parse(src, config.instances_for(src.path)))
         except HatchSlangError as e:
             _collect(errors.setdefault(src.rel, []), e)
     return shaders
@@ -258,7 +266,7 @@ def build(
         _collect(errors.setdefault(e.path if isinstance(e, ShaderError) else "", []), e)
     chosen = select(srcs, only) if only else srcs
     templates = codegen.Templates.load(config.templates)
-    shaders = _parse(chosen, errors)
+    shaders = _parse(config, chosen, errors)
     specs, compiled = checked_specs(
         config, shaders, errors, strict=config.strict, cache=cache, progress=progress
     )
@@ -299,7 +307,7 @@ def build(
 def inspect(config: BuildConfig, name: str, *, cache: BuildCache | None = None) -> ShaderSpec:
     """One shader's merged contract and reflection, disagreements as warnings (``hatch-slang show``)."""
     [src] = select(sources(config.root, list(config.shaders)), [name])[:1]
-    shader = parse(src)
+    shader = parse(src, config.instances_for(src.path))
     errors: dict[str, list[HatchSlangError]] = {}
     specs, _ = checked_specs(config, [shader], errors, strict=False, cache=cache)
     _raise(errors.get(shader.rel, []))

@@ -15,6 +15,7 @@ import ctypes
 import faulthandler
 import glob
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -52,6 +53,10 @@ class CompileJob:
     entries: tuple[str, ...]
     options: CompileOptions
     cwd: str
+    # Instances of generic entries: (entry, what `-entry` is given: `gscale<float>`). Slang names
+    # the SPIR-V entry point and the reflection's after the generic (`gscale`); both are renamed
+    # to the entry (`gscale_float`), the name the manifest and the runtime know it by.
+    instances: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -192,6 +197,7 @@ def compile_job(job: CompileJob) -> CompileResult:
     entries: list[CompiledEntry] = []
     deps: dict[str, None] = {}
     warnings: list[str] = []
+    spelled = dict(job.instances)
     for entry in job.entries:
         req = slang.lib.spCreateCompileRequest(slang.session)
         try:
@@ -200,7 +206,7 @@ def compile_job(job: CompileJob) -> CompileResult:
                 "-target",
                 "spirv",
                 "-entry",
-                entry,
+                spelled.get(entry, entry),
                 "-stage",
                 "compute",
                 "-fvk-use-entrypoint-name",
@@ -228,12 +234,51 @@ def compile_job(job: CompileJob) -> CompileResult:
             reflection = repair_json(_blob(refl.value or 0).decode(errors="replace"))
             for k in range(slang.lib.spGetDependencyFileCount(req)):
                 deps[os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))] = None
+            if entry in spelled:
+                generic = spelled[entry].partition("<")[0]
+                spirv, reflection = rename_entry(spirv, generic, entry), _renamed(reflection, entry)
             entries.append(CompiledEntry(entry, spirv, reflection))
         finally:
             slang.lib.spDestroyCompileRequest(req)
     return CompileResult(
         job.path, tuple(entries), tuple(deps), warnings="".join(warnings), compiler=slang.version
     )
+
+
+_OP_ENTRY_POINT = 15
+
+
+def rename_entry(spirv: bytes, old: str, new: str) -> bytes:
+    """``spirv`` with its ``OpEntryPoint`` named ``old`` named ``new`` (the instruction's other
+    operands kept); unchanged when no entry point is named ``old``."""
+    words = [int.from_bytes(spirv[i : i + 4], "little") for i in range(0, len(spirv) - len(spirv) % 4, 4)]
+    k = 5  # past the header
+    while 5 <= k < len(words):
+        count, op = words[k] >> 16, words[k] & 0xFFFF
+        if count == 0:
+            break
+        if op == _OP_ENTRY_POINT and count >= 4:
+            raw = b"".join(w.to_bytes(4, "little") for w in words[k + 3 : k + count])
+            name, _, _ = raw.partition(b"\0")
+            if name == old.encode():
+                lit = new.encode() + b"\0"
+                lit += b"\0" * (-len(lit) % 4)
+                name_words = (len(name) + 1 + 3) // 4
+                new_words = [int.from_bytes(lit[i : i + 4], "little") for i in range(0, len(lit), 4)]
+                rest = words[k + 3 + name_words : k + count]
+                head = [((3 + len(new_words) + len(rest)) << 16) | op, words[k + 1], words[k + 2]]
+                words[k : k + count] = head + new_words + rest
+                return b"".join(w.to_bytes(4, "little") for w in words)
+        k += count
+    return spirv
+
+
+def _renamed(reflection: str, entry: str) -> str:
+    """The reflection JSON with its (one) entry point named ``entry``."""
+    data = json.loads(reflection)
+    for ep in data.get("entryPoints", []):
+        ep["name"] = entry
+    return json.dumps(data, indent=2)
 
 
 # Slang writes the shader's string literals (`printf` formats, say) into its reflection JSON with

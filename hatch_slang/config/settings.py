@@ -66,6 +66,14 @@ def option(
     return field(default=default, metadata=meta)
 
 
+_INSTANCES_DOC = (
+    "instances of generic entry points, by entry name: a list whose items are an instance's type "
+    'arguments, a string (`"float"`, `"float, 4"`) or a list of strings (`["float", "4"]`); '
+    "added to those the file's `slang-entries` line names (see below)"
+)
+_INSTANCES_MUST = 'a table of entry = ["float", ["half", "4"], ...] (each item a string or a list of strings)'
+
+
 @dataclass(frozen=True)
 class OverrideSettings:
     """One ``[[tool.hatch.build.hooks.slang.overrides]]`` table: compiler arguments and defines
@@ -87,6 +95,9 @@ class OverrideSettings:
         doc="macros added to the project-wide `defines` for those shaders (a name given again wins)",
         must='a table of NAME = "value" (or a list of "NAME=value")',
         names=r"[A-Za-z_]\w*",
+    )
+    instances: Mapping[str, tuple[str, ...]] = option(
+        {}, doc=f"{_INSTANCES_DOC}, for those shaders", must=_INSTANCES_MUST, names=r"[^\W\d]\w*"
     )
 
 
@@ -120,8 +131,11 @@ class HookSettings:
         doc="more Slang command-line arguments, for every shader (see below)",
         must="a list of non-empty strings (Slang command-line arguments)",
     )
+    instances: Mapping[str, tuple[str, ...]] = option(
+        {}, doc=_INSTANCES_DOC, must=_INSTANCES_MUST, names=r"[^\W\d]\w*"
+    )
     overrides: tuple[OverrideSettings, ...] = option(
-        (), doc="per-glob `compiler-args` and `defines` (see below)"
+        (), doc="per-glob `compiler-args`, `defines` and `instances` (see below)"
     )
     templates: str | None = option(
         None,
@@ -232,6 +246,8 @@ def _convert(tp: Any, value: Any, f: Field[Any], option: str) -> Any:
         if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
             return _WRONG
         return tuple(read(nested, t, prefix=f"{option}[{k}].") for k, t in enumerate(value))
+    if origin in (dict, Mapping) and get_origin(args[1]) is tuple:
+        return _instances(value, f.metadata["names"])
     if origin in (dict, Mapping):
         # A table of strings (integers are taken as their text), or a list of "NAME=value".
         if isinstance(value, list) and all(isinstance(d, str) for d in value):
@@ -245,6 +261,28 @@ def _convert(tp: Any, value: Any, f: Field[Any], option: str) -> Any:
             return _WRONG
         return {k: str(v) for k, v in sorted(value.items())}
     raise TypeError(f"settings field {f.name}: no reader for {tp!r}")  # a model this module can't read
+
+
+def _instances(value: Any, pattern: str) -> Any:
+    """A table of entry -> instances, each instance's type arguments as one text (``"half, 4"``),
+    or _WRONG."""
+    if not isinstance(value, dict):
+        return _WRONG
+    out: dict[str, tuple[str, ...]] = {}
+    for name, items in sorted(value.items()):
+        if not isinstance(name, str) or not re.fullmatch(pattern, name) or not isinstance(items, list):
+            return _WRONG
+        texts: list[str] = []
+        for item in items:
+            parts = [item] if isinstance(item, str) else item
+            if not isinstance(parts, list) or not parts or not all(isinstance(p, str | int) for p in parts):
+                return _WRONG
+            text = ", ".join(str(p).strip() for p in parts)
+            if not all(str(p).strip() for p in parts) or len(text) > 200:
+                return _WRONG
+            texts.append(text)
+        out[name] = tuple(dict.fromkeys(texts))
+    return out
 
 
 def _required(f: Field[Any]) -> bool:
@@ -297,6 +335,19 @@ def _value_schema(model: type[Any], f: Field[Any]) -> dict[str, Any]:
         )
     if get_origin(tp) is tuple:
         return {"type": "array", "items": _object_schema(args[0])}
+    name = {"pattern": f"^{meta['names']}$"} if meta["names"] else {}
+    if get_origin(args[1]) is tuple:  # instances: entry -> [text or [texts]]
+        words = {
+            "oneOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "array", "items": {"type": ["string", "integer"]}, "minItems": 1},
+            ]
+        }
+        return {
+            "type": "object",
+            "propertyNames": name,
+            "additionalProperties": {"type": "array", "items": words},
+        }
     name = {"pattern": f"^{meta['names']}$"} if meta["names"] else {}
     return {
         "oneOf": [
