@@ -27,6 +27,10 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   dispatches again, unchecked, when a call's arguments are the last kept call's (the same open
   tensors, equal values of the same types), and ``Dims.run(..., last=, args=, scalars=)`` keeps
   a call that may be repeated. Added within API 1 (the 0.1 series, before its first release).
+- :func:`pick` ``(name, arrays, instances, args, kwargs)``: the function named after a generic
+  entry (``gscale``) calls the one instance (``gscale_float``) whose array dtypes the arguments
+  have; none, or several, is a ``TypeError`` listing the instances (``_calls._pick``). Added
+  within API 1 (the 0.1 series, before its first release).
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
 from ._calls._lastcall import LastCall
+from ._calls._pick import pick
 
 API_VERSION = 1
 
@@ -52,6 +57,7 @@ __all__ = [
     "library",
     "max",
     "min",
+    "pick",
     "require",
 ]
 
