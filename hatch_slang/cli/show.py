@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hatch_slang.codegen.generics import pickers
 from hatch_slang.spec.images import describe
 from hatch_slang.spec.model import BufferSpec, EntrySpec, ShaderSpec
 
@@ -94,7 +95,7 @@ def show_data(spec: ShaderSpec) -> dict[str, Any]:
                 "shape_from": _origin(b.line) if b.shape_checked else "not documented: not checked",
             }
         )
-    entries = [
+    entries: list[dict[str, Any]] = [
         {
             "name": e.name,
             "function": e.python,
@@ -110,14 +111,44 @@ def show_data(spec: ShaderSpec) -> dict[str, Any]:
         }
         for e in spec.entries
     ]
+    for entry, e in zip(entries, spec.entries):
+        inst = spec.shader.instance(e.name)
+        if inst is not None:
+            entry["instance_of"] = {"generic": inst.generic, "type_args": list(inst.args)}
     return {
         "shader": spec.shader.rel,
         "module": spec.shader.module,
         "summary": spec.shader.contract.prose.split("\n\n")[0].replace("\n", " "),
         "bindings": bindings,
         "entries": entries,
+        "generics": _generics(spec),
         "warnings": list(spec.warnings),
     }
+
+
+def _generics(spec: ShaderSpec) -> list[dict[str, Any]]:
+    """Each generic entry: its instances (entry, type arguments, where listed) and the function
+    that picks one by dtype, where there is one."""
+    picking = {p.generic: p.python for p in pickers(spec)}
+    out: dict[str, dict[str, Any]] = {}
+    for i in spec.shader.instances:
+        g = out.setdefault(
+            i.generic, {"name": i.generic, "function": picking.get(i.generic), "instances": []}
+        )
+        listed = "option `instances`" if i.option else _origin(i.line)
+        g["instances"].append(
+            {"entry": i.key, "type_args": list(i.args), "spelled": i.spelled, "from": listed}
+        )
+    return list(out.values())
+
+
+def _print_generics(generics: list[dict[str, Any]]) -> None:
+    for g in generics:
+        click.echo()
+        how = f"`{g['function']}` picks one by dtype" if g["function"] else "each called by its name"
+        click.secho(f"generic entry {g['name']}: {len(g['instances'])} instance(s), {how}", bold=True)
+        rows = [[i["entry"], i["spelled"], i["from"]] for i in g["instances"]]
+        table(["entry", "instance", "from"], rows, lambda s: click.echo("  " + s))
 
 
 def table(headers: list[str], rows: list[list[str]], out: Callable[[str], None] = click.echo) -> None:
@@ -157,7 +188,9 @@ def print_show(data: dict[str, Any]) -> None:
         t = entry["threads"]
         function = entry.get("function", entry["name"])
         renamed = f" (function {function})" if function != entry["name"] else ""
-        click.secho(f"entry {entry['name']}{renamed}", bold=True)
+        of = entry.get("instance_of")
+        instance = f" (instance of {of['generic']}<{', '.join(of['type_args'])}>)" if of else ""
+        click.secho(f"entry {entry['name']}{renamed}{instance}", bold=True)
         click.echo(f"  threads per group: {t[0]} x {t[1]} x {t[2]} = {entry['threads_per_group']}")
         click.echo(f"  dispatch: {entry['dispatch'] or 'not documented: the caller passes grid=(x, y, z)'}")
         grid = f"({', '.join(entry['grid'])})" if entry["grid"] is not None else "grid="
@@ -169,6 +202,7 @@ def print_show(data: dict[str, Any]) -> None:
         click.echo("  arguments:")
         arows = [[a["name"], a["kind"], a["from"]] for a in entry["arguments"]]
         table(["name", "what", "from"], arows, lambda s: click.echo("    " + s))
+    _print_generics(data.get("generics", []))
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow", err=True)
 
