@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import re
+import struct
 import sys
 import threading
 import time
@@ -25,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from slangrt.spirv import OP_ENTRY_POINT, instructions, words
 
 from hatch_slang.config.project import CompileOptions as CompileOptions  # re-exported: jobs carry them
 from hatch_slang.errors import CompileError, HatchSlangError
@@ -245,31 +248,23 @@ def compile_job(job: CompileJob) -> CompileResult:
     )
 
 
-_OP_ENTRY_POINT = 15
-
-
 def rename_entry(spirv: bytes, old: str, new: str) -> bytes:
-    """``spirv`` with its ``OpEntryPoint`` named ``old`` named ``new`` (the instruction's other
-    operands kept); unchanged when no entry point is named ``old``."""
-    words = [int.from_bytes(spirv[i : i + 4], "little") for i in range(0, len(spirv) - len(spirv) % 4, 4)]
-    k = 5  # past the header
-    while 5 <= k < len(words):
-        count, op = words[k] >> 16, words[k] & 0xFFFF
-        if count == 0:
-            break
-        if op == _OP_ENTRY_POINT and count >= 4:
-            raw = b"".join(w.to_bytes(4, "little") for w in words[k + 3 : k + count])
-            name, _, _ = raw.partition(b"\0")
-            if name == old.encode():
-                lit = new.encode() + b"\0"
-                lit += b"\0" * (-len(lit) % 4)
-                name_words = (len(name) + 1 + 3) // 4
-                new_words = [int.from_bytes(lit[i : i + 4], "little") for i in range(0, len(lit), 4)]
-                rest = words[k + 3 + name_words : k + count]
-                head = [((3 + len(new_words) + len(rest)) << 16) | op, words[k + 1], words[k + 2]]
-                words[k : k + count] = head + new_words + rest
-                return b"".join(w.to_bytes(4, "little") for w in words)
-        k += count
+    """``spirv`` with its ``OpEntryPoint`` named ``old`` named ``new`` (its other operands kept:
+    execution model, function, interface); unchanged when no entry point is named ``old``."""
+    module = list(words(spirv))
+    for i, op, count in instructions(tuple(module)):
+        if op != OP_ENTRY_POINT or count < 4:
+            continue
+        raw = struct.pack(f"<{count - 3}I", *module[i + 3 : i + count])
+        name = raw.split(b"\0", 1)[0]
+        if name != old.encode():
+            continue
+        literal = new.encode() + b"\0" * (4 - len(new.encode()) % 4)
+        named = list(struct.unpack(f"<{len(literal) // 4}I", literal))
+        rest = module[i + 3 + (len(name) // 4 + 1) : i + count]
+        head = [((3 + len(named) + len(rest)) << 16) | op, module[i + 1], module[i + 2]]
+        module[i : i + count] = head + named + rest
+        return struct.pack(f"<{len(module)}I", *module)
     return spirv
 
 

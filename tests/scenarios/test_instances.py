@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from slangrt.spirv import read_module
 
 from hatch_slang.builder import pipeline
 from hatch_slang.cli.commands import main
 from hatch_slang.config.project import load_project_config
 from hatch_slang.errors import HatchSlangError
-from slangrt.spirv import read_module
 
 from ..helpers import BuildProject, BuiltPackage, requires_device
 
