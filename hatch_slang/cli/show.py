@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hatch_slang.codegen.generics import pickers
+from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.spec.images import describe
 from hatch_slang.spec.model import BufferSpec, EntrySpec, ShaderSpec
 
@@ -135,7 +136,7 @@ def _generics(spec: ShaderSpec) -> list[dict[str, Any]]:
         g = out.setdefault(
             i.generic, {"name": i.generic, "function": picking.get(i.generic), "instances": []}
         )
-        listed = "option `instances`" if i.option else _origin(i.line)
+        listed = f"option `{option_name(HookSettings, 'instances')}`" if i.option else _origin(i.line)
         g["instances"].append(
             {"entry": i.key, "type_args": list(i.args), "spelled": i.spelled, "from": listed}
         )

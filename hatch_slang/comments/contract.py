@@ -197,8 +197,14 @@ class _Block:
         self.notes += notes
 
     def listed(self) -> list[str]:
-        """The entries the entries lines name, a generic entry once for its instances."""
-        return [*self.entries, *(_instance_name(t) for _, t in self.instances)]
+        """The entries the entries lines name: each name, each instance's generic and the entry
+        each instance is (:func:`instance_key`)."""
+        keys = []
+        for _, text in self.instances:
+            generic, _, inner = text.partition("<")
+            args = split_arguments(inner[:-1])
+            keys += [generic] + ([instance_key(generic, args)] if args is not None else [])
+        return [*self.entries, *keys]
 
     def add_dispatch(self, d: DispatchDoc) -> None:
         """The first Dispatch line for all entries, and the first for each entry, is used."""
@@ -449,6 +455,30 @@ def _tidy_prose(lines: list[str]) -> str:
 _INSTANCE = re.compile(r"`?(?P<name>[A-Za-z_]\w*)\s*<[^<>]*(?:<[^<>]*>[^<>]*)*>`?")
 
 
-def _instance_name(text: str) -> str:
-    """The generic entry an instance's text names (``gscale`` of ``gscale<float>``)."""
-    return text.split("<", 1)[0].strip("`").strip()
+# The type arguments of an instance as written: types, numbers, `vector<float, 4>`, `A.B`, `A::B`.
+_ARGUMENTS = re.compile(r"[\w.:<>,\[\] -]{1,200}", re.ASCII)
+
+
+def split_arguments(text: str) -> tuple[str, ...] | None:
+    """The type arguments of ``text`` (``float, 4`` or ``vector<float,4>, 2``) split at the commas
+    outside angle brackets, whitespace dropped; None if they cannot be read."""
+    if not _ARGUMENTS.fullmatch(text):
+        return None
+    args: list[str] = []
+    depth, start = 0, 0
+    for k, c in enumerate(text):
+        depth += (c == "<") - (c == ">")
+        if depth < 0:
+            return None
+        if c == "," and depth == 0:
+            args.append(text[start:k])
+            start = k + 1
+    args.append(text[start:])
+    out = tuple(re.sub(r"\s+", "", a) for a in args)
+    return out if depth == 0 and all(out) else None
+
+
+def instance_key(generic: str, args: tuple[str, ...]) -> str:
+    """An instance's entry name: the generic's and its type arguments' words joined by ``_``
+    (``gscale<float>`` -> ``gscale_float``, ``f<vector<float,4>>`` -> ``f_vector_float_4``)."""
+    return "_".join([generic, *(re.sub(r"\W+", "_", a, flags=re.ASCII).strip("_") for a in args)])

@@ -59,8 +59,9 @@ from typing import Any, Protocol
 from slangrt import files
 
 from hatch_slang import __version__
+from hatch_slang.comments.contract import instance_key, split_arguments
 from hatch_slang.compile.compiler import CompiledEntry, CompileOptions, CompileResult
-from hatch_slang.compile.discover import Shader, instance_key, split_arguments
+from hatch_slang.compile.discover import Shader
 
 FORMAT = 2  # 1: pickles (never read: a pickle can run code)
 ENV = "HATCH_SLANG_CACHE_DIR"

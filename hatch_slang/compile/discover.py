@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from hatch_slang.comments.bindings import Note
-from hatch_slang.comments.contract import Contract, parse_contract, source_lines
+from hatch_slang.comments.contract import (
+    Contract,
+    instance_key,
+    parse_contract,
+    source_lines,
+    split_arguments,
+)
 from hatch_slang.comments.expr import ExprError, entry_name
 from hatch_slang.config.project import glob_files
 from hatch_slang.config.settings import HookSettings, option_name
@@ -306,35 +312,6 @@ def refuse_generic(
                 f"or in the `{option_name(HookSettings, 'instances')}` option "
                 f'(`{option_name(HookSettings, "instances")} = {{ {name} = ["float", "half"] }}`)',
             )
-
-
-# The type arguments of an instance as written: types, numbers, `vector<float, 4>`, `A.B`, `A::B`.
-_ARGUMENTS = re.compile(r"[\w.:<>,\[\] -]{1,200}", re.ASCII)
-
-
-def split_arguments(text: str) -> tuple[str, ...] | None:
-    """The type arguments of ``text`` (``float, 4`` or ``vector<float,4>, 2``) split at the commas
-    outside angle brackets, whitespace dropped; None if they cannot be read."""
-    if not _ARGUMENTS.fullmatch(text):
-        return None
-    args: list[str] = []
-    depth, start = 0, 0
-    for k, c in enumerate(text):
-        depth += (c == "<") - (c == ">")
-        if depth < 0:
-            return None
-        if c == "," and depth == 0:
-            args.append(text[start:k])
-            start = k + 1
-    args.append(text[start:])
-    out = tuple(re.sub(r"\s+", "", a) for a in args)
-    return out if depth == 0 and all(out) else None
-
-
-def instance_key(generic: str, args: tuple[str, ...]) -> str:
-    """An instance's entry name: the generic's and its type arguments' words joined by ``_``
-    (``gscale<float>`` -> ``gscale_float``, ``f<vector<float,4>>`` -> ``f_vector_float_4``)."""
-    return "_".join([generic, *(re.sub(r"\W+", "_", a, flags=re.ASCII).strip("_") for a in args)])
 
 
 def _instances(

@@ -122,9 +122,7 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     groups = [plain] if plain else []
     groups += [(i.key,) for i in shader.instances]
     specs = [
-        _build_group(
-            replace(shader, entries=g), replace(result, entries=tuple(compiled[n] for n in g)), strict=strict
-        )
+        _build_group(shader, replace(result, entries=tuple(compiled[n] for n in g)), strict=strict)
         for g in groups
     ]
     by_name = {e.name: e for spec in specs for e in spec.entries}
@@ -259,8 +257,9 @@ def _documented(
 
 
 def _dispatch_problems(shader: Shader, compiled: list[_Compiled]) -> _Problems:
-    """Dispatch lines that name an entry the shader does not have."""
-    names = {e.info.name for e in compiled}
+    """Dispatch lines that name an entry the shader does not have (a generic entry's name is
+    one: its line applies to its instances)."""
+    names = {e.info.name for e in compiled} | set(shader.entries) | {i.generic for i in shader.instances}
     return [
         (
             d.line,

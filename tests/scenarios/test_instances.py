@@ -200,3 +200,20 @@ def test_several_numthreads_functions_are_each_an_entry_with_a_note(
     data = np.zeros(8, np.float32)
     built.kernels("fills").twos(data, grid=(1, 1, 1))
     np.testing.assert_array_equal(data, 2.0)
+
+
+def test_a_dispatch_line_for_the_generic_or_one_instance(tmp_path: Path) -> None:
+    source = NEGATE.replace(
+        "// Dispatch: ceil(n / 32) groups of 32\n",
+        "// slang-entries: negate<float> negate<int> negate<half>\n"
+        "// Dispatch (negate): ceil(n / 32) groups of 32\n"
+        "// Dispatch (negate_int): (ceil(n / 32), 1) groups of 32\n",
+    )
+    out = pipeline.build(load_project_config(_project(tmp_path / "p", {"negate.slang": source})))
+    entries = json.loads(out.files["manifest.json"])["shaders"]["negate"]["entries"]
+    assert {k: e["grid"] for k, e in entries.items()} == {
+        "negate_float": ["ceil(n / 32)"],
+        "negate_int": ["ceil(n / 32)", "1"],
+        "negate_half": ["ceil(n / 32)"],
+    }
+    assert not [w for w in out.warnings if "Dispatch" in w]
