@@ -100,7 +100,7 @@ def compile_shaders(
     if todo:
         by_rel = {s.rel: s for s in todo}
         jobs = [
-            CompileJob(s.rel, s.entries, config.options_for(s.path), str(config.root), _spelled(s))
+            CompileJob(s.rel, s.entries, config.options_for(s.path), str(config.root), *_spelled(s))
             for s in todo
         ]
 
@@ -149,9 +149,14 @@ def checked_specs(
     return [done[s.rel] for s in shaders if s.rel in done], compiled
 
 
-def _spelled(shader: Shader) -> tuple[tuple[str, str], ...]:
-    """What the compiler is asked for each instance of a generic entry (``gscale<float>``)."""
-    return tuple((i.key, i.spelled) for i in shader.instances)
+def _spelled(
+    shader: Shader,
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str, tuple[str, ...]], ...]]:
+    """What the compiler is asked for each instance of a generic entry (``gscale<float>``), and
+    for each of an entry with interface-typed parameters (the function, the conforming types)."""
+    generic = tuple((i.key, i.spelled) for i in shader.instances if not i.keywords)
+    typed = tuple((i.key, i.generic, i.args) for i in shader.instances if i.keywords)
+    return generic, typed
 
 
 def _collect(errors: list[HatchSlangError], e: HatchSlangError) -> None:

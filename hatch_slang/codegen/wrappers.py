@@ -162,8 +162,8 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
 # What a generated module reads at module level besides its own values: the imports of
 # ``$imports`` and the builtins of its annotations, each by the name it has unless an entry's
 # function takes it (``Names.own``).
-_IMPORTED = ("annotations", "Any", "overload", "np", "npt", "slangrt")
-_BUILTINS = ("float", "int", "tuple")
+_IMPORTED = ("annotations", "Any", "Literal", "overload", "np", "npt", "slangrt")
+_BUILTINS = ("float", "int", "str", "tuple")
 
 
 @dataclass(frozen=True)
@@ -229,6 +229,12 @@ class Names:
         taken = set(self.taken)
         return lambda base: _fresh(base, taken)
 
+    def typing(self) -> list[str]:
+        """What the module imports from ``typing``: ``Any``, and for pickers of generic entries
+        ``overload`` (and ``Literal`` where one picks by a type's name)."""
+        keyword = any(p.keyword for p in self.pickers)
+        return ["Any", *(["Literal"] if keyword else []), *(["overload"] if self.pickers else [])]
+
     def imports(self) -> str:
         """The module's imports (``$imports`` of the module template), under the names of :attr:`own`."""
 
@@ -241,7 +247,7 @@ class Names:
                 f"from __future__ import {alias('annotations')}",
                 "",
                 *([f"from builtins import {', '.join(renamed)}"] if renamed else []),
-                f"from typing import {alias('Any')}" + (f", {alias('overload')}" if self.pickers else ""),
+                f"from typing import {', '.join(alias(n) for n in self.typing())}",
                 "",
                 f"import numpy as {self.own['np']}",
                 f"import numpy.typing as {self.own['npt']}",

@@ -60,6 +60,9 @@ class CompileJob:
     # the SPIR-V entry point and the reflection's after the generic (`gscale`); both are renamed
     # to the entry (`gscale_float`), the name the manifest and the runtime know it by.
     instances: tuple[tuple[str, str], ...] = ()
+    # Instances of entries with interface-typed parameters: (entry, the function, the conforming
+    # type of each such parameter). `-entry` names the function; the types specialize it.
+    conformances: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,7 @@ def _load() -> _Slang:
             "spGetDependencyFileCount": (i, [vp]),
             "spGetDependencyFilePath": (cp, [vp, i]),
             "spGetBuildTagString": (cp, []),
+            "spSetTypeNameForEntryPointExistentialTypeParam": (None, [vp, i, i, cp]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -201,6 +205,8 @@ def compile_job(job: CompileJob) -> CompileResult:
     deps: dict[str, None] = {}
     warnings: list[str] = []
     spelled = dict(job.instances)
+    typed = {entry: (function, types) for entry, function, types in job.conformances}
+    spelled.update((entry, function) for entry, (function, _) in typed.items())
     for entry in job.entries:
         req = slang.lib.spCreateCompileRequest(slang.session)
         try:
@@ -221,6 +227,8 @@ def compile_job(job: CompileJob) -> CompileResult:
             if slang.lib.spProcessCommandLineArguments(req, argv, len(args)) < 0:
                 diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
                 return CompileResult(job.path, error=CompileError(job.path, entry, diag or "bad options"))
+            for slot, name in enumerate(typed.get(entry, ("", ()))[1]):
+                slang.lib.spSetTypeNameForEntryPointExistentialTypeParam(req, 0, slot, name.encode())
             rc = slang.lib.spCompile(req)
             diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
             if rc < 0:

@@ -12,7 +12,7 @@ import hashlib
 import keyword
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -72,6 +72,9 @@ class Instance:
     args: tuple[str, ...]  # its type arguments as written, whitespace dropped: ("float",)
     line: int | None  # the entries line naming it, else the generic's definition
     option: bool = False  # named by the `instances` option, not by the file
+    # Where the entry is no generic but takes interface-typed parameters (`uniform IOp op`): their
+    # names; `args` are then the conforming types they are built for, one each.
+    keywords: tuple[str, ...] = ()
 
     @property
     def spelled(self) -> str:
@@ -142,6 +145,7 @@ class _Function:
     stage: str = ""  # another stage it is marked for ([shader("vertex")])
     generic: bool = False  # has type or value parameters (`f<T>(...)`, `__generic<T> ... f(...)`)
     line: int | None = None  # where its name is
+    existential: tuple[str, ...] = ()  # its parameters of an interface type (`uniform IOp op`)
 
 
 def _angle_end(tokens: list[tuple[str, str, int]], i: int) -> int | None:
@@ -174,10 +178,33 @@ def _parameters_at(tokens: list[tuple[str, str, int]], i: int) -> int | None:
     return end if end is not None and end < len(tokens) and tokens[end][1] == "(" else None
 
 
+def _existential(params: list[tuple[str, str, int]], interfaces: set[str]) -> tuple[str, ...]:
+    """The names of the parameters in ``params`` (a parameter list's tokens) whose type is one
+    of ``interfaces`` (``uniform IOp op``)."""
+    out: list[str] = []
+    depth, words = 0, list[str]()
+    for kind, text, _ in [*params, ("punct", ",", 0)]:
+        if kind == "punct" and text in "(<[":
+            depth += 1
+        elif kind == "punct" and text in ")>]":
+            depth -= 1
+        elif kind == "punct" and text == "," and depth == 0:
+            typed = [k for k, w in enumerate(words[:-1]) if w in interfaces]
+            if typed and typed[-1] == len(words) - 2:
+                out.append(words[-1])
+            words = []
+        elif kind == "ident" and depth == 0:
+            words.append(text)
+        elif kind == "punct" and text in ":=" and depth == 0:
+            words.append("")  # `: SV_DispatchThreadID`, `= 0`: no more of the declaration
+    return tuple(out)
+
+
 def _functions(source: str) -> list[_Function]:
     """Functions defined in ``source``, with what their attributes say, in order of appearance."""
     source = "\n".join(source_lines(source))  # Slang's lines: `//` ends at a lone `\r` too
     tokens = _tokens(source)
+    interfaces = {tokens[k + 1][1] for k, t in enumerate(tokens[:-1]) if t[1] == "interface"}
     found: list[_Function] = []
     compute = numthreads = generic = False  # attributes seen since the last declaration ended
     other = ""
@@ -218,7 +245,10 @@ def _functions(source: str) -> list[_Function]:
                 after = tokens[end][1] if end < len(tokens) else ""
                 if after in ("{", ":", "throws", "->") or compute or numthreads or other:
                     line = source.count("\n", 0, at) + 1
-                    found.append(_Function(text, compute, numthreads, other, generic or params > i + 1, line))
+                    typed = _existential(tokens[params + 1 : end - 1], interfaces)
+                    found.append(
+                        _Function(text, compute, numthreads, other, generic or params > i + 1, line, typed)
+                    )
                     compute = numthreads = generic = False
                     other = ""
                 i = end
@@ -289,7 +319,7 @@ def _generic(functions: list[_Function], name: str) -> _Function | None:
     """The generic function an entry named ``name`` would be: one marked as an entry, or the
     only kind of function of that name the file defines."""
     same = [f for f in functions if f.name == name]
-    generic = [f for f in same if f.generic]
+    generic = [f for f in same if f.generic or f.existential]
     marked = [f for f in generic if f.compute or f.numthreads]
     if marked:
         return marked[0]
@@ -304,13 +334,18 @@ def refuse_generic(
     for name in names:
         f = _generic(functions, name)
         if f is not None:
+            what, a, b = "is generic (it has type or value parameters)", "float", "half"
+            if not f.generic:
+                typed = ", ".join(f"`{p}`" for p in f.existential)
+                what = f"takes parameters of an interface type ({typed}), each built for a type that conforms"
+                a, b = "TypeA", "TypeB"
             raise ShaderError(
                 rel,
                 f.line if f.line is not None else listed_at,
-                f"entry point `{name}` is generic (it has type or value parameters) and no instance of "
-                f"it is listed: add its instances, as in `// slang-entries: {name}<float> {name}<half>`, "
+                f"entry point `{name}` {what} and no instance of "
+                f"it is listed: add its instances, as in `// slang-entries: {name}<{a}> {name}<{b}>`, "
                 f"or in the `{option_name(HookSettings, 'instances')}` option "
-                f'(`{option_name(HookSettings, "instances")} = {{ {name} = ["float", "half"] }}`)',
+                f'(`{option_name(HookSettings, "instances")} = {{ {name} = ["{a}", "{b}"] }}`)',
             )
 
 
@@ -349,6 +384,8 @@ def _instances(
         mine = listed.get(name, []) + _from_option(rel, name, f.line, option.get(name, ()))
         if not mine:
             refuse_generic(rel, functions, [name], contract.entries_line)
+        if not f.generic:
+            mine = [_conforming(rel, f, inst) for inst in mine]
         for inst in mine:
             if (seen := found.get(inst.key)) is not None and seen.args != inst.args:
                 raise ShaderError(
@@ -361,6 +398,19 @@ def _instances(
                 found[inst.key] = inst
                 entries.append(inst.key)
     return tuple(entries), tuple(found.values())
+
+
+def _conforming(rel: str, f: _Function, inst: Instance) -> Instance:
+    """An instance of an entry with interface-typed parameters: one conforming type for each."""
+    if len(inst.args) != len(f.existential):
+        typed = ", ".join(f"`{p}`" for p in f.existential)
+        raise ShaderError(
+            rel,
+            inst.line,
+            f"`{inst.spelled}` gives {len(inst.args)} type(s) for the {len(f.existential)} "
+            f"interface-typed parameter(s) of `{f.name}` ({typed})",
+        )
+    return replace(inst, keywords=f.existential)
 
 
 def _from_option(rel: str, name: str, line: int | None, texts: tuple[str, ...]) -> list[Instance]:

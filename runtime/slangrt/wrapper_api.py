@@ -31,6 +31,9 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   entry (``gscale``) calls the one instance (``gscale_float``) whose array dtypes the arguments
   have; none, or several, is a ``TypeError`` listing the instances (``_calls._pick``). Added
   within API 1 (the 0.1 series, before its first release).
+- :func:`choose` ``(name, keyword, value, choices, args, kwargs)``: the function named after an
+  entry with an interface-typed parameter calls the instance built for the type its keyword
+  names (``op="Square"``); another value is a ``TypeError`` listing the types. Added within API 1.
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
@@ -41,7 +44,7 @@ from __future__ import annotations
 
 from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
 from ._calls._lastcall import LastCall
-from ._calls._pick import pick
+from ._calls._pick import choose, pick
 
 API_VERSION = 1
 
@@ -51,6 +54,7 @@ __all__ = [
     "LastCall",
     "WrapperAPIError",
     "ceil",
+    "choose",
     "div",
     "grid_arg",
     "grid_dim",

@@ -68,3 +68,17 @@ def test_arguments_several_instances_take_are_refused_listing_them() -> None:
     ):
         _pick(both, np.zeros(3, np.float32), np.zeros(3, np.float32))
     assert _pick(both, np.zeros(3, np.int32), np.zeros(3, np.float32)) == "gscale_any"
+
+
+def test_choose_runs_the_instance_built_for_the_named_type() -> None:
+    choices = (("Square", gscale_float), ("Negate", gscale_half))
+    CALLS.clear()
+    wrapper_api.choose("k.apply", "op", "Negate", choices, (1,), {"n": 2})
+    assert CALLS == [("gscale_half", (1,), {"n": 2})]
+    for bad in ("Cube", None, 3):
+        with pytest.raises(TypeError) as info:
+            wrapper_api.choose("k.apply", "op", bad, choices, (), {})
+        assert str(info.value) == (
+            'k.apply: argument `op` must name one of the types it was built for ("Square", "Negate"), '
+            f"got {bad!r}"
+        )

@@ -78,7 +78,7 @@ def types(package: Callable[[str], Path], build_project: BuildProject) -> BuiltP
 @pytest.mark.gpu
 @requires_device
 def test_the_instances_validate_against_numpy(types: BuiltPackage) -> None:
-    names = ["instances_scale", "instances_apply"]
+    names = ["instances_scale", "instances_apply", "instances_op"]
     result = CliRunner().invoke(main, ["validate", "--root", str(types.root), "--json", *names])
     rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     assert result.exit_code == 0, result.output[-2000:]
@@ -88,6 +88,8 @@ def test_the_instances_validate_against_numpy(types: BuiltPackage) -> None:
         "instances_scale_half",
         "instances_apply_Square",
         "instances_apply_Affine",
+        "instances_op_Square",
+        "instances_op_Negate",
     }
 
 
@@ -217,3 +219,53 @@ def test_a_dispatch_line_for_the_generic_or_one_instance(tmp_path: Path) -> None
         "negate_half": ["ceil(n / 32)"],
     }
     assert not [w for w in out.warnings if "Dispatch" in w]
+
+
+@pytest.mark.gpu
+@requires_device
+def test_an_interface_typed_parameter_is_picked_by_a_keyword_naming_the_type(types: BuiltPackage) -> None:
+    k = types.kernels("instances_op")
+    x = np.linspace(-2, 2, 70).astype(np.float32)
+    for op, want in (("Square", x * x), ("Negate", -x)):
+        y = np.zeros_like(x)
+        k.instances_op(x, y, op=op)
+        np.testing.assert_array_equal(y, want)
+    with pytest.raises(TypeError) as info:
+        k.instances_op(x, np.zeros_like(x), op="Cube")
+    assert str(info.value) == (
+        "instances_op.instances_op: argument `op` must name one of the types it was built for "
+        '("Square", "Negate"), got \'Cube\''
+    )
+    entries = types.manifest["shaders"]["instances_op"]["entries"]
+    assert {k: (e["generic"], e["type_args"]) for k, e in entries.items()} == {
+        "instances_op_Square": ("instances_op", ["Square"]),
+        "instances_op_Negate": ("instances_op", ["Negate"]),
+    }
+
+
+OP = """\
+interface IUnary { float apply(float v); };
+struct Square : IUnary { float apply(float v) { return v * v; } };
+[shader("compute")]
+[numthreads(8, 1, 1)]
+void run(uint3 t : SV_DispatchThreadID, uniform RWStructuredBuffer<float> y, uniform IUnary op)
+{
+    y[t.x] = op.apply(y[t.x]);
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("head", "message"),
+    [
+        ("", r"^shaders/op.slang:5: entry point `run` takes parameters of an interface type \(`op`\)"),
+        (
+            "// slang-entries: run<Square, Square>\n",
+            r"^shaders/op.slang:1: `run<Square, Square>` gives 2 type",
+        ),
+    ],
+)
+def test_an_interface_typed_parameter_needs_one_listed_type(tmp_path: Path, head: str, message: str) -> None:
+    root = _project(tmp_path / "p", {"op.slang": head + OP})
+    with pytest.raises(HatchSlangError, match=message):
+        pipeline.build(load_project_config(root))

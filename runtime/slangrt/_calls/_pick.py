@@ -76,3 +76,24 @@ def _listed(arrays: Sequence[str], instances: Sequence[Instance]) -> str:
         takes = ", ".join(f"{a} {d or 'any dtype'}" for a, d in zip(arrays, dtypes))
         out.append(f"{f.__name__} ({takes})")
     return "; ".join(out)
+
+
+def choose(
+    name: str,
+    keyword: str,
+    value: object,
+    choices: Sequence[tuple[str, Callable[..., None]]],
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+) -> None:
+    """Call the instance built for the type ``value`` names (``op="Square"``): ``keyword`` is an
+    interface-typed parameter, ``choices`` each conforming type and its instance's wrapper.
+    Another value is a ``TypeError`` listing the types."""
+    for type_name, function in choices:
+        if value == type_name and isinstance(value, str):
+            function(*args, **kwargs)
+            return
+    listed = ", ".join(f'"{t}"' for t, _ in choices)
+    raise TypeError(
+        f"{name}: argument `{keyword}` must name one of the types it was built for ({listed}), got {value!r}"
+    )
