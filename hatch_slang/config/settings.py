@@ -68,8 +68,9 @@ def option(
 
 _INSTANCES_DOC = (
     "instances of generic entry points, by entry name: a list whose items are an instance's type "
-    'arguments, a string (`"float"`, `"float, 4"`) or a list of strings (`["float", "4"]`); '
-    "added to those the file's `slang-entries` line names (see below)"
+    'arguments (or the conforming types of an entry\'s interface-typed parameters), a string (`"float"`, '
+    '`"float, 4"`) or a list of strings (`["float", "4"]`); added to those the file\'s `slang-entries` '
+    "line names (see below)"
 )
 _INSTANCES_MUST = 'a table of entry = ["float", ["half", "4"], ...] (each item a string or a list of strings)'
 
