@@ -7,7 +7,8 @@ from the configured package: from the project tree when it holds the generated f
 installed (``pip install .``). :func:`reference_cases` is the loop ``validate`` and ``bench``
 share.
 
-A case names the entry, the sizes (``dims``) and whatever arguments it wants to choose itself
+A case names the entry (an instance of a generic entry by its own name, ``gscale_half``: the
+manifest's key, not the generic's), the sizes (``dims``) and whatever arguments it wants to choose itself
 (indices that must be in range, well-separated scores, params). Every buffer argument it leaves
 out is built from the entry's contract in the package manifest: the dtype of the binding and its
 shape evaluated over ``dims`` and the params given, filled with standard-normal floats or small
@@ -368,6 +369,17 @@ def find_entry(package: manifest.Manifest, module: str, name: str) -> tuple[str,
     raise KeyError(name)
 
 
+def _no_entry(package: manifest.Manifest, module: str, name: str) -> str:
+    """Why a case's entry is none: a generic entry's name says which instances to name instead."""
+    instances = [k for k, e in package["shaders"][module]["entries"].items() if e.get("generic") == name]
+    if instances:
+        return (
+            f"`{name}` is a generic entry: a case names one of its instances "
+            f"({', '.join(f'`{k}`' for k in instances)})"
+        )
+    return f"the kernels have no entry `{name}` in `{module}`"
+
+
 def _python(name: str) -> str:
     """``name`` as the wrappers and :func:`evaluate` spell it (NFKC, a keyword gets `_`)."""
     return name if check_argument(name) else argument_name(name)
@@ -460,7 +472,7 @@ def run_case(
     try:
         _, function, entry = find_entry(package, module, case.entry)
     except KeyError:
-        raise HatchSlangError(f"{where}: the kernels have no entry `{case.entry}` in `{module}`") from None
+        raise HatchSlangError(f"{where}: {_no_entry(package, module, case.entry)}") from None
     args = contract_inputs(entry, case.dims, case.args, rng, where=where)
     expect = case.expect(_copies(args)) if callable(case.expect) else case.expect
     run_args = _copies(args)

@@ -129,7 +129,16 @@ def compile_job_for(config: BuildConfig, shader: Shader) -> CompileJob:
     options = config.options_for(shader.path)
     values = dict(options.constants)
     constants = link_constants(shader.rel, shader.source, shader.entries, values)
-    return CompileJob(shader.rel, shader.entries, options, str(config.root), constants=constants)
+    instances, conformances = _spelled(shader)
+    return CompileJob(
+        shader.rel,
+        shader.entries,
+        options,
+        str(config.root),
+        instances=instances,
+        conformances=conformances,
+        constants=constants,
+    )
 
 
 def shader_constants(config: BuildConfig, shader: Shader) -> dict[str, tuple[LinkConstant, ...]]:
@@ -183,6 +192,16 @@ def checked_specs(
     return [done[s.rel] for s in shaders if s.rel in done], compiled
 
 
+def _spelled(
+    shader: Shader,
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str, tuple[str, ...]], ...]]:
+    """What the compiler is asked for each instance of a generic entry (``gscale<float>``), and
+    for each of an entry with interface-typed parameters (the function, the conforming types)."""
+    generic = tuple((i.key, i.spelled) for i in shader.instances if not i.keywords)
+    typed = tuple((i.key, i.generic, i.args) for i in shader.instances if i.keywords)
+    return generic, typed
+
+
 def _collect(errors: list[HatchSlangError], e: HatchSlangError) -> None:
     errors.extend(e.errors if isinstance(e, BuildErrors) else [e])
 
@@ -192,12 +211,12 @@ def _raise(errors: list[HatchSlangError]) -> None:
         raise errors[0] if len(errors) == 1 else BuildErrors(errors)
 
 
-def _parse(srcs: list[Source], errors: dict[str, list[HatchSlangError]]) -> list[Shader]:
+def _parse(config: BuildConfig, srcs: list[Source], errors: dict[str, list[HatchSlangError]]) -> list[Shader]:
     """The shaders whose comments parsed; the others' problems go into ``errors`` (by file)."""
     shaders: list[Shader] = []
     for src in srcs:
         try:
-            shaders.append(parse(src))
+            shaders.append(parse(src, config.instances_for(src.path)))
         except HatchSlangError as e:
             _collect(errors.setdefault(src.rel, []), e)
     return shaders
@@ -295,7 +314,7 @@ def build(
         _collect(errors.setdefault(e.path if isinstance(e, ShaderError) else "", []), e)
     chosen = select(srcs, only) if only else srcs
     templates = codegen.Templates.load(config.templates)
-    shaders = _parse(chosen, errors)
+    shaders = _parse(config, chosen, errors)
     specs, compiled = checked_specs(
         config, shaders, errors, strict=config.strict, cache=cache, progress=progress
     )
@@ -336,7 +355,7 @@ def build(
 def inspect(config: BuildConfig, name: str, *, cache: BuildCache | None = None) -> ShaderSpec:
     """One shader's merged contract and reflection, disagreements as warnings (``hatch-slang show``)."""
     [src] = select(sources(config.root, list(config.shaders)), [name])[:1]
-    shader = parse(src)
+    shader = parse(src, config.instances_for(src.path))
     errors: dict[str, list[HatchSlangError]] = {}
     specs, _ = checked_specs(config, [shader], errors, strict=False, cache=cache)
     _raise(errors.get(shader.rel, []))

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hatch_slang.codegen.generics import pickers
 from hatch_slang.compile.constants import LinkConstant
+from hatch_slang.compile.discover import Shader
 from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.spec.images import describe
 from hatch_slang.spec.model import BufferSpec, EntrySpec, ShaderSpec
@@ -151,8 +153,10 @@ def _binding_data(b: BufferSpec) -> dict[str, Any]:
     }
 
 
-def _entry_data(e: EntrySpec, constants: tuple[LinkConstant, ...]) -> dict[str, Any]:
-    """One entry as `show --json` gives it (``constants``: its link-time constants as linked)."""
+def _entry_data(e: EntrySpec, constants: tuple[LinkConstant, ...], shader: Shader) -> dict[str, Any]:
+    """One entry as `show --json` gives it (``constants``: its link-time constants as linked;
+    an instance of a generic entry says which, ``instance_of``)."""
+    inst = shader.instance(e.name)
     return {
         "name": e.name,
         "function": e.python,
@@ -167,6 +171,7 @@ def _entry_data(e: EntrySpec, constants: tuple[LinkConstant, ...]) -> dict[str, 
         "arguments": _arguments(e),
         **_constants(e),
         **_entry_types(constants),
+        **({"instance_of": {"generic": inst.generic, "type_args": list(inst.args)}} if inst else {}),
     }
 
 
@@ -185,9 +190,35 @@ def show_data(
         "module": spec.shader.module,
         "summary": spec.shader.contract.prose.split("\n\n")[0].replace("\n", " "),
         "bindings": [_binding_data(b) for b in sorted(buffers.values(), key=lambda b: b.index)],
-        "entries": [_entry_data(e, constants.get(e.name, ())) for e in spec.entries],
+        "entries": [_entry_data(e, constants.get(e.name, ()), spec.shader) for e in spec.entries],
+        "generics": _generics(spec),
         "warnings": list(spec.warnings),
     }
+
+
+def _generics(spec: ShaderSpec) -> list[dict[str, Any]]:
+    """Each generic entry: its instances (entry, type arguments, where listed) and the function
+    that picks one by dtype, where there is one."""
+    picking = {p.generic: p.python for p in pickers(spec)}
+    out: dict[str, dict[str, Any]] = {}
+    for i in spec.shader.instances:
+        g = out.setdefault(
+            i.generic, {"name": i.generic, "function": picking.get(i.generic), "instances": []}
+        )
+        listed = f"option `{option_name(HookSettings, 'instances')}`" if i.option else _origin(i.line)
+        g["instances"].append(
+            {"entry": i.key, "type_args": list(i.args), "spelled": i.spelled, "from": listed}
+        )
+    return list(out.values())
+
+
+def _print_generics(generics: list[dict[str, Any]]) -> None:
+    for g in generics:
+        click.echo()
+        how = f"`{g['function']}` picks one by dtype" if g["function"] else "each called by its name"
+        click.secho(f"generic entry {g['name']}: {len(g['instances'])} instance(s), {how}", bold=True)
+        rows = [[i["entry"], i["spelled"], i["from"]] for i in g["instances"]]
+        table(["entry", "instance", "from"], rows, lambda s: click.echo("  " + s))
 
 
 def table(headers: list[str], rows: list[list[str]], out: Callable[[str], None] = click.echo) -> None:
@@ -230,7 +261,9 @@ def print_show(data: dict[str, Any]) -> None:
         t = entry["threads"]
         function = entry.get("function", entry["name"])
         renamed = f" (function {function})" if function != entry["name"] else ""
-        click.secho(f"entry {entry['name']}{renamed}", bold=True)
+        of = entry.get("instance_of")
+        instance = f" (instance of {of['generic']}<{', '.join(of['type_args'])}>)" if of else ""
+        click.secho(f"entry {entry['name']}{renamed}{instance}", bold=True)
         by = entry.get("threads_by") or [None, None, None]
         size = " x ".join(f"{n} (default {v})" if n else str(v) for v, n in zip(t, by, strict=True))
         click.echo(f"  threads per group: {size} = {entry['threads_per_group']}")
@@ -245,6 +278,7 @@ def print_show(data: dict[str, Any]) -> None:
         arows = [[a["name"], a["kind"], a["from"]] for a in entry["arguments"]]
         table(["name", "what", "from"], arows, lambda s: click.echo("    " + s))
         _print_types(entry)
+    _print_generics(data.get("generics", []))
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow", err=True)
 

@@ -24,7 +24,7 @@ from slangrt.dtypes import DTYPES
 from slangrt.spirv import SpecConstant
 
 from hatch_slang import __version__
-from hatch_slang.codegen import images, layout, structs
+from hatch_slang.codegen import generics, images, layout, structs
 from hatch_slang.config.settings import TEMPLATE_FILES, HookSettings, option_name, where
 from hatch_slang.errors import ConfigError, ShaderError
 from hatch_slang.spec.model import (
@@ -124,7 +124,11 @@ def spv_name(module: str, entry: str) -> str:
 def render_module(spec: ShaderSpec, templates: Templates) -> str:
     own = Names.of(spec)
     functions = "".join(_render_function(spec, e, templates, own) for e in spec.entries)
-    names = _list_items([_lit(e.python) for e in spec.entries] + [_lit(n) for n in own.structs.values()])
+    functions += "".join(
+        generics.render(p, spec.shader.module, lambda e: _parameters(e, own.own), own.own, own.helpers)
+        for p in own.pickers
+    )
+    names = _list_items([_lit(n) for n in own.functions] + [_lit(n) for n in own.structs.values()])
     text = templates.module.substitute(
         version=__version__,
         api=WRAPPER_API,
@@ -162,8 +166,8 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
 # What a generated module reads at module level besides its own values: the imports of
 # ``$imports`` and the builtins of its annotations, each by the name it has unless an entry's
 # function takes it (``Names.own``).
-_IMPORTED = ("annotations", "Any", "np", "npt", "slangrt")
-_BUILTINS = ("bool", "float", "int", "tuple")
+_IMPORTED = ("annotations", "Any", "Literal", "overload", "np", "npt", "slangrt")
+_BUILTINS = ("bool", "float", "int", "str", "tuple")
 
 
 @dataclass(frozen=True)
@@ -186,10 +190,26 @@ class Names:
     # (argument, its default) -> the module-level default sampler (`_samp_default`)
     samplers: dict[tuple[str, SamplerDefault], str]
     structs: dict[Struct, str]  # each buffer's struct -> its module-level dtype (codegen.structs)
+    pickers: tuple[generics.Picker, ...] = ()  # the functions named after generic entries
+
+    @property
+    def functions(self) -> list[str]:
+        """The module's functions: each entry's wrapper, then each generic entry's picker."""
+        return [*self.last, *(p.python for p in self.pickers)]
 
     @classmethod
     def of(cls, spec: ShaderSpec) -> Names:
+        pickers = generics.pickers(spec)
         functions = {e.python for e in spec.entries}
+        for p in pickers:
+            if p.python in functions:
+                raise ShaderError(
+                    spec.shader.rel,
+                    None,
+                    f"`{p.python}`, the function that picks an instance of generic entry `{p.generic}` "
+                    "by dtype, is also an entry's wrapper; rename one",
+                )
+        functions |= {p.python for p in pickers}
         taken = functions | {n for e in spec.entries for n in _arguments(e)}
         own = {n: _fresh(n, taken) if n in functions else n for n in (*_IMPORTED, *_BUILTINS)}
         helpers = _fresh("_c", taken)
@@ -203,7 +223,7 @@ class Names:
                 samplers[key] = _fresh(f"_{key[0]}_default", taken)
         named = structs.names(structs.structs_of(spec), taken | set(own.values()) | {"np", "npt"})
         taken |= set(named.values())
-        return cls(frozenset(taken), helpers, library, last, own, samplers, named)
+        return cls(frozenset(taken), helpers, library, last, own, samplers, named, tuple(pickers))
 
     def sampler(self, b: BufferSpec) -> str | None:
         """The module-level default sampler of a sampler or combined argument (else None)."""
@@ -215,6 +235,12 @@ class Names:
         module's or this body's names is (then ``_d_`` ...)."""
         taken = set(self.taken)
         return lambda base: _fresh(base, taken)
+
+    def typing(self) -> list[str]:
+        """What the module imports from ``typing``: ``Any``, and for pickers of generic entries
+        ``overload`` (and ``Literal`` where one picks by a type's name)."""
+        keyword = any(p.keyword for p in self.pickers)
+        return ["Any", *(["Literal"] if keyword else []), *(["overload"] if self.pickers else [])]
 
     def imports(self) -> str:
         """The module's imports (``$imports`` of the module template), under the names of :attr:`own`."""
@@ -228,7 +254,7 @@ class Names:
                 f"from __future__ import {alias('annotations')}",
                 "",
                 *([f"from builtins import {', '.join(renamed)}"] if renamed else []),
-                f"from typing import {alias('Any')}",
+                f"from typing import {', '.join(alias(n) for n in self.typing())}",
                 "",
                 f"import numpy as {self.own['np']}",
                 f"import numpy.typing as {self.own['npt']}",
@@ -294,14 +320,15 @@ def _check_module_names(spec: ShaderSpec, tree: ast.Module, own: Names) -> None:
     bound: list[str] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
-            bound.append(node.name)
+            stub = [d for d in node.decorator_list if isinstance(d, ast.Name) and d.id == own.own["overload"]]
+            bound += [] if stub and own.pickers else [node.name]
         elif isinstance(node, ast.Import | ast.ImportFrom):
             bound += [(a.asname or a.name).split(".")[0] for a in node.names]
         elif isinstance(node, ast.Assign):
             bound += [t.id for t in node.targets if isinstance(t, ast.Name)]
     read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     imported = [a for n, a in own.own.items() if a in read and (n in _IMPORTED or a != n)]
-    needed = [own.helpers, own.library, *own.last.values(), *(e.python for e in spec.entries), *imported]
+    needed = [own.helpers, own.library, *own.last.values(), *own.functions, *imported]
     for name in needed:
         if bound.count(name) != 1:
             how = "is not defined" if name not in bound else "is defined twice"
@@ -738,6 +765,10 @@ def manifest_entry(spec: ShaderSpec) -> manifest.Shader:
             entry["constants"] = [
                 {"id": c.id, "name": c.name, "scalar": c.scalar, "default": c.default} for c in e.constants
             ]
+        inst = spec.shader.instance(e.name)
+        if inst is not None:
+            entry["generic"] = inst.generic
+            entry["type_args"] = list(inst.args)
         entries[e.name] = entry
     return {"source": spec.shader.rel, "entries": entries}
 

@@ -102,6 +102,14 @@ class Contract:
     notes: tuple[Note, ...] = ()
     binding_sets: tuple[BindingSet, ...] = ()  # every documented set (several backends: several)
     dispatch_notes: tuple[Note, ...] = field(default=(), compare=False)  # unreadable Dispatch lines
+    # Instances of generic entries the entries lines name: (line, text without whitespace), in
+    # order (`gscale<float>`, `f<float,4>`); :mod:`hatch_slang.compile.discover` reads them.
+    instances: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def declares_entries(self) -> bool:
+        """Whether an entries line names entries or instances (else the default rule applies)."""
+        return bool(self.entries or self.instances)
 
     def dispatch_for(self, entry: str) -> DispatchDoc | None:
         """The Dispatch line that applies to ``entry``: its own, else the default, else None."""
@@ -162,8 +170,9 @@ def parse_contract(path: Path | str, source: str) -> Contract:
         bindings_line=first.line if first else None,
         dispatch=dispatch,
         entry_dispatch=tuple(block.entry_dispatch),
-        notes=(*block.notes, *binding_notes, *_unlisted(block.entry_dispatch, block.entries)),
+        notes=(*block.notes, *binding_notes, *_unlisted(block.entry_dispatch, block.listed())),
         binding_sets=tuple(sets),
+        instances=tuple(block.instances),
     )
 
 
@@ -178,11 +187,24 @@ class _Block:
     dispatch: DispatchDoc | None = None
     entry_dispatch: list[DispatchDoc] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
+    instances: list[tuple[int, str]] = field(default_factory=list)
 
-    def add_entries(self, number: int, names: list[str], notes: list[Note]) -> None:
+    def add_entries(self, number: int, read: _EntriesLine) -> None:
+        names, notes, instances = read
         self.entries += [n for n in names if n not in self.entries]
+        self.instances += [(number, i) for i in instances if i not in {t for _, t in self.instances}]
         self.entries_line = self.entries_line or number
         self.notes += notes
+
+    def listed(self) -> list[str]:
+        """The entries the entries lines name: each name, each instance's generic and the entry
+        each instance is (:func:`instance_key`)."""
+        keys = []
+        for _, text in self.instances:
+            generic, _, inner = text.partition("<")
+            args = split_arguments(inner[:-1])
+            keys += [generic] + ([instance_key(generic, args)] if args is not None else [])
+        return [*self.entries, *keys]
 
     def add_dispatch(self, d: DispatchDoc) -> None:
         """The first Dispatch line for all entries, and the first for each entry, is used."""
@@ -213,7 +235,7 @@ def _walk(lines: list[tuple[int, str]]) -> _Block:
             block.prose.append("")
             i += 1
         elif (m := _ENTRIES.match(text)) and (read := _entry_names(m.group("names"), number)) is not None:
-            block.add_entries(number, *read)
+            block.add_entries(number, read)
             i += 1
         elif _DISPATCH_HEAD.match(text):
             d, i, notes = _read_dispatch(lines, i)
@@ -288,14 +310,20 @@ def _single_group(lines: list[tuple[int, str]]) -> DispatchDoc | None:
     return None
 
 
-def _entry_names(text: str, number: int) -> tuple[list[str], list[Note]] | None:
-    """The names of an entries line and its notes; None if the line is prose that only starts like one."""
-    names = [n for n in re.split(r"[\s,]+", text.strip().strip(".")) if n and n.lower() != "and"]
-    names = [n.strip("`") for n in names]
-    if not names or (len(names) > 6 and not all(n.isidentifier() for n in names)):
+_EntriesLine = tuple[list[str], list[Note], list[str]]  # names, notes, instances
+
+
+def _entry_names(text: str, number: int) -> _EntriesLine | None:
+    """The names of an entries line, its notes and the generic entries' instances it names
+    (``gscale<float>``); None if the line is prose that only starts like one."""
+    instances = [re.sub(r"\s+", "", m.group(0).strip("`")) for m in _INSTANCE.finditer(text)]
+    rest = _INSTANCE.sub(" ", text)
+    names = [n for n in re.split(r"[\s,]+", rest.strip().strip(".")) if n and n.lower() != "and"]
+    names = [n.strip("`") for n in names if n.strip("`")]
+    if not (names or instances) or (len(names) > 6 and not all(n.isidentifier() for n in names)):
         return None
     if len(text) > MAX_LINE_LEN:
-        return [], [Note(number, f"the entries line is longer than {MAX_LINE_LEN} characters; not read")]
+        return [], [Note(number, f"the entries line is longer than {MAX_LINE_LEN} characters; not read")], []
     read: list[str] = []
     notes: list[Note] = []
     for name in names:
@@ -303,7 +331,7 @@ def _entry_names(text: str, number: int) -> tuple[list[str], list[Note]] | None:
             notes.append(Note(number, f"entry point {why}; it is left out"))
         elif name not in read:
             read.append(name)
-    return read, notes
+    return read, notes, list(dict.fromkeys(instances))
 
 
 def _backend(text: str) -> str:
@@ -427,14 +455,30 @@ def _tidy_prose(lines: list[str]) -> str:
 _INSTANCE = re.compile(r"`?(?P<name>[A-Za-z_]\w*)\s*<[^<>]*(?:<[^<>]*>[^<>]*)*>`?")
 
 
-def generic_instances(source: str) -> list[tuple[int, str]]:
-    """(line, text) of each generic entry's instance that an entries line of ``source`` names
-    (``// slang-entries: f<float>``)."""
-    found: list[tuple[int, str]] = []
-    for number, text in leading_comment(source):
-        m = _ENTRIES.match(text)
-        if m is not None:
-            found += [
-                (number, re.sub(r"\s+", "", i.group(0).strip("`"))) for i in _INSTANCE.finditer(m["names"])
-            ]
-    return found
+# The type arguments of an instance as written: types, numbers, `vector<float, 4>`, `A.B`, `A::B`.
+_ARGUMENTS = re.compile(r"[\w.:<>,\[\] -]{1,200}", re.ASCII)
+
+
+def split_arguments(text: str) -> tuple[str, ...] | None:
+    """The type arguments of ``text`` (``float, 4`` or ``vector<float,4>, 2``) split at the commas
+    outside angle brackets, whitespace dropped; None if they cannot be read."""
+    if not _ARGUMENTS.fullmatch(text):
+        return None
+    args: list[str] = []
+    depth, start = 0, 0
+    for k, c in enumerate(text):
+        depth += (c == "<") - (c == ">")
+        if depth < 0:
+            return None
+        if c == "," and depth == 0:
+            args.append(text[start:k])
+            start = k + 1
+    args.append(text[start:])
+    out = tuple(re.sub(r"\s+", "", a) for a in args)
+    return out if depth == 0 and all(out) else None
+
+
+def instance_key(generic: str, args: tuple[str, ...]) -> str:
+    """An instance's entry name: the generic's and its type arguments' words joined by ``_``
+    (``gscale<float>`` -> ``gscale_float``, ``f<vector<float,4>>`` -> ``f_vector_float_4``)."""
+    return "_".join([generic, *(re.sub(r"\W+", "_", a, flags=re.ASCII).strip("_") for a in args)])

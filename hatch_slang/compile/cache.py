@@ -60,6 +60,7 @@ from typing import Any, Protocol
 from slangrt import files
 
 from hatch_slang import __version__
+from hatch_slang.comments.contract import instance_key, split_arguments
 from hatch_slang.compile.compiler import CompiledEntry, CompileOptions, CompileResult
 from hatch_slang.compile.constants import externs
 from hatch_slang.compile.discover import Shader
@@ -156,7 +157,7 @@ class Entry:
     key: str  # the slot's key (:meth:`BuildCache.key`): an entry copied to another slot is a miss
     path: str  # the shader, relative to the root
     sha256: str  # the shader's content
-    entries: tuple[str, ...]  # its entry points, in order
+    entries: tuple[str, ...]  # its entry points, in order, an instance as asked for (`gscale<float>`)
     dependencies: tuple[tuple[str, str], ...]  # (portable path, sha256) of every file read
     absent: tuple[str, ...]  # portable paths that would shadow a file read, had they existed
     compiled: tuple[CompiledEntry, ...]  # one per entry point, in order
@@ -272,9 +273,24 @@ def decode_entry(data: bytes) -> Entry | None:
         )
     except (ValueError, RecursionError, binascii.Error):  # JSONDecodeError, UnicodeError: ValueErrors
         return None
-    if tuple(c.name for c in entry.compiled) != entry.entries or not entry.entries:
+    if tuple(c.name for c in entry.compiled) != tuple(map(_entry_of, entry.entries)) or not entry.entries:
         return None
     return entry
+
+
+def _entry_of(asked: str) -> str | None:
+    """The entry a compile asked for ``asked`` yields: itself, or an instance's key."""
+    generic, bracket, inner = asked.partition("<")
+    if not bracket:
+        return asked
+    args = split_arguments(inner[:-1]) if inner.endswith(">") else None
+    return None if args is None else instance_key(generic, args)
+
+
+def asked(shader: Shader) -> tuple[str, ...]:
+    """What the compiler is asked for each entry of ``shader`` (an instance: ``gscale<float>``):
+    a cached result is reused only for the same."""
+    return tuple(shader.spelled(n) for n in shader.entries)
 
 
 class _Stamped(Protocol):
@@ -393,7 +409,7 @@ class BuildCache:
 
         The result is to be checked as a fresh compile's is; one that fails is :meth:`discard` ed."""
         entry = self._entry(shader)
-        if entry is None or entry.entries != shader.entries:
+        if entry is None or entry.entries != asked(shader):
             return None
         return CompileResult(
             path=shader.rel,
@@ -430,7 +446,7 @@ class BuildCache:
             self.key(shader),
             shader.rel,
             shader.sha256,
-            shader.entries,
+            asked(shader),
             tuple(deps),
             self._absent(shader, read),
             result.entries,

@@ -17,8 +17,10 @@ import ctypes
 import faulthandler
 import glob
 import importlib.util
+import json
 import os
 import re
+import struct
 import sys
 import threading
 import time
@@ -26,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from slangrt.spirv import OP_ENTRY_POINT, instructions, words
 
 from hatch_slang.compile.constants import MODULE_PATH, LinkConstant, constants_module, unresolved_hint
 from hatch_slang.config.project import CompileOptions as CompileOptions  # re-exported: jobs carry them
@@ -59,6 +63,13 @@ class CompileJob:
     # fills it; an instance of a generic entry may get values of its own): the caller fills it.
     # An entry not in it links with none.
     constants: Mapping[str, tuple[LinkConstant, ...]] = field(default_factory=dict)
+    # Instances of generic entries: (entry, what `-entry` is given: `gscale<float>`). Slang names
+    # the SPIR-V entry point and the reflection's after the generic (`gscale`); both are renamed
+    # to the entry (`gscale_float`), the name the manifest and the runtime know it by.
+    instances: tuple[tuple[str, str], ...] = ()
+    # Instances of entries with interface-typed parameters: (entry, the function, the conforming
+    # type of each such parameter). `-entry` names the function; the types specialize it.
+    conformances: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,6 +172,7 @@ def _load() -> _Slang:
             "spGetBuildTagString": (cp, []),
             "spAddTranslationUnit": (i, [vp, i, cp]),
             "spAddTranslationUnitSourceString": (None, [vp, i, cp, cp]),
+            "spSetTypeNameForEntryPointExistentialTypeParam": (None, [vp, i, i, cp]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -202,6 +214,9 @@ def compile_job(job: CompileJob) -> CompileResult:
     entries: list[CompiledEntry] = []
     deps: dict[str, None] = {}
     warnings: list[str] = []
+    spelled = dict(job.instances)
+    typed = {entry: (function, types) for entry, function, types in job.conformances}
+    spelled.update((entry, function) for entry, (function, _) in typed.items())
     for entry in job.entries:
         req = slang.lib.spCreateCompileRequest(slang.session)
         try:
@@ -210,7 +225,7 @@ def compile_job(job: CompileJob) -> CompileResult:
                 "-target",
                 "spirv",
                 "-entry",
-                entry,
+                spelled.get(entry, entry),
                 "-stage",
                 "compute",
                 "-fvk-use-entrypoint-name",
@@ -223,6 +238,8 @@ def compile_job(job: CompileJob) -> CompileResult:
                 diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
                 return CompileResult(job.path, error=CompileError(job.path, entry, diag or "bad options"))
             _link_constants(slang, req, job.constants.get(entry, ()))
+            for slot, name in enumerate(typed.get(entry, ("", ()))[1]):
+                slang.lib.spSetTypeNameForEntryPointExistentialTypeParam(req, 0, slot, name.encode())
             rc = slang.lib.spCompile(req)
             diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
             if rc < 0:
@@ -242,6 +259,9 @@ def compile_job(job: CompileJob) -> CompileResult:
                 dep = os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))
                 if dep != MODULE_PATH:  # the constants module: no file
                     deps[dep] = None
+            if entry in spelled:
+                generic = spelled[entry].partition("<")[0]
+                spirv, reflection = rename_entry(spirv, generic, entry), _renamed(reflection, entry)
             entries.append(CompiledEntry(entry, spirv, reflection))
         finally:
             slang.lib.spDestroyCompileRequest(req)
@@ -260,6 +280,34 @@ def _link_constants(slang: _Slang, req: int, constants: tuple[LinkConstant, ...]
         unit = slang.lib.spAddTranslationUnit(req, _SLANG_SOURCE_LANGUAGE_SLANG, b"hatch_slang_constants")
         source = constants_module(constants).encode()
         slang.lib.spAddTranslationUnitSourceString(req, unit, MODULE_PATH.encode(), source)
+
+
+def rename_entry(spirv: bytes, old: str, new: str) -> bytes:
+    """``spirv`` with its ``OpEntryPoint`` named ``old`` named ``new`` (its other operands kept:
+    execution model, function, interface); unchanged when no entry point is named ``old``."""
+    module = list(words(spirv))
+    for i, op, count in instructions(tuple(module)):
+        if op != OP_ENTRY_POINT or count < 4:
+            continue
+        raw = struct.pack(f"<{count - 3}I", *module[i + 3 : i + count])
+        name = raw.split(b"\0", 1)[0]
+        if name != old.encode():
+            continue
+        literal = new.encode() + b"\0" * (4 - len(new.encode()) % 4)
+        named = list(struct.unpack(f"<{len(literal) // 4}I", literal))
+        rest = module[i + 3 + (len(name) // 4 + 1) : i + count]
+        head = [((3 + len(named) + len(rest)) << 16) | op, module[i + 1], module[i + 2]]
+        module[i : i + count] = head + named + rest
+        return struct.pack(f"<{len(module)}I", *module)
+    return spirv
+
+
+def _renamed(reflection: str, entry: str) -> str:
+    """The reflection JSON with its (one) entry point named ``entry``."""
+    data = json.loads(reflection)
+    for ep in data.get("entryPoints", []):
+        ep["name"] = entry
+    return json.dumps(data, indent=2)
 
 
 # Slang writes the shader's string literals (`printf` formats, say) into its reflection JSON with

@@ -11,12 +11,19 @@ from __future__ import annotations
 import hashlib
 import keyword
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from hatch_slang.comments.contract import Contract, generic_instances, parse_contract, source_lines
+from hatch_slang.comments.bindings import Note
+from hatch_slang.comments.contract import (
+    Contract,
+    instance_key,
+    parse_contract,
+    source_lines,
+    split_arguments,
+)
 from hatch_slang.comments.expr import ExprError, entry_name
 from hatch_slang.config.project import glob_files
 from hatch_slang.config.settings import HookSettings, option_name
@@ -42,7 +49,37 @@ class Shader:
     source: str
     sha256: str
     contract: Contract
-    entries: tuple[str, ...]
+    entries: tuple[str, ...]  # instances of generic entries by their keys (`gscale_float`)
+    instances: tuple[Instance, ...] = ()
+    notes: tuple[Note, ...] = ()  # what discovery decided that a reader should be told
+
+    def instance(self, entry: str) -> Instance | None:
+        """The instance of a generic entry that ``entry`` (a key of :attr:`entries`) is, or None."""
+        return next((i for i in self.instances if i.key == entry), None)
+
+    def spelled(self, entry: str) -> str:
+        """How the compiler is asked for ``entry``: its name, or an instance's ``gscale<float>``."""
+        i = self.instance(entry)
+        return entry if i is None else i.spelled
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One instance of a generic entry point, built as an entry of its own."""
+
+    key: str  # the entry, the manifest's key, the SPIR-V entry name and the wrapper: `gscale_float`
+    generic: str  # the generic entry: `gscale`
+    args: tuple[str, ...]  # its type arguments as written, whitespace dropped: ("float",)
+    line: int | None  # the entries line naming it, else the generic's definition
+    option: bool = False  # named by the `instances` option, not by the file
+    # Where the entry is no generic but takes interface-typed parameters (`uniform IOp op`): their
+    # names; `args` are then the conforming types they are built for, one each.
+    keywords: tuple[str, ...] = ()
+
+    @property
+    def spelled(self) -> str:
+        """What Slang is asked to compile: ``gscale<float>``."""
+        return f"{self.generic}<{', '.join(self.args)}>"
 
 
 def module_name(stem: str) -> str:
@@ -108,6 +145,7 @@ class _Function:
     stage: str = ""  # another stage it is marked for ([shader("vertex")])
     generic: bool = False  # has type or value parameters (`f<T>(...)`, `__generic<T> ... f(...)`)
     line: int | None = None  # where its name is
+    existential: tuple[str, ...] = ()  # its parameters of an interface type (`uniform IOp op`)
 
 
 def _angle_end(tokens: list[tuple[str, str, int]], i: int) -> int | None:
@@ -140,10 +178,33 @@ def _parameters_at(tokens: list[tuple[str, str, int]], i: int) -> int | None:
     return end if end is not None and end < len(tokens) and tokens[end][1] == "(" else None
 
 
+def _existential(params: list[tuple[str, str, int]], interfaces: set[str]) -> tuple[str, ...]:
+    """The names of the parameters in ``params`` (a parameter list's tokens) whose type is one
+    of ``interfaces`` (``uniform IOp op``)."""
+    out: list[str] = []
+    depth, words = 0, list[str]()
+    for kind, text, _ in [*params, ("punct", ",", 0)]:
+        if kind == "punct" and text in "(<[":
+            depth += 1
+        elif kind == "punct" and text in ")>]":
+            depth -= 1
+        elif kind == "punct" and text == "," and depth == 0:
+            typed = [k for k, w in enumerate(words[:-1]) if w in interfaces]
+            if typed and typed[-1] == len(words) - 2:
+                out.append(words[-1])
+            words = []
+        elif kind == "ident" and depth == 0:
+            words.append(text)
+        elif kind == "punct" and text in ":=" and depth == 0:
+            words.append("")  # `: SV_DispatchThreadID`, `= 0`: no more of the declaration
+    return tuple(out)
+
+
 def _functions(source: str) -> list[_Function]:
     """Functions defined in ``source``, with what their attributes say, in order of appearance."""
     source = "\n".join(source_lines(source))  # Slang's lines: `//` ends at a lone `\r` too
     tokens = _tokens(source)
+    interfaces = {tokens[k + 1][1] for k, t in enumerate(tokens[:-1]) if t[1] == "interface"}
     found: list[_Function] = []
     compute = numthreads = generic = False  # attributes seen since the last declaration ended
     other = ""
@@ -184,7 +245,10 @@ def _functions(source: str) -> list[_Function]:
                 after = tokens[end][1] if end < len(tokens) else ""
                 if after in ("{", ":", "throws", "->") or compute or numthreads or other:
                     line = source.count("\n", 0, at) + 1
-                    found.append(_Function(text, compute, numthreads, other, generic or params > i + 1, line))
+                    typed = _existential(tokens[params + 1 : end - 1], interfaces)
+                    found.append(
+                        _Function(text, compute, numthreads, other, generic or params > i + 1, line, typed)
+                    )
                     compute = numthreads = generic = False
                     other = ""
                 i = end
@@ -196,32 +260,46 @@ def _functions(source: str) -> list[_Function]:
 def default_entries(rel: str, stem: str, source: str) -> tuple[str, ...]:
     """The entry points of a shader with no `slang-entries` line.
 
-    Every function marked ``[shader("compute")]``; failing that, the one function with a
-    ``[numthreads(...)]`` attribute; failing that, the function named after the file, ``main``
-    or ``computeMain`` (the first of these that is defined). Comments, string literals and
-    preprocessor lines are not read. Otherwise a :class:`ShaderError` lists what was found. A
-    generic entry (``void f<T>(...)``) is a :class:`ShaderError` naming its line.
+    Every function marked ``[shader("compute")]``; failing that, every function with a
+    ``[numthreads(...)]`` attribute (several: :func:`picked_entries` gives a note for each);
+    failing that, the function named after the file, ``main`` or ``computeMain`` (the first of
+    these that is defined). Comments, string literals and preprocessor lines are not read.
+    Otherwise a :class:`ShaderError` lists what was found. A generic entry (``void f<T>(...)``)
+    is a :class:`ShaderError` naming its line and the entries line that would build it.
     """
     functions = _functions(source)
-    names = _pick_entries(rel, stem, functions)
+    names, _ = picked_entries(rel, stem, functions)
     refuse_generic(rel, functions, names)
     return names
 
 
-def _pick_entries(rel: str, stem: str, functions: list[_Function]) -> tuple[str, ...]:
+def picked_entries(rel: str, stem: str, functions: list[_Function]) -> tuple[tuple[str, ...], list[Note]]:
+    """The default rule's entries (:func:`default_entries`), and a note for each that is an entry
+    only because it has ``[numthreads]`` beside others."""
     marked = _unique(f.name for f in functions if f.compute)
     if marked:
-        return marked
+        return marked, []
     threads = _unique(f.name for f in functions if f.numthreads)
-    if len(threads) == 1:
-        return threads
-    if not threads:
-        defined = {f.name for f in functions}
-        for name in (stem, "main", "computeMain"):
-            if name in defined:
-                return (name,)
+    if len(threads) > 1:
+        first = {f.name: f.line for f in reversed(functions) if f.numthreads}
+        others = ", ".join(f"`{n}`" for n in threads)
+        return threads, [
+            Note(
+                first[n] or 1,
+                f'`{n}` is an entry point: no function is marked [shader("compute")], so each '
+                f"with [numthreads] is one ({others}); list the entries with `// slang-entries: ...` "
+                "to build fewer",
+            )
+            for n in threads
+        ]
+    if threads:
+        return threads, []
+    defined = {f.name for f in functions}
+    for name in (stem, "main", "computeMain"):
+        if name in defined:
+            return (name,), []
     staged = [f for f in functions if f.stage]
-    if not threads and staged:
+    if staged:
         listed = ", ".join(f"`{f.name}` ({f.stage})" for f in staged)
         raise ShaderError(
             rel,
@@ -229,20 +307,19 @@ def _pick_entries(rel: str, stem: str, functions: list[_Function]) -> tuple[str,
             f"has no compute entry point, only entries for other stages: {listed}; hatch-slang builds "
             f"compute kernels: leave this file out of `{option_name(HookSettings, 'shaders')}`",
         )
-    found = (
-        f"functions with [numthreads]: {', '.join(f'`{n}`' for n in threads)}"
-        if threads
-        else 'no function marked [shader("compute")] or [numthreads(...)], and none named '
-        f"`{stem}`, `main` or `computeMain`"
+    raise ShaderError(
+        rel,
+        None,
+        'cannot tell the entry points (no function marked [shader("compute")] or [numthreads(...)], '
+        f"and none named `{stem}`, `main` or `computeMain`); add `// slang-entries: ...`",
     )
-    raise ShaderError(rel, None, f"cannot tell the entry points ({found}); add `// slang-entries: ...`")
 
 
 def _generic(functions: list[_Function], name: str) -> _Function | None:
     """The generic function an entry named ``name`` would be: one marked as an entry, or the
     only kind of function of that name the file defines."""
     same = [f for f in functions if f.name == name]
-    generic = [f for f in same if f.generic]
+    generic = [f for f in same if f.generic or f.existential]
     marked = [f for f in generic if f.compute or f.numthreads]
     if marked:
         return marked[0]
@@ -252,17 +329,103 @@ def _generic(functions: list[_Function], name: str) -> _Function | None:
 def refuse_generic(
     rel: str, functions: list[_Function], names: Iterable[str], listed_at: int | None = None
 ) -> None:
-    """A :class:`ShaderError` naming the line of the first entry in ``names`` that is generic."""
+    """A :class:`ShaderError` naming the line of the first entry in ``names`` that is generic:
+    it has no instance to build."""
     for name in names:
         f = _generic(functions, name)
         if f is not None:
+            what, a, b = "is generic (it has type or value parameters)", "float", "half"
+            if not f.generic:
+                typed = ", ".join(f"`{p}`" for p in f.existential)
+                what = f"takes parameters of an interface type ({typed}), each built for a type that conforms"
+                a, b = "TypeA", "TypeB"
             raise ShaderError(
                 rel,
                 f.line if f.line is not None else listed_at,
-                f"entry point `{name}` is generic (it has type or value parameters): a wrapper needs "
-                f"its instances listed, as in `// slang-entries: {name}<float>`, and hatch-slang does "
-                "not build generic entries yet; write a non-generic entry that calls it",
+                f"entry point `{name}` {what} and no instance of "
+                f"it is listed: add its instances, as in `// slang-entries: {name}<{a}> {name}<{b}>`, "
+                f"or in the `{option_name(HookSettings, 'instances')}` option "
+                f'(`{option_name(HookSettings, "instances")} = {{ {name} = ["{a}", "{b}"] }}`)',
             )
+
+
+def _instances(
+    rel: str,
+    contract: Contract,
+    functions: list[_Function],
+    names: tuple[str, ...],
+    option: Mapping[str, tuple[str, ...]],
+) -> tuple[tuple[str, ...], tuple[Instance, ...]]:
+    """``names`` with each generic entry replaced by its instances (the entries lines', then the
+    ``instances`` option's); a generic entry with none, an instance of no generic function, or
+    two instances of one name are :class:`ShaderError` s naming the line."""
+    listed: dict[str, list[Instance]] = {}
+    for line, text in contract.instances:
+        generic, _, inner = text.partition("<")
+        args = split_arguments(inner[:-1])
+        if args is None:
+            raise ShaderError(rel, line, f"cannot read the type arguments of instance `{text}`")
+        listed.setdefault(generic, []).append(Instance(instance_key(generic, args), generic, args, line))
+    entries: list[str] = []
+    found: dict[str, Instance] = {}
+    for name in names:
+        f = _generic(functions, name)
+        if f is None:
+            if name in listed:
+                first = listed[name][0]
+                raise ShaderError(
+                    rel,
+                    first.line,
+                    f"`{first.spelled}` names an instance of `{name}`, which this file does not "
+                    "define as a generic function (`void f<T>(...)`)",
+                )
+            entries.append(name)
+            continue
+        mine = listed.get(name, []) + _from_option(rel, name, f.line, option.get(name, ()))
+        if not mine:
+            refuse_generic(rel, functions, [name], contract.entries_line)
+        if not f.generic:
+            mine = [_conforming(rel, f, inst) for inst in mine]
+        for inst in mine:
+            if (seen := found.get(inst.key)) is not None and seen.args != inst.args:
+                raise ShaderError(
+                    rel,
+                    inst.line,
+                    f"instances `{inst.spelled}` and `{seen.spelled}` (line {seen.line}) would both be "
+                    f"the entry `{inst.key}`; list one of them",
+                )
+            if seen is None:
+                found[inst.key] = inst
+                entries.append(inst.key)
+    return tuple(entries), tuple(found.values())
+
+
+def _conforming(rel: str, f: _Function, inst: Instance) -> Instance:
+    """An instance of an entry with interface-typed parameters: one conforming type for each."""
+    if len(inst.args) != len(f.existential):
+        typed = ", ".join(f"`{p}`" for p in f.existential)
+        raise ShaderError(
+            rel,
+            inst.line,
+            f"`{inst.spelled}` gives {len(inst.args)} type(s) for the {len(f.existential)} "
+            f"interface-typed parameter(s) of `{f.name}` ({typed})",
+        )
+    return replace(inst, keywords=f.existential)
+
+
+def _from_option(rel: str, name: str, line: int | None, texts: tuple[str, ...]) -> list[Instance]:
+    out: list[Instance] = []
+    for text in texts:
+        args = split_arguments(text)
+        if args is None:
+            raise ShaderError(
+                rel,
+                line,
+                f"cannot read the type arguments `{text}` that the "
+                f"`{option_name(HookSettings, 'instances')}` option lists for `{name}`",
+            )
+        out.append(Instance(instance_key(name, args), name, args, line, option=True))
+    return out
 
 
 def _unique(names: Iterable[str]) -> tuple[str, ...]:
@@ -289,35 +452,40 @@ def read_source(root: Path, path: Path) -> Source:
     return Source(path, rel, module_name(path.stem), source, hashlib.sha256(data).hexdigest())
 
 
-def parse(src: Source) -> Shader:
-    """Read the comment contract and decide the entry points."""
+def parse(src: Source, instances: Mapping[str, tuple[str, ...]] | None = None) -> Shader:
+    """Read the comment contract and decide the entry points; ``instances`` (the ``instances``
+    option for this file: entry -> type-argument texts) adds instances of generic entries."""
     contract = parse_contract(src.rel, src.source)
-    for line, instance in generic_instances(src.source):
-        raise ShaderError(
-            src.rel,
-            line,
-            f"`{instance}` names an instance of a generic entry point; hatch-slang does not build "
-            "generic entries yet: write a non-generic entry that calls it and list that one",
-        )
-    if contract.entries:
-        entries = contract.entries
-        refuse_generic(src.rel, _functions(src.source), entries, contract.entries_line)
+    functions = _functions(src.source)
+    notes: list[Note] = []
+    if contract.declares_entries:
+        generics = (t.partition("<")[0] for _, t in contract.instances)
+        names = _unique([*contract.entries, *generics])
     else:
-        try:
-            entries = default_entries(src.rel, src.path.stem, src.source)
-        except ShaderError as e:
-            # An entries line that could not be read: say so where the default rule gives up.
-            rejected = [
-                n for n in contract.notes if n.line == contract.entries_line or "entry point" in n.message
-            ]
-            if not rejected:
-                raise
-            raise ShaderError(
-                src.rel, rejected[0].line, f"{e.message} (the entries line says: {rejected[0].message})"
-            ) from None
-    shader = Shader(src.path, src.rel, src.module, src.source, src.sha256, contract, entries)
+        names, notes = _default_names(src, contract, functions)
+    entries, found = _instances(src.rel, contract, functions, names, instances or {})
+    shader = Shader(
+        src.path, src.rel, src.module, src.source, src.sha256, contract, entries, found, tuple(notes)
+    )
     entry_functions(shader)  # an entry no wrapper can be named after fails here, before compiling
     return shader
+
+
+def _default_names(
+    src: Source, contract: Contract, functions: list[_Function]
+) -> tuple[tuple[str, ...], list[Note]]:
+    try:
+        return picked_entries(src.rel, src.path.stem, functions)
+    except ShaderError as e:
+        # An entries line that could not be read: say so where the default rule gives up.
+        rejected = [
+            n for n in contract.notes if n.line == contract.entries_line or "entry point" in n.message
+        ]
+        if not rejected:
+            raise
+        raise ShaderError(
+            src.rel, rejected[0].line, f"{e.message} (the entries line says: {rejected[0].message})"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -336,10 +504,11 @@ def entry_functions(shader: Shader) -> tuple[EntryFunction, ...]:
     two entries would have the same one (``ﬁll`` and ``fill``, ``lambda`` and ``lambda_``).
     """
     c = shader.contract
-    defined = {f.name: f.line for f in reversed(_functions(shader.source))} if not c.entries else {}
+    defined = {f.name: f.line for f in reversed(_functions(shader.source))} if not c.declares_entries else {}
     out: dict[str, EntryFunction] = {}
     for name in shader.entries:
-        line = c.entries_line if c.entries else defined.get(name)
+        inst = shader.instance(name)
+        line = inst.line if inst else c.entries_line if c.declares_entries else defined.get(name)
         try:
             python = entry_name(name)
         except ExprError as e:
@@ -395,8 +564,10 @@ def sources(root: Path, patterns: list[str]) -> list[Source]:
     return found
 
 
-def discover(root: Path, patterns: list[str]) -> list[Shader]:
-    return [parse(s) for s in sources(root, patterns)]
+def discover(
+    root: Path, patterns: list[str], instances: Mapping[str, tuple[str, ...]] | None = None
+) -> list[Shader]:
+    return [parse(s, instances) for s in sources(root, patterns)]
 
 
 _S = TypeVar("_S", Source, Shader)

@@ -68,11 +68,34 @@ class BuildConfig:
     overrides: tuple[OverrideSettings, ...] = ()
     # What the options hold that a build should say (paths outside the project root).
     warnings: tuple[str, ...] = ()
+    # Project-wide instances of generic entries: entry -> type-argument texts (`"half, 4"`).
+    instances: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _matches: dict[int, frozenset[Path]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def package_dir(self) -> Path:
         return self.root / self.package
+
+    def instances_for(self, path: Path) -> dict[str, tuple[str, ...]]:
+        """The instances the ``instances`` options add to one shader's generic entries: the
+        project-wide ones, then every matching override's (a list adds to the list before it)."""
+        out = {k: tuple(v) for k, v in self.instances.items()}
+        real = path.resolve()
+        for k, override in enumerate(self.overrides):
+            if override.instances and real in self._matching(k):
+                for name, texts in override.instances.items():
+                    out[name] = tuple(dict.fromkeys((*out.get(name, ()), *texts)))
+        return out
+
+    def _matching(self, k: int) -> frozenset[Path]:
+        if k not in self._matches:
+            self._matches[k] = frozenset(
+                p.resolve()
+                for pattern in self.overrides[k].shaders
+                for p in self.root.glob(pattern)
+                if p.is_file()
+            )
+        return self._matches[k]
 
     def options_for(self, path: Path) -> CompileOptions:
         """The compile options of one shader: the project-wide ones, then every override whose
@@ -80,14 +103,7 @@ class BuildConfig:
         options = self.compile
         real = path.resolve()
         for k, override in enumerate(self.overrides):
-            if k not in self._matches:
-                self._matches[k] = frozenset(
-                    p.resolve()
-                    for pattern in override.shaders
-                    for p in self.root.glob(pattern)
-                    if p.is_file()
-                )
-            if real in self._matches[k]:
+            if real in self._matching(k):
                 defines = {**dict(options.defines), **override.defines}
                 constants = {**dict(options.constants), **override.constants}
                 options = replace(
@@ -391,6 +407,7 @@ def parse_config(root: Path, raw: Mapping[str, Any]) -> BuildConfig:
         strict=settings.strict,
         overrides=overrides,
         warnings=tuple(warnings),
+        instances=dict(settings.instances),
     )
 
 

@@ -72,6 +72,15 @@ def option(
     return field(default=default, metadata=meta)
 
 
+_INSTANCES_DOC = (
+    "instances of generic entry points, by entry name: a list whose items are an instance's type "
+    'arguments (or the conforming types of an entry\'s interface-typed parameters), a string (`"float"`, '
+    '`"float, 4"`) or a list of strings (`["float", "4"]`); added to those the file\'s `slang-entries` '
+    "line names (see below)"
+)
+_INSTANCES_MUST = 'a table of entry = ["float", ["half", "4"], ...] (each item a string or a list of strings)'
+
+
 @dataclass(frozen=True)
 class OverrideSettings:
     """One ``[[tool.hatch.build.hooks.slang.overrides]]`` table: compiler arguments, defines and
@@ -100,6 +109,9 @@ class OverrideSettings:
         "(a name given again wins)",
         must=_CONSTANTS_MUST,
         names=_IDENTIFIER,
+    )
+    instances: Mapping[str, tuple[str, ...]] = option(
+        {}, doc=f"{_INSTANCES_DOC}, for those shaders", must=_INSTANCES_MUST, names=r"[^\W\d]\w*"
     )
 
 
@@ -140,8 +152,11 @@ class HookSettings:
         must=_CONSTANTS_MUST,
         names=_IDENTIFIER,
     )
+    instances: Mapping[str, tuple[str, ...]] = option(
+        {}, doc=_INSTANCES_DOC, must=_INSTANCES_MUST, names=r"[^\W\d]\w*"
+    )
     overrides: tuple[OverrideSettings, ...] = option(
-        (), doc="per-glob `compiler-args`, `defines` and `constants` (see below)"
+        (), doc="per-glob `compiler-args`, `defines`, `constants` and `instances` (see below)"
     )
     templates: str | None = option(
         None,
@@ -252,6 +267,8 @@ def _convert(tp: Any, value: Any, f: Field[Any], option: str) -> Any:
         if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
             return _WRONG
         return tuple(read(nested, t, prefix=f"{option}[{k}].") for k, t in enumerate(value))
+    if origin in (dict, Mapping) and get_origin(args[1]) is tuple:
+        return _instances(value, f.metadata["names"])
     if origin in (dict, Mapping) and args[1] is not str:
         return _constants(value, f, option)
     if origin in (dict, Mapping):
@@ -296,6 +313,28 @@ def _toml_kind(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return f"a {type(value).__name__}"  # a date or a time
+
+
+def _instances(value: Any, pattern: str) -> Any:
+    """A table of entry -> instances, each instance's type arguments as one text (``"half, 4"``),
+    or _WRONG."""
+    if not isinstance(value, dict):
+        return _WRONG
+    out: dict[str, tuple[str, ...]] = {}
+    for name, items in sorted(value.items()):
+        if not isinstance(name, str) or not re.fullmatch(pattern, name) or not isinstance(items, list):
+            return _WRONG
+        texts: list[str] = []
+        for item in items:
+            parts = [item] if isinstance(item, str) else item
+            if not isinstance(parts, list) or not parts or not all(isinstance(p, str | int) for p in parts):
+                return _WRONG
+            text = ", ".join(str(p).strip() for p in parts)
+            if not all(str(p).strip() for p in parts) or len(text) > 200:
+                return _WRONG
+            texts.append(text)
+        out[name] = tuple(dict.fromkeys(texts))
+    return out
 
 
 def _required(f: Field[Any]) -> bool:
@@ -353,6 +392,19 @@ def _value_schema(model: type[Any], f: Field[Any]) -> dict[str, Any]:
             "type": "object",
             "propertyNames": {"pattern": f"^{meta['names']}$"},
             "additionalProperties": {"type": ["integer", "number", "boolean"]},
+        }
+    name = {"pattern": f"^{meta['names']}$"} if meta["names"] else {}
+    if get_origin(args[1]) is tuple:  # instances: entry -> [text or [texts]]
+        words = {
+            "oneOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "array", "items": {"type": ["string", "integer"]}, "minItems": 1},
+            ]
+        }
+        return {
+            "type": "object",
+            "propertyNames": name,
+            "additionalProperties": {"type": "array", "items": words},
         }
     name = {"pattern": f"^{meta['names']}$"} if meta["names"] else {}
     return {

@@ -111,8 +111,27 @@ class _Built:
 
 
 def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) -> ShaderSpec:
+    """The shader's spec. Each instance of a generic entry is merged on its own (its bindings
+    hold its own types: `StructuredBuffer<T>` is f32 in one, f16 in another), the other entries
+    together; the specs keep the shader's entry order."""
     if result.error is not None:
         raise result.error
+    if not shader.instances:
+        return _build_group(shader, result, strict=strict)
+    compiled = {e.name: e for e in result.entries}
+    plain = tuple(n for n in shader.entries if shader.instance(n) is None)
+    groups = [plain] if plain else []
+    groups += [(i.key,) for i in shader.instances]
+    specs = [
+        _build_group(shader, replace(result, entries=tuple(compiled[n] for n in g)), strict=strict)
+        for g in groups
+    ]
+    by_name = {e.name: e for spec in specs for e in spec.entries}
+    warnings = dict.fromkeys(w for spec in specs for w in spec.warnings)
+    return ShaderSpec(shader, tuple(by_name[n] for n in shader.entries), result.dependencies, tuple(warnings))
+
+
+def _build_group(shader: Shader, result: CompileResult, *, strict: bool) -> ShaderSpec:
     warnings = _compiler_notes(shader, result)
     modules = [read_module(e.spirv) for e in result.entries]
     overlapping = check_overlaps(
@@ -161,6 +180,7 @@ def _compiler_notes(shader: Shader, result: CompileResult) -> list[str]:
         said = result.warnings.strip()
         warnings.append(said if said.startswith(shader.rel) else f"{shader.rel}: Slang says:\n{said}")
     warnings += [f"{shader.rel}:{n.line}: warning: {n.message}" for n in shader.contract.notes]
+    warnings += [f"{shader.rel}:{n.line}: note: {n.message}" for n in shader.notes]
     return warnings + _entry_notes(shader)
 
 
@@ -238,8 +258,9 @@ def _documented(
 
 
 def _dispatch_problems(shader: Shader, compiled: list[_Compiled]) -> _Problems:
-    """Dispatch lines that name an entry the shader does not have."""
-    names = {e.info.name for e in compiled}
+    """Dispatch lines that name an entry the shader does not have (a generic entry's name is
+    one: its line applies to its instances)."""
+    names = {e.info.name for e in compiled} | set(shader.entries) | {i.generic for i in shader.instances}
     return [
         (
             d.line,
@@ -267,9 +288,19 @@ def _entry_spec(
     hard += more + check_bound(shader, e.info, buffers) + check_blocks(shader, e.module, e.info, buffers)
     refl = e.reflected
     spec, entry_problems, entry_warnings = _entry(
-        shader, refl, tuple(buffers), e.spirv, shader.contract.dispatch_for(refl.name), e.module
+        shader, refl, tuple(buffers), e.spirv, _dispatch_for(shader, refl.name), e.module
     )
     return _Built(spec, warnings + entry_warnings, problems + entry_problems, hard)
+
+
+def _dispatch_for(shader: Shader, entry: str) -> DispatchDoc | None:
+    """The Dispatch line of an entry; an instance's own (`Dispatch (gscale_float):`), else its
+    generic's (`Dispatch (gscale):`), else the default."""
+    inst = shader.instance(entry)
+    c = shader.contract
+    if inst is not None and not any(entry in d.entries for d in c.entry_dispatch):
+        return c.dispatch_for(inst.generic)
+    return c.dispatch_for(entry)
 
 
 def _undocumented(

@@ -260,7 +260,7 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes | Module) -> Refle
     if not eps:
         raise HatchSlangError(f"reflection has no entry point `{entry}`")
     threads = tuple(int(v) for v in eps[0].get("threadGroupSize", (1, 1, 1)))
-    all_bindings = [b for b in (_binding(p) for p in data.get("parameters", [])) if b is not None]
+    all_bindings = [b for b in (_binding(p) for p in _parameters(data)) if b is not None]
     used = used_bindings(spirv)
     return ReflectedEntry(
         name=entry,
@@ -287,8 +287,17 @@ def _constants(params: list[Any]) -> tuple[tuple[int, str], ...]:
 
 def read_all_bindings(reflection_json: str) -> tuple[ReflectedBinding, ...]:
     data = json.loads(reflection_json)
-    found = (_binding(p) for p in data.get("parameters", []))
+    found = (_binding(p) for p in _parameters(data))
     return _merge([b for b in found if b is not None])
+
+
+def _parameters(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The global parameters, then each entry point's own (``uniform StructuredBuffer<T> x``, the
+    buffers of a generic entry): both are bound in the entry's descriptor set."""
+    params = list(data.get("parameters", []))
+    for ep in data.get("entryPoints", []):
+        params += [p for p in ep.get("parameters", []) if isinstance(p, dict)]
+    return params
 
 
 # --- SPIR-V ---------------------------------------------------------------------------------

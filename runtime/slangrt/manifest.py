@@ -112,6 +112,11 @@ class Entry(_Entry, total=False):
     # For tools (not read by the runtime): the wrapper function, where it is not the entry's
     # name, the key (a Python keyword gets a trailing `_`, other letters are NFKC-normalised).
     python: str
+    # For tools, on an instance of a generic entry (whose key, `gscale_float`, is also its SPIR-V
+    # entry point's name): the generic entry as Slang spells it and the instance's type
+    # arguments as written (`gscale`, ["float"]).
+    generic: str
+    type_args: list[str]
 
 
 class Shader(TypedDict):

@@ -40,6 +40,12 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   sum(index * stride)`` (the compiled layout's strides), its shape and element kind checked
   (``slangrt._calls._values``). API 1 wrappers took such a field one component at a time
   (``transform_0_x`` ...), so their keyword arguments changed meaning with it.
+- :func:`pick` ``(name, arrays, instances, args, kwargs)``: the function named after a generic
+  entry (``gscale``) calls the one instance (``gscale_float``) whose array dtypes the arguments
+  have; none, or several, is a ``TypeError`` listing the instances (``_calls._pick``). Added in API 2.
+- :func:`choose` ``(name, keyword, value, choices, args, kwargs)``: the function named after an
+  entry with an interface-typed parameter calls the instance built for the type its keyword
+  names (``op="Square"``); another value is a ``TypeError`` listing the types. Added in API 2.
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
@@ -50,6 +56,7 @@ from __future__ import annotations
 
 from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
 from ._calls._lastcall import LastCall
+from ._calls._pick import choose, pick
 
 API_VERSION = 2
 
@@ -59,12 +66,14 @@ __all__ = [
     "LastCall",
     "WrapperAPIError",
     "ceil",
+    "choose",
     "div",
     "grid_arg",
     "grid_dim",
     "library",
     "max",
     "min",
+    "pick",
     "require",
 ]
 

@@ -109,14 +109,16 @@ def test_the_one_numthreads_function() -> None:
     assert entries(HEAD + "[numthreads(64, 1, 1)]\nvoid kernel_a" + BODY) == ("kernel_a",)
 
 
-def test_several_numthreads_functions_and_no_mark_is_an_error_listing_them() -> None:
+def test_several_numthreads_functions_and_no_mark_are_each_an_entry_with_a_note(tmp_path: Path) -> None:
     source = HEAD + "[numthreads(64, 1, 1)]\nvoid a" + BODY + "[numthreads(64, 1, 1)]\nvoid b" + BODY
-    with pytest.raises(ShaderError) as info:
-        entries(source)
-    message = str(info.value)
-    assert message.startswith("shaders/k.slang: cannot tell the entry points")
-    assert "functions with [numthreads]: `a`, `b`" in message
-    assert "add `// slang-entries: ...`" in message
+    assert entries(source) == ("a", "b")
+    (tmp_path / "k.slang").write_text(source)
+    [shader] = discover(tmp_path, ["*.slang"])
+    assert shader.entries == ("a", "b")
+    lines = source.splitlines()
+    assert [lines[n.line - 1].split("(")[0] for n in shader.notes] == ["void a", "void b"]
+    assert all('no function is marked [shader("compute")]' in n.message for n in shader.notes)
+    assert "`a`, `b`" in shader.notes[0].message
 
 
 @pytest.mark.parametrize(
@@ -290,14 +292,81 @@ def test_generic_helpers_and_calls_are_no_entries() -> None:
     assert entries(source) == ("g",)
 
 
-@pytest.mark.parametrize("listed", ["f<float>", "f < float >", "g f<float, 4>", "`f<half>`", "f"])
-def test_listed_generic_entries_are_refused_naming_the_line(tmp_path: Path, listed: str) -> None:
+@pytest.mark.parametrize("listed", ["f", "g f"])
+def test_a_listed_generic_entry_without_instances_is_refused_naming_its_line(
+    tmp_path: Path, listed: str
+) -> None:
     source = f"// slang-entries: {listed}\n" + HEAD + '[shader("compute")][numthreads(1,1,1)] void g' + BODY
     (tmp_path / "k.slang").write_text(source + GENERIC["type parameter"] + BODY)
-    line = 1 if "<" in listed else 6
-    with pytest.raises(ShaderError, match=rf"^k.slang:{line}: .*generic") as info:
+    with pytest.raises(ShaderError, match=r"^k.slang:6: entry point `f` is generic") as info:
         discover(tmp_path, ["*.slang"])
-    assert "not build generic entries yet" in str(info.value)
+    assert "no instance of it is listed" in str(info.value)
+    assert "`// slang-entries: f<float> f<half>`" in str(info.value)
+    assert 'instances = { f = ["float", "half"] }' in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("listed", "want"),
+    [
+        ("f<float>", ("f_float",)),
+        ("f < float >", ("f_float",)),
+        ("g f<float, 4>", ("g", "f_float_4")),
+        ("`f<half>`, f<float>", ("f_half", "f_float")),
+        ("f<vector<float, 4>> f<int>", ("f_vector_float_4", "f_int")),
+    ],
+)
+def test_listed_instances_are_entries_named_after_their_arguments(
+    tmp_path: Path, listed: str, want: tuple[str, ...]
+) -> None:
+    source = f"// slang-entries: {listed}\n" + HEAD + '[shader("compute")][numthreads(1,1,1)] void g' + BODY
+    (tmp_path / "k.slang").write_text(source + GENERIC["type parameter"] + BODY)
+    [shader] = discover(tmp_path, ["*.slang"])
+    assert shader.entries == want
+    assert [i.key for i in shader.instances] == [w for w in want if w != "g"]
+    assert all(i.generic == "f" and i.line == 1 for i in shader.instances)
+    assert shader.spelled(want[-1]).startswith("f<")
+
+
+def test_instances_from_the_option_add_to_the_files(tmp_path: Path) -> None:
+    source = "// slang-entries: f<float>\n" + HEAD + GENERIC["type parameter"] + BODY
+    (tmp_path / "k.slang").write_text(source)
+    [shader] = discover(tmp_path, ["*.slang"], {"f": ("half", "float", "float, 4"), "other": ("int",)})
+    assert shader.entries == ("f_float", "f_half", "f_float_4")
+    assert [(i.args, i.option) for i in shader.instances] == [
+        (("float",), False),
+        (("half",), True),
+        (("float", "4"), True),
+    ]
+    (tmp_path / "k.slang").write_text(HEAD + GENERIC["type parameter"] + BODY)  # no entries line
+    [shader] = discover(tmp_path, ["*.slang"], {"f": ("half",)})
+    assert shader.entries == ("f_half",) and shader.instances[0].line == 4
+
+
+@pytest.mark.parametrize(
+    ("listed", "line", "message"),
+    [
+        ("f<A_B> f<A, B>", 1, r"instances `f<A, B>` and `f<A_B>` \(line 1\) would both be the entry `f_A_B`"),
+        ("g<float>", 1, r"`g<float>` names an instance of `g`, which this file does not define as a generic"),
+        ("f<float;>", 1, r"cannot read the type arguments of instance"),
+    ],
+)
+def test_bad_instances_are_refused_naming_the_line(
+    tmp_path: Path, listed: str, line: int, message: str
+) -> None:
+    source = f"// slang-entries: {listed}\n" + HEAD + '[shader("compute")][numthreads(1,1,1)] void g' + BODY
+    (tmp_path / "k.slang").write_text(source + GENERIC["type parameter"] + BODY)
+    with pytest.raises(ShaderError, match=rf"^k.slang:{line}: {message}"):
+        discover(tmp_path, ["*.slang"])
+
+
+def test_an_instance_named_like_another_entry_is_refused(tmp_path: Path) -> None:
+    source = "// slang-entries: f<float> f_float\n" + HEAD + GENERIC["type parameter"] + BODY
+    source += '[shader("compute")][numthreads(1,1,1)] void f_float' + BODY
+    (tmp_path / "k.slang").write_text(source)
+    with pytest.raises(
+        ShaderError, match=r"^k.slang:1: entry points `.*` and `.*` .* same Python name `f_float`"
+    ):
+        discover(tmp_path, ["*.slang"])
 
 
 @pytest.mark.compile

@@ -259,7 +259,7 @@ void computeMain(uint3 id : SV_DispatchThreadID)
 }
 """
 
-NO_ENTRY = """\
+TWO_NUMTHREADS = """\
 RWStructuredBuffer<float> out;
 
 [numthreads(64, 1, 1)]
@@ -317,10 +317,25 @@ def test_a_multisampled_texture_fails_naming_file_line_and_variable(tmp_path: Pa
     assert "shaders/ms.slang:1:" in message and "`t`" in message and "multisampled" in message
 
 
-def test_no_entry_lists_candidates(tmp_path: Path) -> None:
+NO_ENTRY = """\
+RWStructuredBuffer<float> out;
+float twice(float x) { return 2.0 * x; }
+"""
+
+
+def test_several_numthreads_functions_are_each_an_entry_with_a_note(tmp_path: Path) -> None:
+    out = pipeline.build(load_project_config(_project(tmp_path, {"two.slang": TWO_NUMTHREADS})))
+    manifest = json.loads(out.files["manifest.json"])
+    assert sorted(manifest["shaders"]["two"]["entries"]) == ["doubleIt", "halve"]
+    notes = [w for w in out.warnings if ": note: " in w]
+    assert [n.split(": note: ")[0] for n in notes] == ["shaders/two.slang:4", "shaders/two.slang:10"]
+    assert "`doubleIt`, `halve`" in notes[0]
+
+
+def test_no_entry_says_what_it_looked_for(tmp_path: Path) -> None:
     message = _build_error(_project(tmp_path, {"noentry.slang": NO_ENTRY}))
-    assert "shaders/noentry.slang" in message
-    assert "`doubleIt`" in message and "`halve`" in message
+    assert message.startswith("shaders/noentry.slang: cannot tell the entry points"), message
+    assert "`noentry`, `main` or `computeMain`" in message
 
 
 def test_errors_of_several_files_together(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ side (hatch-slang) and the runtime read a module the same way, through one reade
   its bindings and layouts from here; the runtime checks a package's manifest against it.
 - :func:`little_endian`: whether bytes are a module in the byte order Vulkan takes.
 - The word-level reader (:func:`words`, :func:`instructions`), the opcodes and the capability
-  numbers (``CAPABILITY_NAMES``: number -> name) it names, for the build side's one rewrite of a
-  module (marking its source language, dropping an unneeded capability).
+  numbers (``CAPABILITY_NAMES``: number -> name) it names, for the build side's rewrites of a
+  module (marking its source language, dropping an unneeded capability, naming an instance of a
+  generic entry point after the instance).
 
 Only ``_format`` knows the binary format (the magic number, opcodes, decorations, storage
 classes, capability names); every other reader goes through it, and a module is parsed once
@@ -27,6 +28,7 @@ from ._constants import SPEC_SCALARS, SpecConstant
 from ._format import CAPABILITIES as CAPABILITY_NAMES
 from ._format import (
     OP_CAPABILITY,
+    OP_ENTRY_POINT,
     OP_IMAGE_READ,
     OP_IMAGE_SPARSE_READ,
     OP_SOURCE,
@@ -41,6 +43,7 @@ from ._module import EntryInfo, Module, Resource, loaded_offsets, read_module
 __all__ = [
     "CAPABILITY_NAMES",
     "OP_CAPABILITY",
+    "OP_ENTRY_POINT",
     "OP_IMAGE_READ",
     "OP_IMAGE_SPARSE_READ",
     "OP_SOURCE",

@@ -189,8 +189,37 @@ def test_hatchling_options_are_accepted_ours_are_named(tmp_path: Path) -> None:
         parse_config(tmp_path, {**raw, "optimisation": 3, "path": "x.py"})
     assert str(info.value) == (
         "Unknown option(s) `optimisation`, `path` for build hook `slang`; known options: shaders, "
-        "package, include-dirs, defines, optimization, compiler-args, constants, overrides, templates, strict"
+        "package, include-dirs, defines, optimization, compiler-args, constants, instances, overrides, "
+        "templates, strict"
     )
+
+
+def test_instances_are_texts_of_type_arguments_per_entry(tmp_path: Path) -> None:
+    (tmp_path / "k.slang").write_text("")
+    raw = {
+        "shaders": ["*.slang"],
+        "package": "p/k",
+        "instances": {"gscale": ["float", ["half"], ["float", 4], "vector<float, 4>", "float"]},
+        "overrides": [{"shaders": ["k.slang"], "instances": {"gscale": ["int"], "apply": ["Square"]}}],
+    }
+    config = parse_config(tmp_path, raw)
+    assert config.instances == {"gscale": ("float", "half", "float, 4", "vector<float, 4>")}
+    assert config.instances_for(tmp_path / "k.slang") == {
+        "gscale": ("float", "half", "float, 4", "vector<float, 4>", "int"),
+        "apply": ("Square",),
+    }
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["float"], {"gscale": "float"}, {"gscale": [[]]}, {"gscale": [1.5]}, {"1x": ["float"]}, {"g": [" "]}],
+)
+def test_bad_instances_name_the_option(tmp_path: Path, bad: object) -> None:
+    (tmp_path / "k.slang").write_text("")
+    with pytest.raises(
+        ConfigError, match=r"^Option `instances` for build hook `slang` must be a table of entry"
+    ):
+        parse_config(tmp_path, {"shaders": ["*.slang"], "package": "p/k", "instances": bad})
 
 
 def _strings(path: Path) -> list[str]:

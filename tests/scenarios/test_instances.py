@@ -1,0 +1,271 @@
+"""Instances of generic entries (issue 23): listed on the entries line or by the `instances`
+option, each built as an entry of its own and called on lavapipe against NumPy; the function named
+after the generic entry picks the instance by the arrays' dtypes; interface-constrained generics;
+the build errors; several `[numthreads]` functions without a `[shader]` mark."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from slangrt.spirv import read_module
+
+from hatch_slang.builder import pipeline
+from hatch_slang.cli.commands import main
+from hatch_slang.config.project import load_project_config
+from hatch_slang.errors import HatchSlangError
+
+from ..helpers import BuildProject, BuiltPackage, requires_device
+
+pytestmark = [pytest.mark.compile]
+
+PYPROJECT = """\
+[project]
+name = "genpkg"
+version = "0.1.0"
+
+[tool.hatch.build.hooks.slang]
+shaders = ["shaders/*.slang"]
+package = "genpkg/kernels"
+{extra}
+"""
+
+# A generic entry whose instances come from the hook option only (no entries line).
+NEGATE = """\
+// negate: y = -x.
+// Bindings:
+//   binding 0: x  read   [n]
+//   binding 1: y  write  [n]
+// Dispatch: ceil(n / 32) groups of 32
+[[vk::push_constant]] cbuffer Size { uint n; };
+[shader("compute")]
+[numthreads(32, 1, 1)]
+void negate<T : __BuiltinArithmeticType>(uint3 t : SV_DispatchThreadID,
+    uniform StructuredBuffer<T> x, uniform RWStructuredBuffer<T> y)
+{
+    if (t.x < n) y[t.x] = -x[t.x];
+}
+"""
+
+TWO_NUMTHREADS = """\
+[[vk::binding(0)]] RWStructuredBuffer<float> data;
+[numthreads(8, 1, 1)]
+void ones(uint3 t : SV_DispatchThreadID) { data[t.x] = 1.0; }
+[numthreads(8, 1, 1)]
+void twos(uint3 t : SV_DispatchThreadID) { data[t.x] = 2.0; }
+"""
+
+
+def _project(root: Path, shaders: dict[str, str], extra: str = "") -> Path:
+    (root / "shaders").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT.format(extra=extra))
+    (root / "genpkg").mkdir()
+    (root / "genpkg" / "__init__.py").write_text("")
+    for name, text in shaders.items():
+        (root / "shaders" / name).write_text(text)
+    return root
+
+
+@pytest.fixture
+def types(package: Callable[[str], Path], build_project: BuildProject) -> BuiltPackage:
+    return build_project(package("types"))
+
+
+@pytest.mark.gpu
+@requires_device
+def test_the_instances_validate_against_numpy(types: BuiltPackage) -> None:
+    names = ["instances_scale", "instances_apply", "instances_op"]
+    result = CliRunner().invoke(main, ["validate", "--root", str(types.root), "--json", *names])
+    rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+    assert result.exit_code == 0, result.output[-2000:]
+    assert rows and all(r["ok"] for r in rows), rows
+    assert {r["entry"] for r in rows} == {
+        "instances_scale_float",
+        "instances_scale_half",
+        "instances_apply_Square",
+        "instances_apply_Affine",
+        "instances_op_Square",
+        "instances_op_Negate",
+    }
+
+
+def test_each_instance_is_an_entry_its_spirv_named_after_it(types: BuiltPackage) -> None:
+    entries = types.manifest["shaders"]["instances_scale"]["entries"]
+    assert sorted(entries) == ["instances_scale_float", "instances_scale_half"]
+    for key, args in (("instances_scale_float", ["float"]), ("instances_scale_half", ["half"])):
+        e = entries[key]
+        assert (e["generic"], e["type_args"]) == ("instances_scale", args)
+        assert [b["dtype"] for b in e["bindings"]] == (
+            ["f32", "f32"] if args == ["float"] else ["f16", "f16"]
+        )
+        assert list(read_module(types.output.files[e["spirv"]]).entries) == [key]
+    apply = types.manifest["shaders"]["instances_apply"]["entries"]
+    assert sorted(apply) == ["instances_apply_Affine", "instances_apply_Square"]
+
+
+@pytest.mark.gpu
+@requires_device
+def test_the_generic_name_picks_the_instance_by_dtype(types: BuiltPackage) -> None:
+    k = types.kernels("instances_scale")
+    for dtype in (np.float32, np.float16):
+        x = np.linspace(-3, 3, 100).astype(dtype)
+        y = np.zeros_like(x)
+        k.instances_scale(x, y, s=0.5)
+        np.testing.assert_array_equal(y, x * dtype(0.5))
+        y2 = np.zeros_like(x)
+        k.instances_scale(x=x, y=y2, s=0.5)  # by keyword too
+        np.testing.assert_array_equal(y2, y)
+    with pytest.raises(
+        TypeError,
+        match=r"^instances_scale.instances_scale: no instance takes x float64, y float64; "
+        r"the instances: instances_scale_float \(x float32, y float32\); instances_scale_half",
+    ):
+        k.instances_scale(np.zeros(4), np.zeros(4), s=1.0)
+    with pytest.raises(TypeError, match=r"no instance takes x float32, y float16"):
+        k.instances_scale(np.zeros(4, np.float32), np.zeros(4, np.float16), s=1.0)
+    with pytest.raises(
+        TypeError, match=r"arrays without a dtype \(x, y\) could be taken by 2 instances: .*by name"
+    ):
+        k.instances_scale([1.0, 2.0], [0.0, 0.0], s=1.0)
+    assert "instances_scale" in k.__all__ and not hasattr(types.kernels("instances_apply"), "instances_apply")
+
+
+def test_a_generic_without_instances_fails_naming_the_line_to_add(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", {"negate.slang": NEGATE})
+    with pytest.raises(HatchSlangError) as info:
+        pipeline.build(load_project_config(root))
+    message = str(info.value)
+    assert message.startswith("shaders/negate.slang:9: entry point `negate` is generic"), message
+    assert "`// slang-entries: negate<float> negate<half>`" in message
+    assert 'instances = { negate = ["float", "half"] }' in message
+
+
+@pytest.mark.gpu
+@requires_device
+def test_instances_from_the_option_and_an_override(tmp_path: Path, build_project: BuildProject) -> None:
+    extra = (
+        'instances = { negate = ["float"] }\n'
+        "[[tool.hatch.build.hooks.slang.overrides]]\n"
+        'shaders = ["shaders/negate.slang"]\n'
+        'instances = { negate = ["int"] }\n'
+    )
+    built = build_project(_project(tmp_path / "p", {"negate.slang": NEGATE}, extra))
+    assert sorted(built.manifest["shaders"]["negate"]["entries"]) == ["negate_float", "negate_int"]
+    k = built.kernels("negate")
+    for dtype in (np.float32, np.int32):
+        x = np.arange(-5, 40).astype(dtype)
+        y = np.zeros_like(x)
+        k.negate(x, y)
+        np.testing.assert_array_equal(y, -x)
+    y = np.zeros(3, np.int32)
+    k.negate_int(np.array([1, 2, 3], np.int32), y)
+    np.testing.assert_array_equal(y, [-1, -2, -3])
+    result = CliRunner().invoke(main, ["show", "--root", str(built.root), "--json", "negate"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{") :])
+    [g] = data["generics"]
+    assert g["name"] == "negate" and g["function"] == "negate"
+    assert [(i["entry"], i["type_args"], i["from"]) for i in g["instances"]] == [
+        ("negate_float", ["float"], "option `instances`"),
+        ("negate_int", ["int"], "option `instances`"),
+    ]
+    text = CliRunner().invoke(main, ["show", "--root", str(built.root), "negate"]).output
+    assert "generic entry negate: 2 instance(s), `negate` picks one by dtype" in text
+    assert "entry negate_int (instance of negate<int>)" in text
+
+
+def test_two_instances_of_one_name_fail_the_build(tmp_path: Path) -> None:
+    source = "// slang-entries: negate<float> negate< float >\n" + NEGATE
+    root = _project(tmp_path / "p", {"negate.slang": source}, 'instances = { negate = ["float"] }')
+    pipeline.build(load_project_config(root))  # the same instance thrice: built once
+    source = "// slang-entries: negate<A_B> negate<A, B>\n" + NEGATE
+    (root / "shaders" / "negate.slang").write_text(source)
+    with pytest.raises(
+        HatchSlangError, match=r"^shaders/negate.slang:1: instances `negate<A, B>` and `negate<A_B>`"
+    ):
+        pipeline.build(load_project_config(root))
+
+
+@pytest.mark.gpu
+@requires_device
+def test_several_numthreads_functions_are_each_an_entry_with_a_note(
+    tmp_path: Path, build_project: BuildProject
+) -> None:
+    built = build_project(_project(tmp_path / "p", {"fills.slang": TWO_NUMTHREADS}))
+    assert sorted(built.manifest["shaders"]["fills"]["entries"]) == ["ones", "twos"]
+    notes = [w for w in built.output.warnings if "note:" in w]
+    assert [w.split(": note:")[0] for w in notes] == ["shaders/fills.slang:3", "shaders/fills.slang:5"]
+    data = np.zeros(8, np.float32)
+    built.kernels("fills").twos(data, grid=(1, 1, 1))
+    np.testing.assert_array_equal(data, 2.0)
+
+
+def test_a_dispatch_line_for_the_generic_or_one_instance(tmp_path: Path) -> None:
+    source = NEGATE.replace(
+        "// Dispatch: ceil(n / 32) groups of 32\n",
+        "// slang-entries: negate<float> negate<int> negate<half>\n"
+        "// Dispatch (negate): ceil(n / 32) groups of 32\n"
+        "// Dispatch (negate_int): (ceil(n / 32), 1) groups of 32\n",
+    )
+    out = pipeline.build(load_project_config(_project(tmp_path / "p", {"negate.slang": source})))
+    entries = json.loads(out.files["manifest.json"])["shaders"]["negate"]["entries"]
+    assert {k: e["grid"] for k, e in entries.items()} == {
+        "negate_float": ["ceil(n / 32)"],
+        "negate_int": ["ceil(n / 32)", "1"],
+        "negate_half": ["ceil(n / 32)"],
+    }
+    assert not [w for w in out.warnings if "Dispatch" in w]
+
+
+@pytest.mark.gpu
+@requires_device
+def test_an_interface_typed_parameter_is_picked_by_a_keyword_naming_the_type(types: BuiltPackage) -> None:
+    k = types.kernels("instances_op")
+    x = np.linspace(-2, 2, 70).astype(np.float32)
+    for op, want in (("Square", x * x), ("Negate", -x)):
+        y = np.zeros_like(x)
+        k.instances_op(x, y, op=op)
+        np.testing.assert_array_equal(y, want)
+    with pytest.raises(TypeError) as info:
+        k.instances_op(x, np.zeros_like(x), op="Cube")
+    assert str(info.value) == (
+        "instances_op.instances_op: argument `op` must name one of the types it was built for "
+        '("Square", "Negate"), got \'Cube\''
+    )
+    entries = types.manifest["shaders"]["instances_op"]["entries"]
+    assert {k: (e["generic"], e["type_args"]) for k, e in entries.items()} == {
+        "instances_op_Square": ("instances_op", ["Square"]),
+        "instances_op_Negate": ("instances_op", ["Negate"]),
+    }
+
+
+OP = """\
+interface IUnary { float apply(float v); };
+struct Square : IUnary { float apply(float v) { return v * v; } };
+[shader("compute")]
+[numthreads(8, 1, 1)]
+void run(uint3 t : SV_DispatchThreadID, uniform RWStructuredBuffer<float> y, uniform IUnary op)
+{
+    y[t.x] = op.apply(y[t.x]);
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("head", "message"),
+    [
+        ("", r"^shaders/op.slang:5: entry point `run` takes parameters of an interface type \(`op`\)"),
+        (
+            "// slang-entries: run<Square, Square>\n",
+            r"^shaders/op.slang:1: `run<Square, Square>` gives 2 type",
+        ),
+    ],
+)
+def test_an_interface_typed_parameter_needs_one_listed_type(tmp_path: Path, head: str, message: str) -> None:
+    root = _project(tmp_path / "p", {"op.slang": head + OP})
+    with pytest.raises(HatchSlangError, match=message):
+        pipeline.build(load_project_config(root))
