@@ -247,14 +247,10 @@ def compile_job(job: CompileJob) -> CompileResult:
                 return CompileResult(job.path, error=CompileError(job.path, entry, diag))
             if diag.strip():
                 warnings.append(diag)
-            code = ctypes.c_void_p()
-            if slang.lib.spGetEntryPointCodeBlob(req, 0, 0, ctypes.byref(code)) < 0 or not code.value:
-                return CompileResult(job.path, error=CompileError(job.path, entry, "no SPIR-V produced"))
-            spirv = _blob(code.value)
-            refl = ctypes.c_void_p()
-            if slang.lib.spReflection_ToJson(slang.lib.spGetReflection(req), None, ctypes.byref(refl)) < 0:
-                return CompileResult(job.path, error=CompileError(job.path, entry, "no reflection"))
-            reflection = repair_json(_blob(refl.value or 0).decode(errors="replace"))
+            out = _outputs(slang, req)
+            if isinstance(out, str):
+                return CompileResult(job.path, error=CompileError(job.path, entry, out))
+            spirv, reflection = out
             for k in range(slang.lib.spGetDependencyFileCount(req)):
                 dep = os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))
                 if dep != MODULE_PATH:  # the constants module: no file
@@ -268,6 +264,17 @@ def compile_job(job: CompileJob) -> CompileResult:
     return CompileResult(
         job.path, tuple(entries), tuple(deps), warnings="".join(warnings), compiler=slang.version
     )
+
+
+def _outputs(slang: _Slang, req: int) -> tuple[bytes, str] | str:
+    """A compiled request's SPIR-V and reflection JSON, or what is missing."""
+    code = ctypes.c_void_p()
+    if slang.lib.spGetEntryPointCodeBlob(req, 0, 0, ctypes.byref(code)) < 0 or not code.value:
+        return "no SPIR-V produced"
+    refl = ctypes.c_void_p()
+    if slang.lib.spReflection_ToJson(slang.lib.spGetReflection(req), None, ctypes.byref(refl)) < 0:
+        return "no reflection"
+    return _blob(code.value), repair_json(_blob(refl.value or 0).decode(errors="replace"))
 
 
 _SLANG_SOURCE_LANGUAGE_SLANG = 1  # SlangSourceLanguage (slang.h)
