@@ -22,7 +22,7 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   ``array``'s dtype may be a NumPy structured dtype (a buffer of structs: the argument's must
   equal it, field names included), and ``pointer`` ``(name, value, dtype)`` checks a pointer to
   structs (a ``slangrt.Tensor`` of that structured dtype) before ``pack`` packs its address
-  (both added within API 1);
+  (both added in API 2);
   for images, samplers and texel buffers ``image`` (a storage or sampled image: a
   ``slangrt.Image`` or a NumPy array, checked against the binding's dim, arrayed, channels,
   texel and declared format, its documented size axes bound like an array's), ``combined`` (an
