@@ -75,7 +75,7 @@ def definitions(structs: list[Struct], named: dict[Struct, str], np: str) -> str
     """The module-level definitions of every struct's dtype, with their comments."""
     if not structs:
         return ""
-    out = ["", "# The structured dtypes of the buffers of structs, laid out as Slang compiled them."]
+    out = ["", "# The structured dtypes of the structs the kernels take, laid out as Slang compiled them."]
     for s in structs:
         out += ["", *(f"# {line}" for line in describe(s, named[s]))]
         out += layout.lines(_dtype(s, named, np), f"{named[s]} = ")

@@ -35,7 +35,7 @@ from slangrt.spirv import (
 )
 
 from hatch_slang.errors import HatchSlangError
-from hatch_slang.spec.structs import Struct, read_struct
+from hatch_slang.spec.structs import Field, Struct, block_fields, read_struct
 
 # Slang's reflection names scalar types as NumPy does (`float32`, `uint8`); a bool is a 32-bit word.
 SCALARS: dict[str, str] = {**{t.numpy: code for code, t in DTYPES.items()}, "bool": "u32"}
@@ -74,6 +74,10 @@ class ReflectedBinding:
     # A buffer of structs: the element's layout by reflection (hatch_slang.spec.structs), its
     # matrices settled against the SPIR-V by Binding.merged. None for anything else.
     struct: Struct | None = None
+    # A uniform block: its top-level fields as reflection lays them out (offsets, array strides,
+    # structs; :func:`hatch_slang.spec.structs.block_fields`), which the SPIR-V's leaves are
+    # checked against. Empty for anything else.
+    fields: tuple[Field, ...] = ()
 
     @property
     def key(self) -> tuple[int, int]:
@@ -173,6 +177,7 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
             tuple(scalars),
             size,
             set=space,
+            fields=block_fields(t["elementType"]),
         )
     if t.get("kind") == "samplerState":
         return ReflectedBinding(

@@ -6,16 +6,24 @@ The leaves are the SPIR-V's own (:class:`slangrt.spirv.Member`, placed by its Of
 ArrayStride, MatrixStride and RowMajor decorations: std140 for uniform buffers, std430 for push
 constants), so the strides are the compiled code's; a group whose offsets are not one strided
 grid (which no layout rule makes) is left as its leaves.
+
+A field of struct type, or an array of structs, is one value too (``struct``: the struct as
+laid out in this block, its ``itemsize`` the array's stride) where reflection describes it
+(:func:`hatch_slang.spec.structs.block_fields`) and the SPIR-V's leaves agree with it
+(:func:`~hatch_slang.spec.structs.settle`); :func:`disagreements` says where reflection and the
+SPIR-V differ on a whole value's offset, strides or struct layout (which Slang never makes: a
+build error).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from slangrt.spirv import Member
 
 from hatch_slang.spec.reflection import scalar_size
+from hatch_slang.spec.structs import Field, Struct, settle
 
 _COMPONENTS = "xyzw"
 
@@ -31,6 +39,7 @@ class Value:
     strides: tuple[int, ...] = ()
     pointee: str | None = None
     leaf: Member | None = None  # the member itself, for a scalar
+    struct: Struct | None = None  # a struct value (scalar "struct"): its layout in this block
 
 
 def _index(part: str) -> int | None:
@@ -81,14 +90,71 @@ def _grid(items: list[tuple[tuple[int, ...], Member]]) -> Value | None:
     return Value((), scalar, base, shape, strides)
 
 
-def values(members: Iterable[Member]) -> list[Value]:
-    """The block's keyword values in the order of their first leaves."""
+def _stripped(m: Member) -> tuple[str, ...]:
+    path = list(m.path)
+    while path and path[0].startswith("__"):
+        path.pop(0)
+    return tuple(path)
+
+
+def _struct_value(f: Field, members: list[Member]) -> Value | None:
+    """The leaves of field ``f`` (a struct or an array of structs) as one struct value: its
+    layout settled against element 0's leaves, every element's leaves one stride on; None where
+    the SPIR-V disagrees with reflection."""
+    assert f.struct is not None
+    stride = f.struct.itemsize
+    count = f.array[0] if f.array else 1
+    inner = 2 if f.array else 1
+    if f.array and any(len(_stripped(m)) < 2 or not _stripped(m)[1].isdigit() for m in members):
+        return None
+    first = [m for m in members if not f.array or _stripped(m)[1] == "0"]
+    local = tuple(replace(m, path=_stripped(m)[inner:], offset=m.offset - f.offset) for m in first)
+    layout = settle(f.struct, local, stride)
+    if layout is None or len(members) != count * len(local):
+        return None
+    want = {(k, p): o for k in range(count) for p, o in layout.leaves(f.offset + k * stride)}
+    have = {(int(_stripped(m)[1]) if f.array else 0, _stripped(m)[inner:]): m.offset for m in members}
+    if want != have:
+        return None
+    shape, strides = ((count,), (stride,)) if f.array else ((), ())
+    return Value((f.name,), "struct", f.offset, shape, strides, struct=layout)
+
+
+def _structs(members: list[Member], fields: tuple[Field, ...]) -> tuple[list[Value], set[str]]:
+    """The struct values of the block, and the names of the struct fields that are none."""
+    out: list[Value] = []
+    failed: set[str] = set()
+    for f in fields:
+        if f.struct is None or len(f.array) > 1:
+            continue
+        mine = [m for m in members if _stripped(m)[:1] == (f.name,) and m.scalar != "ptr"]
+        if not mine or len(mine) != sum(1 for m in members if _stripped(m)[:1] == (f.name,)):
+            continue  # a pointer inside: its leaves stay arguments of their own
+        v = _struct_value(f, mine)
+        if v is None:
+            failed.add(f.name)
+        else:
+            out.append(v)
+    return out, failed
+
+
+def values(members: Iterable[Member], fields: tuple[Field, ...] = ()) -> list[Value]:
+    """The block's keyword values in the order of their first leaves; ``fields``: reflection's
+    top-level fields (:attr:`hatch_slang.spec.model.Binding.fields`), which make a struct field
+    one value."""
+    leaves = list(members)
+    structs = {v.path[0]: v for v in _structs(leaves, fields)[0]}
     groups: dict[tuple[str, ...], list[tuple[tuple[int, ...], Member]]] = {}
-    for m in members:
-        head, index = _split(m)
+    for m in leaves:
+        top = _stripped(m)[:1]
+        # A struct value's leaves under ("", name): no path starts with "", so none clashes.
+        head, index = (("", top[0]), ()) if top and top[0] in structs else _split(m)
         groups.setdefault(head, []).append((index, m))
     out: list[Value] = []
     for head, items in groups.items():
+        if head[:1] == ("",):
+            out.append(structs[head[1]])
+            continue
         whole = _grid(items) if items[0][0] else None
         if whole is not None:
             out.append(Value(head, whole.scalar, whole.offset, whole.shape, whole.strides))
@@ -97,3 +163,39 @@ def values(members: Iterable[Member]) -> list[Value]:
             parts = (*head, *(str(k) for k in index))
             out.append(Value(parts, m.scalar, m.offset, pointee=m.pointee, leaf=m))
     return out
+
+
+def disagreements(members: Iterable[Member], fields: tuple[Field, ...]) -> list[tuple[str, str]]:
+    """Where reflection's layout of the block (``fields``) and the SPIR-V's leaves disagree on
+    a whole value: (field, what each says) for a value's offset, a vector's or an array's stride
+    and a struct's layout. Slang's output never disagrees; a value reflection does not describe
+    is not compared."""
+    leaves = list(members)
+    by_name = {f.name: f for f in fields}
+    out: list[tuple[str, str]] = []
+    for name in sorted(_structs(leaves, fields)[1]):
+        out.append((name, f"the SPIR-V lays out struct field `{name}` otherwise than reflection says"))
+    for v in values(leaves, fields):
+        f = by_name.get(v.path[0]) if len(v.path) == 1 else None
+        if f is None or not v.shape or v.struct is not None:
+            continue
+        if v.offset != f.offset:
+            out.append((f.name, f"`{f.name}` is at byte {v.offset} in the SPIR-V, {f.offset} by reflection"))
+            continue
+        stride = _reflected_stride(f)
+        if stride is not None and v.strides[:1] != (stride,):
+            out.append(
+                (f.name, f"`{f.name}` steps {v.strides[0]} bytes in the SPIR-V, {stride} by reflection")
+            )
+    return out
+
+
+def _reflected_stride(f: Field) -> int | None:
+    """The bytes between a vector's components or an array's elements by reflection; None for a
+    matrix (whose storage only the SPIR-V says) and a scalar."""
+    if f.matrix is not None or f.scalar is None:
+        return None
+    size = scalar_size(f.scalar)
+    if f.array:
+        return f.shape[-1] * size if f.width else size
+    return size if f.width else None
