@@ -1,0 +1,116 @@
+"""Struct uniform values whole (tests/packages/types, ``uniforms_scene``): a cbuffer's
+``float4x4``, ``float3``, one ``Light`` and an array of them, each one keyword argument, the
+structs NumPy structured values of the module's ``Light`` dtype (std140: 16 bytes, the ``float``
+in the ``float3``'s slot), checked against NumPy through the kernel's output on the device; a
+wrong dtype is a ``TypeError`` and a wrong shape a ``ValueError``, each naming the kernel and
+the argument; the package's validate passes."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from hatch_slang.cli.commands import main
+
+from ..helpers import BuiltPackage, built_package, copy_package, requires_device
+
+pytestmark = [pytest.mark.compile, pytest.mark.gpu, requires_device]
+
+VIEW = (np.arange(16, dtype=np.float32).reshape(4, 4) ** 1.5 / 10 - 1).astype(np.float32)
+STD140_LIGHT = np.dtype(
+    {"names": ["dir", "intensity"], "formats": [("<f4", (3,)), "<f4"], "offsets": [0, 12], "itemsize": 16}
+)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with built_package(copy_package("types", tmp_path_factory.mktemp("types"))) as package:
+        yield package
+
+
+def _values(dtype: np.dtype[Any]) -> tuple[Any, Any]:
+    lights = np.zeros(3, dtype)
+    lights["dir"] = [[1.0, -2.0, 0.5], [0.25, 3.0, -1.0], [-0.75, 0.125, 2.0]]
+    lights["intensity"] = [0.5, -1.5, 2.25]
+    sun = np.zeros((), dtype)[()]
+    sun["dir"], sun["intensity"] = (0.25, -0.75, 1.5), 3.0
+    return sun, lights
+
+
+def _scene(built: BuiltPackage, points: np.ndarray, **values: Any) -> np.ndarray:
+    mod = built.kernels("uniforms_scene")
+    sun, lights = _values(mod.Light)
+    shaded = np.zeros((len(points), 4), np.float32)
+    args: dict[str, Any] = dict(view=VIEW, ambient=(0.5, -1.25, 2.0), sun=sun, lights=lights)
+    args.update(values)
+    mod.uniforms_scene(points, shaded, n=len(points), grid=(-(-len(points) // 32), 1, 1), **args)
+    return shaded
+
+
+def _expected(points: np.ndarray, sun: Any, lights: Any) -> np.ndarray:
+    q = points.astype(np.float64) @ VIEW.astype(np.float64).T
+    dirs = lights["dir"].astype(np.float64)
+    c = np.array([0.5, -1.25, 2.0]) + float(sun["intensity"]) * sun["dir"].astype(np.float64) * q[:, 3:4]
+    c += (q[:, :3] * lights["intensity"]) @ dirs
+    w = np.sum(q[:, :3] * dirs[np.arange(len(q)) % 3], axis=1)
+    return np.concatenate([c, w[:, None]], axis=1)
+
+
+def test_each_struct_value_is_one_argument_of_the_modules_std140_dtype(built: BuiltPackage) -> None:
+    mod = built.kernels("uniforms_scene")
+    params = inspect.signature(mod.uniforms_scene).parameters
+    assert list(params) == ["points", "shaded", "view", "ambient", "n", "sun", "lights", "grid"]
+    assert mod.Light == STD140_LIGHT and mod.Light.names == ("dir", "intensity")
+    assert "Light" in mod.__all__
+    assert "lights: `Scene` field (struct `Light` array: a NumPy array of dtype Light, (3,))" in (
+        mod.uniforms_scene.__doc__ or ""
+    )
+
+
+def test_a_matrix_float3_struct_and_array_of_structs_passed_whole(built: BuiltPackage) -> None:
+    points = np.random.default_rng(23).standard_normal((37, 4)).astype(np.float32)
+    shaded = _scene(built, points)
+    sun, lights = _values(STD140_LIGHT)
+    np.testing.assert_allclose(shaded, _expected(points, sun, lights), rtol=1e-5, atol=1e-4)
+    # Each light's fields land in its own slot: other lights compute something else.
+    moved = lights[[2, 0, 1]]
+    other = _scene(built, points, lights=moved)
+    assert not np.allclose(other, shaded, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(other, _expected(points, sun, moved), rtol=1e-5, atol=1e-4)
+    # A 0-d array of the dtype is a struct value too.
+    np.testing.assert_allclose(_scene(built, points, sun=np.asarray(sun)), shaded, rtol=0, atol=0)
+
+
+def test_dtypes_and_shapes_are_checked_naming_kernel_and_argument(built: BuiltPackage) -> None:
+    points = np.zeros((3, 4), np.float32)
+    natural = np.dtype([("intensity", "<f4"), ("dir", "<f4", (3,))])
+    with pytest.raises(
+        TypeError,
+        match=r"uniforms_scene\.uniforms_scene\(\): argument `lights` must be a NumPy structured array of "
+        r"dtype .* got dtype",
+    ):
+        _scene(built, points, lights=np.zeros(3, natural))
+    with pytest.raises(TypeError, match=r"argument `sun` must be a NumPy structured scalar .* got tuple"):
+        _scene(built, points, sun=((1.0, 2.0, 3.0), 4.0))
+    with pytest.raises(
+        ValueError,
+        match=r"uniforms_scene\.uniforms_scene\(\): argument `lights` must have shape \(3,\), "
+        r"got shape \(4,\)",
+    ):
+        _scene(built, points, lights=np.zeros(4, STD140_LIGHT))
+
+
+@pytest.mark.slow
+def test_the_scene_kernel_validates(built: BuiltPackage) -> None:
+    root: Path = built.root
+    result = CliRunner().invoke(main, ["validate", "--root", str(root), "--json", "uniforms_scene"])
+    rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+    assert rows and all(r["ok"] for r in rows), result.output[-2000:]
+    assert {r["entry"] for r in rows} == {"uniforms_scene"}
+    assert result.exit_code == 0, result.output[-2000:]
