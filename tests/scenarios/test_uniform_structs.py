@@ -20,6 +20,34 @@ from hatch_slang.cli.commands import main
 
 from ..helpers import BuiltPackage, built_package, copy_package, requires_device
 
+# One struct in a std430 buffer and in a std140 cbuffer: `Inner` rounds to 16 bytes and sits
+# at 16 in the cbuffer, at 4 in the buffer, so the two layouts are two dtypes.
+TWO_LAYOUTS = """\
+struct Inner { float x; };
+struct S { float a; Inner i; };
+cbuffer P { S s; uint n; };
+RWStructuredBuffer<S> out;
+
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void copy_s(uint3 id: SV_DispatchThreadID)
+{
+    if (id.x >= n)
+        return;
+    out[id.x].a = s.a;
+    out[id.x].i.x = s.i.x;
+}
+"""
+PYPROJECT = """\
+[project]
+name = "twolayouts"
+version = "0.1.0"
+
+[tool.hatch.build.hooks.slang]
+shaders = ["shaders/*.slang"]
+package = "twolayouts/kernels"
+"""
+
 pytestmark = [pytest.mark.compile, pytest.mark.gpu, requires_device]
 
 VIEW = (np.arange(16, dtype=np.float32).reshape(4, 4) ** 1.5 / 10 - 1).astype(np.float32)
@@ -104,6 +132,37 @@ def test_dtypes_and_shapes_are_checked_naming_kernel_and_argument(built: BuiltPa
         r"got shape \(4,\)",
     ):
         _scene(built, points, lights=np.zeros(4, STD140_LIGHT))
+
+
+def test_show_lists_each_struct_value_and_its_layout(built: BuiltPackage) -> None:
+    result = CliRunner().invoke(main, ["show", "--root", str(built.root), "uniforms_scene"])
+    assert result.exit_code == 0, result.output
+    assert "struct Light[3]" in result.output
+    assert "struct Light in b0 Scene.lights: 16 bytes per element" in result.output
+    shown = CliRunner().invoke(main, ["show", "--root", str(built.root), "--json", "uniforms_scene"])
+    data = json.loads(shown.output[shown.output.index("{") :])
+    (scene,) = [b for b in data["bindings"] if b["name"] == "Scene"]
+    lights = next(p for p in scene["params"] if p["name"] == "lights")
+    assert (lights["type"], lights["shape"], lights["struct"]["itemsize"]) == ("struct", [3], 16)
+
+
+def test_a_struct_laid_out_otherwise_in_a_buffer_and_a_cbuffer_is_two_dtypes(tmp_path: Path) -> None:
+    root = tmp_path / "twolayouts"
+    (root / "shaders").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "shaders" / "two.slang").write_text(TWO_LAYOUTS)
+    with built_package(root) as package:
+        mod = package.kernels("two")
+        # The first layout met (binding 0, the cbuffer's) keeps the name.
+        assert (mod.S.itemsize, mod.S.fields["i"][1]) == (32, 16)  # the cbuffer's, std140
+        assert (mod.S_2.itemsize, mod.S_2.fields["i"][1]) == (8, 4)  # the buffer's, std430
+        s = np.zeros((), mod.S)[()]
+        s["a"], s["i"]["x"] = 1.5, -2.25
+        out = np.zeros(2, mod.S_2)
+        mod.copy_s(out, s=s, n=2, grid=(2, 1, 1))
+        assert out["a"].tolist() == [1.5, 1.5] and out["i"]["x"].tolist() == [-2.25, -2.25]
+        with pytest.raises(TypeError, match=r"argument `s` must be a NumPy structured scalar of dtype"):
+            mod.copy_s(out, s=np.zeros((), mod.S_2)[()], n=2, grid=(2, 1, 1))
 
 
 @pytest.mark.slow
