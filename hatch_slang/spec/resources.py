@@ -142,8 +142,10 @@ def _value_slot(
 def block(
     shader: Shader, b: Binding, variable: str, kind: Literal["uniform", "push"]
 ) -> tuple[BufferSpec, list[HatchSlangError]]:
-    """A uniform or push-constant block with no comment: its fields become keyword arguments;
-    a pointer it holds to anything but scalars is an error whatever `strict` says."""
+    """A uniform or push-constant block with no comment: its fields become keyword arguments
+    (a vector, matrix, array, struct or array of structs one each: :mod:`uniforms`); a pointer
+    it holds to anything but scalars and structs of them, and a disagreement of reflection and
+    the SPIR-V on its layout, are errors whatever `strict` says."""
     hard: list[HatchSlangError] = [
         ShaderError(
             shader.rel,
