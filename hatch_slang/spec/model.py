@@ -139,6 +139,7 @@ class Binding:
     # A uniform block: its top-level fields as reflection lays them out (empty without
     # reflection); hatch_slang.spec.uniforms checks the SPIR-V's leaves against them.
     fields: tuple[Field, ...] = ()
+    offsets: tuple[tuple[str, str, int, int], ...] = ()  # (ReflectedBinding.offsets)
 
     @property
     def key(self) -> tuple[int, int]:
@@ -186,6 +187,7 @@ class Binding:
             comparison=reflected.comparison,
             struct=layout,
             fields=reflected.fields,
+            offsets=reflected.offsets,
         )
 
     @classmethod

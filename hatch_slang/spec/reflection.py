@@ -78,6 +78,9 @@ class ReflectedBinding:
     # structs; :func:`hatch_slang.spec.structs.block_fields`), which the SPIR-V's leaves are
     # checked against. Empty for anything else.
     fields: tuple[Field, ...] = ()
+    # A uniform block: (name, type kind, byte offset, array stride or 0) of each top-level
+    # field as reflection gives them, described by a dtype or not (:func:`block_offsets`).
+    offsets: tuple[tuple[str, str, int, int], ...] = ()
 
     @property
     def key(self) -> tuple[int, int]:
@@ -160,6 +163,20 @@ def _flatten(t: dict[str, Any], prefix: str, offset: int) -> tuple[list[Scalar],
     return [], 0
 
 
+def block_offsets(t: dict[str, Any]) -> tuple[tuple[str, str, int, int], ...]:
+    """(name, type kind, byte offset, array stride or 0) of each top-level field of a uniform
+    block's element, as reflection gives them; a field it gives no offset is left out."""
+    out: list[tuple[str, str, int, int]] = []
+    for f in t.get("fields", []) if t.get("kind") == "struct" else []:
+        if not isinstance(f, dict) or not isinstance(f.get("type"), dict):
+            continue
+        name, offset = f.get("name"), f.get("binding", {}).get("offset")
+        kind, stride = f["type"].get("kind"), f["type"].get("uniformStride", 0)
+        if isinstance(name, str) and isinstance(offset, int) and isinstance(stride, int):
+            out.append((name, str(kind), offset, stride if kind == "array" else 0))
+    return tuple(out)
+
+
 def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
     b = param.get("binding", {})
     if b.get("kind") != "descriptorTableSlot":
@@ -178,6 +195,7 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
             size,
             set=space,
             fields=block_fields(t["elementType"]),
+            offsets=block_offsets(t["elementType"]),
         )
     if t.get("kind") == "samplerState":
         return ReflectedBinding(

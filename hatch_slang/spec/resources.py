@@ -153,7 +153,7 @@ def block(
             f"`{variable or kind}`: reflection and the SPIR-V disagree on its layout: {what} "
             "(a compiler fault: please report it, with this shader)",
         )
-        for name, what in uniforms.disagreements(b.members, b.fields)
+        for name, what in uniforms.disagreements(b.members, b.fields, b.offsets)
     ]
     slots: list[ParamSlot] = []
     for v in uniforms.values(b.members, b.fields):

@@ -165,37 +165,31 @@ def values(members: Iterable[Member], fields: tuple[Field, ...] = ()) -> list[Va
     return out
 
 
-def disagreements(members: Iterable[Member], fields: tuple[Field, ...]) -> list[tuple[str, str]]:
-    """Where reflection's layout of the block (``fields``) and the SPIR-V's leaves disagree on
-    a whole value: (field, what each says) for a value's offset, a vector's or an array's stride
-    and a struct's layout. Slang's output never disagrees; a value reflection does not describe
-    is not compared."""
+def disagreements(
+    members: Iterable[Member], fields: tuple[Field, ...], offsets: tuple[tuple[str, str, int, int], ...] = ()
+) -> list[tuple[str, str]]:
+    """Where reflection's layout of the block and the SPIR-V's leaves disagree on a whole value:
+    (field, what each says) for a value's offset or an array's stride (``offsets``:
+    :attr:`hatch_slang.spec.reflection.ReflectedBinding.offsets`) and a struct value's layout
+    (``fields``). Slang's output never disagrees; a value reflection does not give is not
+    compared."""
     leaves = list(members)
-    by_name = {f.name: f for f in fields}
-    out: list[tuple[str, str]] = []
-    for name in sorted(_structs(leaves, fields)[1]):
-        out.append((name, f"the SPIR-V lays out struct field `{name}` otherwise than reflection says"))
+    out = [
+        (name, f"the SPIR-V lays out struct field `{name}` otherwise than reflection says")
+        for name in sorted(_structs(leaves, fields)[1])
+    ]
+    by_name = {name: (kind, offset, stride) for name, kind, offset, stride in offsets}
     for v in values(leaves, fields):
-        f = by_name.get(v.path[0]) if len(v.path) == 1 else None
-        if f is None or not v.shape or v.struct is not None:
+        said = by_name.get(v.path[0]) if len(v.path) == 1 and v.struct is None else None
+        if said is None or not v.shape:
             continue
-        if v.offset != f.offset:
-            out.append((f.name, f"`{f.name}` is at byte {v.offset} in the SPIR-V, {f.offset} by reflection"))
-            continue
-        stride = _reflected_stride(f)
-        if stride is not None and v.strides[:1] != (stride,):
+        kind, offset, stride = said
+        if v.offset != offset:
             out.append(
-                (f.name, f"`{f.name}` steps {v.strides[0]} bytes in the SPIR-V, {stride} by reflection")
+                (v.path[0], f"`{v.path[0]}` is at byte {v.offset} in the SPIR-V, {offset} by reflection")
+            )
+        elif kind == "array" and v.strides[:1] != (stride,):
+            out.append(
+                (v.path[0], f"`{v.path[0]}` steps {v.strides[0]} bytes in the SPIR-V, {stride} by reflection")
             )
     return out
-
-
-def _reflected_stride(f: Field) -> int | None:
-    """The bytes between a vector's components or an array's elements by reflection; None for a
-    matrix (whose storage only the SPIR-V says) and a scalar."""
-    if f.matrix is not None or f.scalar is None:
-        return None
-    size = scalar_size(f.scalar)
-    if f.array:
-        return f.shape[-1] * size if f.width else size
-    return size if f.width else None

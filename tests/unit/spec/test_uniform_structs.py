@@ -34,6 +34,7 @@ cbuffer Scene
     uint n;
     Light sun;
     Light lights[3];
+    float w[2];
 };
 """
 
@@ -87,6 +88,16 @@ REFLECTION: dict[str, Any] = {
                             },
                             "binding": {"kind": "uniform", "offset": 32, "size": 48, "elementStride": 16},
                         },
+                        {
+                            "name": "w",
+                            "type": {
+                                "kind": "array",
+                                "elementCount": 2,
+                                "elementType": F32,
+                                "uniformStride": 16,
+                            },
+                            "binding": {"kind": "uniform", "offset": 80, "size": 20, "elementStride": 16},
+                        },
                     ],
                 },
             },
@@ -112,6 +123,8 @@ MEMBERS = (
     _m("n", 12, "u32"),
     *_light("sun", 16),
     *(m for k in range(3) for m in _light(f"lights.{k}", 32 + 16 * k)),
+    _m("w.0", 80),
+    _m("w.1", 96),
 )
 LIGHT_LAYOUT = Struct("Light", 16, (Field("dir", 0, "f32", (3,), width=3), Field("intensity", 12, "f32")))
 
@@ -119,6 +132,11 @@ LIGHT_LAYOUT = Struct("Light", 16, (Field("dir", 0, "f32", (3,), width=3), Field
 def _fields(reflection: dict[str, Any]) -> tuple[Field, ...]:
     (b,) = read_all_bindings(json.dumps(reflection))
     return b.fields
+
+
+def _disagreements(reflection: dict[str, Any]) -> list[tuple[str, str]]:
+    (b,) = read_all_bindings(json.dumps(reflection))
+    return disagreements(MEMBERS, b.fields, b.offsets)
 
 
 def _tampered(change: str, value: int) -> dict[str, Any]:
@@ -130,6 +148,8 @@ def _tampered(change: str, value: int) -> dict[str, Any]:
         fields[0]["binding"]["offset"] = value
     elif change == "lights.stride":
         fields[3]["type"]["uniformStride"] = value
+    elif change == "w.stride":
+        fields[4]["type"]["uniformStride"] = value
     else:
         fields[3]["type"]["elementType"]["fields"][1]["binding"]["offset"] = value
     return r
@@ -145,8 +165,9 @@ def test_a_struct_and_an_array_of_structs_are_one_value_each_in_the_blocks_layou
         (("n",), "u32", 12, (), (), None),
         (("sun",), "struct", 16, (), (), LIGHT_LAYOUT),
         (("lights",), "struct", 32, (3,), (16,), LIGHT_LAYOUT),
+        (("w",), "f32", 80, (2,), (16,), None),
     ]
-    assert disagreements(MEMBERS, _fields(REFLECTION)) == []
+    assert _disagreements(REFLECTION) == []
 
 
 def test_without_reflection_a_structs_fields_stay_values_of_their_own() -> None:
@@ -155,28 +176,26 @@ def test_without_reflection_a_structs_fields_stay_values_of_their_own() -> None:
 
 
 def test_a_tampered_offset_stride_or_struct_layout_is_a_disagreement() -> None:
-    assert disagreements(MEMBERS, _fields(_tampered("ambient.offset", 16))) == [
+    assert _disagreements(_tampered("ambient.offset", 16)) == [
         ("ambient", "`ambient` is at byte 0 in the SPIR-V, 16 by reflection")
     ]
-    lights = [name for name, _ in disagreements(MEMBERS, _fields(_tampered("lights.stride", 32)))]
-    assert lights == ["lights"]
-    inner = disagreements(MEMBERS, _fields(_tampered("intensity.offset", 8)))  # (`Light` in both)
-    assert inner == [
+    assert _disagreements(_tampered("w.stride", 4)) == [
+        ("w", "`w` steps 16 bytes in the SPIR-V, 4 by reflection")
+    ]
+    assert [name for name, _ in _disagreements(_tampered("lights.stride", 32))] == ["lights"]
+    assert _disagreements(_tampered("intensity.offset", 8)) == [  # (`Light` in both)
         (name, f"the SPIR-V lays out struct field `{name}` otherwise than reflection says")
         for name in ("lights", "sun")
     ]
     # Where they disagree the value is not made whole from reflection's word.
-    assert [v.path for v in values(MEMBERS, _fields(_tampered("intensity.offset", 8)))][-1] == (
-        "lights",
-        "2",
-        "intensity",
-    )
+    paths = [v.path for v in values(MEMBERS, _fields(_tampered("intensity.offset", 8)))]
+    assert ("lights", "2", "intensity") in paths and ("sun", "dir") in paths
 
 
 def _block(reflection: dict[str, Any]) -> list[ShaderError]:
     rel = "scene.slang"
     shader = Shader(Path(rel), rel, "scene", SOURCE, "0" * 64, parse_contract(rel, SOURCE), ("scene",))
-    resource = Resource(7, "Scene", "uniform", 0, 0, MEMBERS, 0, 80, False, False, "uniform block")
+    resource = Resource(7, "Scene", "uniform", 0, 0, MEMBERS, 0, 112, False, False, "uniform block")
     (reflected,) = read_all_bindings(json.dumps(reflection))
     _, hard = block(shader, Binding.merged(reflected, resource), "Scene", "uniform")
     return [e for e in hard if isinstance(e, ShaderError)]
@@ -187,6 +206,8 @@ def test_a_disagreement_is_a_build_error_naming_the_fields_line() -> None:
     (error,) = _block(_tampered("lights.stride", 32))
     assert str(error).startswith("scene.slang:12: ")
     assert "reflection and the SPIR-V disagree" in str(error) and "struct field `lights`" in str(error)
+    (error,) = _block(_tampered("w.stride", 4))
+    assert str(error).startswith("scene.slang:13: ") and "`w` steps 16 bytes" in str(error)
     (error,) = _block(_tampered("ambient.offset", 16))
     assert str(error).startswith(
         "scene.slang:9: "
