@@ -49,11 +49,17 @@ def _index(part: str) -> int | None:
     return _COMPONENTS.index(part) if len(part) == 1 and part in _COMPONENTS else None
 
 
+def _stripped(m: Member) -> tuple[str, ...]:
+    """A leaf's path without Slang's wrapper of a non-struct element (``__member0``)."""
+    path = list(m.path)
+    while path and path[0].startswith("__"):
+        path.pop(0)
+    return tuple(path)
+
+
 def _split(m: Member) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """A leaf's path as (the value's name parts, its index inside the value)."""
-    path = list(m.path)
-    while path and path[0].startswith("__"):  # Slang's wrapper of a non-struct element (`__member0`)
-        path.pop(0)
+    path = list(_stripped(m))
     if m.scalar == "ptr":  # pointers stay one argument each
         return tuple(path), ()
     # The first part is a field's name (a field called `x` or `w` too) unless it is an element
@@ -88,13 +94,6 @@ def _grid(items: list[tuple[tuple[int, ...], Member]]) -> Value | None:
     if any(o != base + sum(k * s for k, s in zip(i, strides)) for i, o in at.items()):
         return None
     return Value((), scalar, base, shape, strides)
-
-
-def _stripped(m: Member) -> tuple[str, ...]:
-    path = list(m.path)
-    while path and path[0].startswith("__"):
-        path.pop(0)
-    return tuple(path)
 
 
 def _struct_value(f: Field, members: list[Member]) -> Value | None:
