@@ -3,7 +3,9 @@
 From the JSON: each global parameter's binding index, kind (storage or uniform buffer), access
 and element layout (scalars, vectors and structs flattened to ``(name, scalar type, byte
 offset)``), and a buffer of structs' element as a layout (:mod:`hatch_slang.spec.structs`,
-whose matrices the SPIR-V settles); the entry's thread-group size. From the SPIR-V (read by
+whose matrices the SPIR-V settles); a uniform block's top-level fields and offsets, the
+push-constant buffer's and the default uniform buffer's too (:class:`BlockLayout`), which the
+SPIR-V's leaves are checked against; the entry's thread-group size. From the SPIR-V (read by
 :mod:`slangrt.spirv`, the one reader of the format): which bindings the entry really uses,
 since Slang's JSON lists every global of the file.
 
@@ -117,6 +119,18 @@ def _merge(found: list[ReflectedBinding]) -> tuple[ReflectedBinding, ...]:
 
 
 @dataclass(frozen=True)
+class BlockLayout:
+    """A uniform block reflection describes as a value of no descriptor of its own (a
+    push-constant buffer, the default uniform buffer of global ``uniform`` values): its
+    top-level fields (:func:`hatch_slang.spec.structs.block_fields`) and their offsets
+    (:func:`block_offsets`), under the variable the SPIR-V names it by."""
+
+    variable: str
+    fields: tuple[Field, ...] = ()
+    offsets: tuple[tuple[str, str, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
 class ReflectedEntry:
     name: str
     threads: tuple[int, int, int]
@@ -124,6 +138,8 @@ class ReflectedEntry:
     used: tuple[tuple[int, int], ...]  # (set, binding) of every descriptor the SPIR-V uses
     # The specialization constants reflection lists: (SpecId, name) each, by SpecId.
     constants: tuple[tuple[int, str], ...] = ()
+    # The blocks with no descriptor binding of their own (push constants, global uniforms).
+    blocks: tuple[BlockLayout, ...] = ()
 
 
 def _flatten(t: dict[str, Any], prefix: str, offset: int) -> tuple[list[Scalar], int]:
@@ -291,7 +307,28 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes | Module) -> Refle
         bindings=_merge([b for b in all_bindings if b.key in used]),
         used=tuple(sorted(used)),
         constants=_constants(data.get("parameters", [])),
+        blocks=_blocks(data.get("parameters", [])),
     )
+
+
+def _blocks(params: list[Any]) -> tuple[BlockLayout, ...]:
+    """Each global push-constant buffer's layout, and the default uniform buffer's
+    (``globalParams``: the global ``uniform`` values, each a field at its offset)."""
+    out: list[BlockLayout] = []
+    loose: list[dict[str, Any]] = []
+    for p in params:
+        b = p.get("binding") if isinstance(p, dict) else None
+        if not isinstance(b, dict) or not isinstance(p.get("type"), dict):
+            continue
+        if b.get("kind") == "pushConstantBuffer" and p["type"].get("kind") == "constantBuffer":
+            elem = p["type"].get("elementType", {})
+            out.append(BlockLayout(str(p.get("name", "")), block_fields(elem), block_offsets(elem)))
+        elif b.get("kind") == "uniform":
+            loose.append({"name": p.get("name"), "type": p["type"], "binding": b})
+    if loose:
+        elem = {"kind": "struct", "fields": loose}
+        out.append(BlockLayout("globalParams", block_fields(elem), block_offsets(elem)))
+    return tuple(out)
 
 
 def _constants(params: list[Any]) -> tuple[tuple[int, str], ...]:

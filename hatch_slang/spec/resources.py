@@ -30,7 +30,7 @@ from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.spec import images, uniforms
 from hatch_slang.spec.model import Binding, BufferSpec, ParamSlot, is_float
-from hatch_slang.spec.reflection import scalar_size, unescape
+from hatch_slang.spec.reflection import BlockLayout, scalar_size, unescape
 from hatch_slang.spec.structs import from_leaves
 
 
@@ -421,10 +421,21 @@ def push_range(info: EntryInfo) -> tuple[Resource, int] | None:
     return merged, len(blocks)
 
 
-def push_block(shader: Shader, merged: Resource) -> tuple[BufferSpec, list[HatchSlangError]]:
-    """An uncommented push-constant range: its fields become keyword arguments."""
+def push_block(
+    shader: Shader, merged: Resource, layouts: tuple[BlockLayout, ...] = ()
+) -> tuple[BufferSpec, list[HatchSlangError]]:
+    """An uncommented push-constant range: its fields become keyword arguments (``layouts``:
+    reflection's, of the blocks with no descriptor: :func:`with_layout`)."""
     variable = merged.variable if merged.variable not in ("entryPointParams", "") else ""
-    return block(shader, Binding.merged(None, merged), variable, "push")
+    return block(shader, with_layout(Binding.merged(None, merged), layouts), variable, "push")
+
+
+def with_layout(b: Binding, layouts: tuple[BlockLayout, ...]) -> Binding:
+    """A block the SPIR-V alone described, given reflection's layout of the block of that name
+    (its fields and offsets, which make struct fields values and are checked); as it was where
+    reflection describes none."""
+    found = next((lay for lay in layouts if lay.variable and lay.variable == b.variable), None)
+    return replace(b, fields=found.fields, offsets=found.offsets) if found is not None else b
 
 
 # The compiler-args that give each HLSL register class its own bindings (t0, s0, u0 and b0 all

@@ -38,6 +38,24 @@ void copy_s(uint3 id: SV_DispatchThreadID)
     out[id.x].i.x = s.i.x;
 }
 """
+# Struct values of a push-constant block (std430) and of a global `uniform` (the default uniform
+# buffer), whose layouts reflection gives outside any descriptor binding.
+PUSH_AND_GLOBAL = """\
+struct Light { float3 dir; float intensity; };
+struct Push { Light l; uint n; Light ls[2]; };
+[[vk::push_constant]] ConstantBuffer<Push> pc;
+uniform Light g;
+RWStructuredBuffer<float4> out;
+
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void pushs(uint3 id: SV_DispatchThreadID)
+{
+    if (id.x >= pc.n)
+        return;
+    out[id.x] = float4(pc.l.dir * pc.l.intensity + pc.ls[1].dir + g.dir, pc.ls[0].intensity + g.intensity);
+}
+"""
 PYPROJECT = """\
 [project]
 name = "twolayouts"
@@ -163,6 +181,25 @@ def test_a_struct_laid_out_otherwise_in_a_buffer_and_a_cbuffer_is_two_dtypes(tmp
         assert out["a"].tolist() == [1.5, 1.5] and out["i"]["x"].tolist() == [-2.25, -2.25]
         with pytest.raises(TypeError, match=r"argument `s` must be a NumPy structured scalar of dtype"):
             mod.copy_s(out, s=np.zeros((), mod.S_2)[()], n=2, grid=(2, 1, 1))
+
+
+def test_push_constant_and_global_uniform_structs_are_values_too(tmp_path: Path) -> None:
+    root = tmp_path / "twolayouts"
+    (root / "shaders").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "shaders" / "pushs.slang").write_text(PUSH_AND_GLOBAL)
+    with built_package(root) as package:
+        mod = package.kernels("pushs")
+        assert list(inspect.signature(mod.pushs).parameters) == ["out", "g", "l", "n", "ls", "grid"]
+        assert mod.Light == STD140_LIGHT  # std430 lays this one out the same way
+        sun, lights = _values(mod.Light)
+        g = np.zeros((), mod.Light)[()]
+        g["dir"], g["intensity"] = (10.0, 20.0, 30.0), 100.0
+        out = np.zeros((2, 4), np.float32)
+        mod.pushs(out, g=g, l=sun, n=2, ls=lights[:2].copy(), grid=(2, 1, 1))
+        xyz = sun["dir"] * sun["intensity"] + lights["dir"][1] + g["dir"]
+        want = np.append(xyz, lights["intensity"][0] + g["intensity"]).astype(np.float32)
+        np.testing.assert_allclose(out, [want, want], rtol=1e-6)
 
 
 @pytest.mark.slow
