@@ -307,7 +307,8 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes | Module) -> Refle
         bindings=_merge([b for b in all_bindings if b.key in used]),
         used=tuple(sorted(used)),
         constants=_constants(data.get("parameters", [])),
-        blocks=_blocks(data.get("parameters", [])),
+        blocks=_blocks(data.get("parameters", []))
+        + _loose("entryPointParams", [p for p in eps[0].get("parameters", []) if isinstance(p, dict)]),
     )
 
 
@@ -315,7 +316,6 @@ def _blocks(params: list[Any]) -> tuple[BlockLayout, ...]:
     """Each global push-constant buffer's layout, and the default uniform buffer's
     (``globalParams``: the global ``uniform`` values, each a field at its offset)."""
     out: list[BlockLayout] = []
-    loose: list[dict[str, Any]] = []
     for p in params:
         b = p.get("binding") if isinstance(p, dict) else None
         if not isinstance(b, dict) or not isinstance(p.get("type"), dict):
@@ -323,12 +323,23 @@ def _blocks(params: list[Any]) -> tuple[BlockLayout, ...]:
         if b.get("kind") == "pushConstantBuffer" and p["type"].get("kind") == "constantBuffer":
             elem = p["type"].get("elementType", {})
             out.append(BlockLayout(str(p.get("name", "")), block_fields(elem), block_offsets(elem)))
-        elif b.get("kind") == "uniform":
-            loose.append({"name": p.get("name"), "type": p["type"], "binding": b})
-    if loose:
-        elem = {"kind": "struct", "fields": loose}
-        out.append(BlockLayout("globalParams", block_fields(elem), block_offsets(elem)))
-    return tuple(out)
+    return (*out, *_loose("globalParams", [p for p in params if isinstance(p, dict)]))
+
+
+def _loose(variable: str, params: list[dict[str, Any]]) -> tuple[BlockLayout, ...]:
+    """The block Slang gathers ``uniform`` values into (``globalParams`` for globals,
+    ``entryPointParams`` for an entry point's), each value a field at its offset; () for none."""
+    loose = [
+        {"name": p.get("name"), "type": p["type"], "binding": p["binding"]}
+        for p in params
+        if isinstance(p.get("binding"), dict)
+        and p["binding"].get("kind") == "uniform"
+        and isinstance(p.get("type"), dict)
+    ]
+    if not loose:
+        return ()
+    elem = {"kind": "struct", "fields": loose}
+    return (BlockLayout(variable, block_fields(elem), block_offsets(elem)),)
 
 
 def _constants(params: list[Any]) -> tuple[tuple[int, str], ...]:

@@ -56,6 +56,19 @@ void pushs(uint3 id: SV_DispatchThreadID)
     out[id.x] = float4(pc.l.dir * pc.l.intensity + pc.ls[1].dir + g.dir, pc.ls[0].intensity + g.intensity);
 }
 """
+# An entry point's `uniform` parameters (Slang's `entryPointParams` block, push constants).
+ENTRY_PARAMS = """\
+struct Light { float3 dir; float intensity; };
+RWStructuredBuffer<float4> out;
+
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void shine(uint3 id: SV_DispatchThreadID, uniform Light l, uniform uint n)
+{
+    if (id.x < n)
+        out[id.x] = float4(l.dir * l.intensity, l.intensity);
+}
+"""
 PYPROJECT = """\
 [project]
 name = "twolayouts"
@@ -183,11 +196,12 @@ def test_a_struct_laid_out_otherwise_in_a_buffer_and_a_cbuffer_is_two_dtypes(tmp
             mod.copy_s(out, s=np.zeros((), mod.S_2)[()], n=2, grid=(2, 1, 1))
 
 
-def test_push_constant_and_global_uniform_structs_are_values_too(tmp_path: Path) -> None:
+def test_push_constant_global_and_entry_point_uniform_structs_are_values_too(tmp_path: Path) -> None:
     root = tmp_path / "twolayouts"
     (root / "shaders").mkdir(parents=True)
     (root / "pyproject.toml").write_text(PYPROJECT)
     (root / "shaders" / "pushs.slang").write_text(PUSH_AND_GLOBAL)
+    (root / "shaders" / "shine.slang").write_text(ENTRY_PARAMS)
     with built_package(root) as package:
         mod = package.kernels("pushs")
         assert list(inspect.signature(mod.pushs).parameters) == ["out", "g", "l", "n", "ls", "grid"]
@@ -200,6 +214,11 @@ def test_push_constant_and_global_uniform_structs_are_values_too(tmp_path: Path)
         xyz = sun["dir"] * sun["intensity"] + lights["dir"][1] + g["dir"]
         want = np.append(xyz, lights["intensity"][0] + g["intensity"]).astype(np.float32)
         np.testing.assert_allclose(out, [want, want], rtol=1e-6)
+        shine = package.kernels("shine")
+        assert list(inspect.signature(shine.shine).parameters) == ["out", "l", "n", "grid"]
+        shine.shine(out, l=sun, n=2, grid=(2, 1, 1))
+        one = np.append(sun["dir"] * sun["intensity"], sun["intensity"]).astype(np.float32)
+        np.testing.assert_allclose(out, [one, one], rtol=1e-6)
 
 
 @pytest.mark.slow
