@@ -23,7 +23,7 @@ from hatch_slang.compile.constants import LinkConstant
 from hatch_slang.compile.discover import Shader
 from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.spec.images import describe
-from hatch_slang.spec.model import BufferSpec, EntrySpec, ShaderSpec
+from hatch_slang.spec.model import BufferSpec, EntrySpec, ParamSlot, ShaderSpec
 from hatch_slang.spec.structs import Struct, subarray_doc
 
 if TYPE_CHECKING:
@@ -143,14 +143,21 @@ def _binding_data(b: BufferSpec) -> dict[str, Any]:
         "dtype": b.dtype,
         "shape": shape,
         "shape_checked": b.shape_checked,
-        "params": [
-            {"name": p.name, "type": p.scalar, "offset": p.offset, "float": p.as_float} for p in b.params
-        ],
+        "params": [_param_data(p) for p in b.params],
         "doc": b.doc,
         "line": b.line,
         "from": _origin(b.line),
         "shape_from": _origin(b.line) if b.shape_checked else "not documented: not checked",
     }
+
+
+def _param_data(p: ParamSlot) -> dict[str, Any]:
+    """One params field as `show --json` gives it; a struct value (type ``struct``) adds its
+    ``shape`` (``[n]`` for an array of structs) and its layout in the block (``struct``)."""
+    out: dict[str, Any] = {"name": p.name, "type": p.scalar, "offset": p.offset, "float": p.as_float}
+    if p.scalar == "struct" and p.struct is not None:
+        out.update(shape=list(p.shape), struct=_struct_data(p.struct))
+    return out
 
 
 def _entry_data(e: EntrySpec, constants: tuple[LinkConstant, ...], shader: Shader) -> dict[str, Any]:
@@ -252,8 +259,11 @@ def print_show(data: dict[str, Any]) -> None:
         if b["params"]:
             click.echo()
             click.secho(f"params in {b['register']} {b['name']}", bold=True)
-            prow = [[p["name"], p["type"], str(p["offset"])] for p in b["params"]]
+            prow = [[p["name"], _param_type(p), str(p["offset"])] for p in b["params"]]
             table(["field", "type", "byte offset"], prow, lambda s: click.echo("  " + s))
+            for p in b["params"]:
+                if "struct" in p:
+                    _print_struct(p["struct"], f"{b['register']} {b['name']}.{p['name']}")
         if "struct" in b:
             _print_struct(b["struct"], f"{b['register']} {b['name']}")
     for entry in data["entries"]:
@@ -281,6 +291,13 @@ def print_show(data: dict[str, Any]) -> None:
     _print_generics(data.get("generics", []))
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+def _param_type(p: dict[str, Any]) -> str:
+    """A params field's type as `show` prints it (``struct Light[3]`` for an array of structs)."""
+    if "struct" not in p:
+        return str(p["type"])
+    return f"struct {p['struct']['name']}" + "".join(f"[{n}]" for n in p["shape"])
 
 
 def _print_types(entry: dict[str, Any]) -> None:

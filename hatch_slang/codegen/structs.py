@@ -1,9 +1,10 @@
-"""The NumPy structured dtypes a wrapper module defines for its buffers of structs, as literals.
+"""The NumPy structured dtypes a wrapper module defines for its structs, as literals.
 
-Each struct a data binding holds (:class:`hatch_slang.spec.structs.Struct`, nested ones first)
-is one module-level ``np.dtype({...})`` named after the Slang struct (``Particle``), with a
-comment block giving each field's offset and how Slang indexes it (a matrix's ``m[i][j]``).
-The same struct name under two layouts (a std430 buffer and a scalar-layout one, say) gets two
+Each struct a data binding holds, a pointer points at or a uniform block holds as a value
+(:class:`hatch_slang.spec.structs.Struct`, nested ones first) is one module-level
+``np.dtype({...})`` named after the Slang struct (``Particle``), with a comment block giving
+each field's offset and how Slang indexes it (a matrix's ``m[i][j]``). The same struct name
+under two layouts (a std430 buffer and a std140 cbuffer, say) gets two
 names: the first layout met keeps the name, the next ``Particle_2``, ``Particle_3`` ... in the
 order of the entries and their bindings. A name that an entry, an argument or a name the module
 reads already has takes a trailing ``_``. Names are validated identifiers; field names and
@@ -24,7 +25,8 @@ from hatch_slang.spec.structs import Field, Struct, subarray_doc
 
 
 def structs_of(spec: ShaderSpec) -> list[Struct]:
-    """Every struct the module's data bindings hold or its pointers point at, each once, nested
+    """Every struct the module's data bindings hold, its pointers point at or its blocks hold
+    as values (each as laid out there), each once, nested
     structs before those that hold them, in the order of the entries and their bindings."""
     out: list[Struct] = []
     for e in spec.entries:
@@ -75,7 +77,7 @@ def definitions(structs: list[Struct], named: dict[Struct, str], np: str) -> str
     """The module-level definitions of every struct's dtype, with their comments."""
     if not structs:
         return ""
-    out = ["", "# The structured dtypes of the buffers of structs, laid out as Slang compiled them."]
+    out = ["", "# The structured dtypes of the structs the kernels take, laid out as Slang compiled them."]
     for s in structs:
         out += ["", *(f"# {line}" for line in describe(s, named[s]))]
         out += layout.lines(_dtype(s, named, np), f"{named[s]} = ")

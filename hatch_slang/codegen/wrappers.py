@@ -363,8 +363,8 @@ def _parameters(e: EntrySpec, own: dict[str, str]) -> str:
         kw.append(f"    {name}: {_scalar_annotation(slots[name], own)} | None = None,")
     for name in e.params_unread:
         slot = slots[name]
-        default = "None" if slot.shape else "0.0" if slot.as_float else "0"
-        annotation = _scalar_annotation(slot, own) + (" | None" if slot.shape else "")
+        default = "None" if slot.whole else "0.0" if slot.as_float else "0"
+        annotation = _scalar_annotation(slot, own) + (" | None" if slot.whole else "")
         kw.append(f"    {name}: {annotation} = {default},")
     if e.grid is None:
         kw.append("    {}: {tuple}[{int}, {int}, {int}],".format(GRID_ARGUMENT, **own))
@@ -524,23 +524,32 @@ def _packs(e: EntrySpec, at: _Locals, own: Names) -> list[str]:
         if b.role != "params":
             continue
         for p in b.params:
-            if p.struct is not None:
+            if p.struct is not None and p.scalar == "ptr":
                 check = [_lit(p.name), p.name, own.structs[p.struct]]
                 body += _statement(layout.call(f"{at.dims}.pointer", check))
         fields = [
             layout.tuple_of([_lit(p.name or "literal"), str(p.offset), _lit(p.scalar), _value(p)])
             for p in b.params
-            if not p.shape
+            if not p.whole
         ]
         whole = [
             layout.tuple_of(
                 [_lit(p.name), str(p.offset), _lit(p.scalar), _value(p), _ints(p.shape), _ints(p.strides)]
             )
             for p in b.params
-            if p.shape
+            if p.shape and p.scalar != "struct"
+        ]
+        structs_ = [
+            layout.tuple_of([_lit(p.name), str(p.offset), _value(p), own.structs[p.struct], _ints(p.shape)])
+            for p in b.params
+            if p.scalar == "struct" and p.struct is not None
         ]
         arguments: list[layout.Code] = [_lit(b.name), str(b.params_size), layout.tuple_of(fields)]
-        packed = layout.call(f"{at.dims}.pack", [*arguments, *([layout.tuple_of(whole)] if whole else [])])
+        if whole or structs_:
+            arguments.append(layout.tuple_of(whole))
+        if structs_:
+            arguments.append(layout.tuple_of(structs_))
+        packed = layout.call(f"{at.dims}.pack", arguments)
         body += _statement(packed, f"{at.buffers[id(b)]} = ")
     return body
 
@@ -611,9 +620,21 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 
 
 def _scalar_annotation(p: ParamSlot, own: dict[str, str]) -> str:
+    if p.scalar == "struct":  # a structured array of the struct's dtype, or one structured scalar
+        array = own["npt"] + ".NDArray[" + own["np"] + ".void]"
+        return array if p.shape else f"{array} | {own['np']}.void"
     if p.shape:  # a whole vector, matrix or array: a sequence or a NumPy array of its shape
         return own["npt"] + ".ArrayLike"
     return own["slangrt"] + ".Tensor" if p.scalar == "ptr" else own["float" if p.as_float else "int"]
+
+
+def _struct_doc(b: BufferSpec, p: ParamSlot, dtype: str) -> str:
+    """A struct value's docstring line: the dtype it takes and the shape."""
+    assert p.struct is not None
+    if p.shape:
+        shape = _shape_text(p.shape)
+        return f"`{b.name}` field (struct `{p.struct.name}` array: a NumPy array of dtype {dtype}, {shape})"
+    return f"`{b.name}` field (struct `{p.struct.name}`: a NumPy structured scalar of dtype {dtype})"
 
 
 def _constant_annotation(c: SpecConstant, own: dict[str, str]) -> str:
@@ -724,6 +745,8 @@ def _docstring(spec: ShaderSpec, e: EntrySpec, own: Names) -> str:
             what = f"`{b.name}` field ({kind})"
             if p.shape:
                 what = f"`{b.name}` field ({p.scalar}, shape {_shape_text(p.shape)}, as Slang indexes it)"
+            if p.scalar == "struct" and p.struct is not None:
+                what = _struct_doc(b, p, own.structs[p.struct])
             if name in e.params_optional:
                 what += "; inferred from the arrays when omitted"
             if name in e.params_unread:

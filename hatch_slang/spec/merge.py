@@ -43,6 +43,7 @@ from hatch_slang.spec.model import (
     is_float,
 )
 from hatch_slang.spec.reflection import (
+    BlockLayout,
     ReflectedEntry,
     normalize_spirv,
     read_all_bindings,
@@ -65,6 +66,7 @@ from hatch_slang.spec.resources import (
     unclash,
     unique_names,
     unread_fields,
+    with_layout,
 )
 
 # The spec's dataclasses live in hatch_slang.spec.model; importing them from here keeps working.
@@ -283,7 +285,7 @@ def _entry_spec(
     """One entry: its arguments (documented, else from reflection, else from the SPIR-V), checked
     to bind everything it uses, then its sizes and grid."""
     found, warnings, hard = _undocumented(shader, e, documented, chosen)
-    push, problems, more = _push_block(shader, e.info, push_doc)
+    push, problems, more = _push_block(shader, e.info, push_doc, e.reflected.blocks)
     buffers = unique_names(as_declared(e.info, [*found, *([push] if push else [])]))
     hard += more + check_bound(shader, e.info, buffers) + check_blocks(shader, e.module, e.info, buffers)
     refl = e.reflected
@@ -345,7 +347,7 @@ def _undocumented(
             continue
         b = Binding.merged(None, res)  # no reflection of it: the SPIR-V alone
         if res.storage == "uniform":  # the default uniform buffer of global `uniform` values
-            spec, errors = block(shader, b, res.variable, "uniform")
+            spec, errors = block(shader, with_layout(b, e.reflected.blocks), res.variable, "uniform")
             buffers.append(spec)
             hard += errors
         elif res.storage == "storage":
@@ -894,15 +896,16 @@ def _push_blocks(info: EntryInfo) -> int:
 
 
 def _push_block(
-    shader: Shader, info: EntryInfo, doc: BindingDoc | None
+    shader: Shader, info: EntryInfo, doc: BindingDoc | None, layouts: tuple[BlockLayout, ...]
 ) -> tuple[BufferSpec | None, _Problems, list[HatchSlangError]]:
-    """The entry's push-constant range: documented (a params line) or from its members."""
+    """The entry's push-constant range: documented (a params line) or from its members
+    (``layouts``: reflection's of the blocks with no descriptor)."""
     found = push_range(info)
     if found is None:
         return None, [], []
     merged, _ = found
     if doc is None:
-        spec, hard = push_block(shader, merged)
+        spec, hard = push_block(shader, merged, layouts)
         return spec, [], hard
     spec, problems = _from_doc(doc, Binding.merged(None, merged))
     return replace(spec, kind="push", params_size=-(-max(merged.size, 4) // 4) * 4), problems, []

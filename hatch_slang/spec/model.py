@@ -20,7 +20,7 @@ from slangrt.spirv import Image, Member, Resource, SpecConstant
 from hatch_slang.comments.expr import Expr
 from hatch_slang.compile.discover import Shader
 from hatch_slang.spec.reflection import ReflectedBinding, Scalar
-from hatch_slang.spec.structs import Struct, settle
+from hatch_slang.spec.structs import Field, Struct, settle
 
 # The keyword argument a wrapper adds for the grid of an entry that has no Dispatch line; no
 # argument of such an entry may have its name (hatch_slang.spec.merge says so, naming the line).
@@ -136,6 +136,10 @@ class Binding:
     # A buffer of structs whose element reflection describes and the SPIR-V's leaves confirm
     # (hatch_slang.spec.structs.settle); None for anything else.
     struct: Struct | None = None
+    # A uniform block: its top-level fields as reflection lays them out (empty without
+    # reflection); hatch_slang.spec.uniforms checks the SPIR-V's leaves against them.
+    fields: tuple[Field, ...] = ()
+    offsets: tuple[tuple[str, str, int, int], ...] = ()  # (ReflectedBinding.offsets)
 
     @property
     def key(self) -> tuple[int, int]:
@@ -182,6 +186,8 @@ class Binding:
             channels=reflected.channels,
             comparison=reflected.comparison,
             struct=layout,
+            fields=reflected.fields,
+            offsets=reflected.offsets,
         )
 
     @classmethod
@@ -249,7 +255,15 @@ class ParamSlot:
             offsets = [o + k * stride for o in offsets for k in range(n)]
         return offsets
 
-    struct: Struct | None = None  # a pointer to structs: the pointee's layout (a Tensor of its dtype)
+    # A pointer to structs (scalar "ptr"): the pointee's layout (a Tensor of its dtype). A struct
+    # value (scalar "struct", one keyword argument): the struct as laid out in its block, `shape`
+    # (n,) and `strides` (its stride,) for an array of them, () for one.
+    struct: Struct | None = None
+
+    @property
+    def whole(self) -> bool:
+        """A value that is no Python scalar: a vector, matrix, array or struct (default None)."""
+        return bool(self.shape) or self.scalar == "struct"
 
 
 @dataclass(frozen=True)

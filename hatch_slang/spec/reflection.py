@@ -3,7 +3,9 @@
 From the JSON: each global parameter's binding index, kind (storage or uniform buffer), access
 and element layout (scalars, vectors and structs flattened to ``(name, scalar type, byte
 offset)``), and a buffer of structs' element as a layout (:mod:`hatch_slang.spec.structs`,
-whose matrices the SPIR-V settles); the entry's thread-group size. From the SPIR-V (read by
+whose matrices the SPIR-V settles); a uniform block's top-level fields and offsets, the
+push-constant buffer's and the default uniform buffer's too (:class:`BlockLayout`), which the
+SPIR-V's leaves are checked against; the entry's thread-group size. From the SPIR-V (read by
 :mod:`slangrt.spirv`, the one reader of the format): which bindings the entry really uses,
 since Slang's JSON lists every global of the file.
 
@@ -35,7 +37,7 @@ from slangrt.spirv import (
 )
 
 from hatch_slang.errors import HatchSlangError
-from hatch_slang.spec.structs import Struct, read_struct
+from hatch_slang.spec.structs import Field, Struct, block_fields, read_struct
 
 # Slang's reflection names scalar types as NumPy does (`float32`, `uint8`); a bool is a 32-bit word.
 SCALARS: dict[str, str] = {**{t.numpy: code for code, t in DTYPES.items()}, "bool": "u32"}
@@ -74,6 +76,13 @@ class ReflectedBinding:
     # A buffer of structs: the element's layout by reflection (hatch_slang.spec.structs), its
     # matrices settled against the SPIR-V by Binding.merged. None for anything else.
     struct: Struct | None = None
+    # A uniform block: its top-level fields as reflection lays them out (offsets, array strides,
+    # structs; :func:`hatch_slang.spec.structs.block_fields`), which the SPIR-V's leaves are
+    # checked against. Empty for anything else.
+    fields: tuple[Field, ...] = ()
+    # A uniform block: (name, type kind, byte offset, array stride or 0) of each top-level
+    # field as reflection gives them, described by a dtype or not (:func:`block_offsets`).
+    offsets: tuple[tuple[str, str, int, int], ...] = ()
 
     @property
     def key(self) -> tuple[int, int]:
@@ -110,6 +119,18 @@ def _merge(found: list[ReflectedBinding]) -> tuple[ReflectedBinding, ...]:
 
 
 @dataclass(frozen=True)
+class BlockLayout:
+    """A uniform block reflection describes as a value of no descriptor of its own (a
+    push-constant buffer, the default uniform buffer of global ``uniform`` values): its
+    top-level fields (:func:`hatch_slang.spec.structs.block_fields`) and their offsets
+    (:func:`block_offsets`), under the variable the SPIR-V names it by."""
+
+    variable: str
+    fields: tuple[Field, ...] = ()
+    offsets: tuple[tuple[str, str, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
 class ReflectedEntry:
     name: str
     threads: tuple[int, int, int]
@@ -117,6 +138,8 @@ class ReflectedEntry:
     used: tuple[tuple[int, int], ...]  # (set, binding) of every descriptor the SPIR-V uses
     # The specialization constants reflection lists: (SpecId, name) each, by SpecId.
     constants: tuple[tuple[int, str], ...] = ()
+    # The blocks with no descriptor binding of their own (push constants, global uniforms).
+    blocks: tuple[BlockLayout, ...] = ()
 
 
 def _flatten(t: dict[str, Any], prefix: str, offset: int) -> tuple[list[Scalar], int]:
@@ -156,6 +179,20 @@ def _flatten(t: dict[str, Any], prefix: str, offset: int) -> tuple[list[Scalar],
     return [], 0
 
 
+def block_offsets(t: dict[str, Any]) -> tuple[tuple[str, str, int, int], ...]:
+    """(name, type kind, byte offset, array stride or 0) of each top-level field of a uniform
+    block's element, as reflection gives them; a field it gives no offset is left out."""
+    out: list[tuple[str, str, int, int]] = []
+    for f in t.get("fields", []) if t.get("kind") == "struct" else []:
+        if not isinstance(f, dict) or not isinstance(f.get("type"), dict):
+            continue
+        name, offset = f.get("name"), f.get("binding", {}).get("offset")
+        kind, stride = f["type"].get("kind"), f["type"].get("uniformStride", 0)
+        if isinstance(name, str) and isinstance(offset, int) and isinstance(stride, int):
+            out.append((name, str(kind), offset, stride if kind == "array" else 0))
+    return tuple(out)
+
+
 def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
     b = param.get("binding", {})
     if b.get("kind") != "descriptorTableSlot":
@@ -173,6 +210,8 @@ def _binding(param: dict[str, Any]) -> ReflectedBinding | None:
             tuple(scalars),
             size,
             set=space,
+            fields=block_fields(t["elementType"]),
+            offsets=block_offsets(t["elementType"]),
         )
     if t.get("kind") == "samplerState":
         return ReflectedBinding(
@@ -268,7 +307,39 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes | Module) -> Refle
         bindings=_merge([b for b in all_bindings if b.key in used]),
         used=tuple(sorted(used)),
         constants=_constants(data.get("parameters", [])),
+        blocks=_blocks(data.get("parameters", []))
+        + _loose("entryPointParams", [p for p in eps[0].get("parameters", []) if isinstance(p, dict)]),
     )
+
+
+def _blocks(params: list[Any]) -> tuple[BlockLayout, ...]:
+    """Each global push-constant buffer's layout, and the default uniform buffer's
+    (``globalParams``: the global ``uniform`` values, each a field at its offset)."""
+    out: list[BlockLayout] = []
+    for p in params:
+        b = p.get("binding") if isinstance(p, dict) else None
+        if not isinstance(b, dict) or not isinstance(p.get("type"), dict):
+            continue
+        if b.get("kind") == "pushConstantBuffer" and p["type"].get("kind") == "constantBuffer":
+            elem = p["type"].get("elementType", {})
+            out.append(BlockLayout(str(p.get("name", "")), block_fields(elem), block_offsets(elem)))
+    return (*out, *_loose("globalParams", [p for p in params if isinstance(p, dict)]))
+
+
+def _loose(variable: str, params: list[dict[str, Any]]) -> tuple[BlockLayout, ...]:
+    """The block Slang gathers ``uniform`` values into (``globalParams`` for globals,
+    ``entryPointParams`` for an entry point's), each value a field at its offset; () for none."""
+    loose = [
+        {"name": p.get("name"), "type": p["type"], "binding": p["binding"]}
+        for p in params
+        if isinstance(p.get("binding"), dict)
+        and p["binding"].get("kind") == "uniform"
+        and isinstance(p.get("type"), dict)
+    ]
+    if not loose:
+        return ()
+    elem = {"kind": "struct", "fields": loose}
+    return (BlockLayout(variable, block_fields(elem), block_offsets(elem)),)
 
 
 def _constants(params: list[Any]) -> tuple[tuple[int, str], ...]:

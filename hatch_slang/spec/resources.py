@@ -30,7 +30,7 @@ from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.errors import HatchSlangError, ShaderError
 from hatch_slang.spec import images, uniforms
 from hatch_slang.spec.model import Binding, BufferSpec, ParamSlot, is_float
-from hatch_slang.spec.reflection import scalar_size, unescape
+from hatch_slang.spec.reflection import BlockLayout, scalar_size, unescape
 from hatch_slang.spec.structs import from_leaves
 
 
@@ -43,7 +43,10 @@ def _resource_of(info: EntryInfo, b: BufferSpec) -> Resource | None:
 
 def _spans(p: ParamSlot) -> list[tuple[int, int]]:
     """The bytes of each of the slot's elements (one for a scalar)."""
-    size = 8 if p.scalar == "ptr" else scalar_size(p.scalar)
+    if p.scalar == "struct" and p.struct is not None:
+        size = p.struct.itemsize
+    else:
+        size = 8 if p.scalar == "ptr" else scalar_size(p.scalar)
     return [(o, o + size) for o in p.element_offsets()]
 
 
@@ -109,37 +112,62 @@ def _argument(name: str) -> str | None:
         return None
 
 
+def _value_slot(
+    shader: Shader, v: uniforms.Value, name: str, variable: str
+) -> tuple[ParamSlot, list[HatchSlangError]]:
+    """A scalar, pointer or whole vector, matrix or array value's slot; a pointer to what no
+    dtype describes is an error."""
+    hard: list[HatchSlangError] = []
+    scalar = "u32" if v.scalar == "bool" else v.scalar
+    m = v.leaf  # a pointer is always a value of its own
+    pointee = m.pointee_leaves if m is not None else ()
+    layout = from_leaves(m.pointee_name, pointee, m.pointee_stride) if m is not None and pointee else None
+    if scalar == "ptr" and v.pointee is None and layout is None:
+        hard.append(
+            ShaderError(
+                shader.rel,
+                declared_at(shader.source, v.path[0] if v.path else variable),
+                f"`{'.'.join(v.path)}` in `{variable}` is a pointer to another pointer, or to a struct "
+                "no NumPy dtype describes the same way (nested structs, bools, pointers, "
+                "square matrices); hatch-slang passes pointers to scalars, and to structs of "
+                "scalars, vectors, arrays of them and non-square matrices",
+            )
+        )
+    slot = ParamSlot(
+        name, scalar, v.offset, is_float(scalar), shape=v.shape, strides=v.strides, struct=layout
+    )
+    return slot, hard
+
+
 def block(
     shader: Shader, b: Binding, variable: str, kind: Literal["uniform", "push"]
 ) -> tuple[BufferSpec, list[HatchSlangError]]:
-    """A uniform or push-constant block with no comment: its fields become keyword arguments;
-    a pointer it holds to anything but scalars is an error whatever `strict` says."""
+    """A uniform or push-constant block with no comment: its fields become keyword arguments
+    (a vector, matrix, array, struct or array of structs one each: :mod:`uniforms`); a pointer
+    it holds to anything but scalars and structs of them, and a disagreement of reflection and
+    the SPIR-V on its layout, are errors whatever `strict` says."""
+    hard: list[HatchSlangError] = [
+        ShaderError(
+            shader.rel,
+            declared_at(shader.source, name),
+            f"`{variable or kind}`: reflection and the SPIR-V disagree on its layout: {what} "
+            "(a compiler fault: please report it, with this shader)",
+        )
+        for name, what in uniforms.disagreements(b.members, b.fields, b.offsets)
+    ]
     slots: list[ParamSlot] = []
-    hard: list[HatchSlangError] = []
-    for v in uniforms.values(b.members):
+    for v in uniforms.values(b.members, b.fields):
         name = _slot_name(v.path, variable)
         if name is None:
             continue
-        scalar = "u32" if v.scalar == "bool" else v.scalar
-        m = v.leaf  # a pointer is always a value of its own
-        pointee = m.pointee_leaves if m is not None else ()
-        layout = from_leaves(m.pointee_name, pointee, m.pointee_stride) if m is not None and pointee else None
-        if scalar == "ptr" and v.pointee is None and layout is None:
-            hard.append(
-                ShaderError(
-                    shader.rel,
-                    declared_at(shader.source, v.path[0] if v.path else variable),
-                    f"`{'.'.join(v.path)}` in `{variable}` is a pointer to another pointer, or to a struct "
-                    "no NumPy dtype describes the same way (nested structs, bools, pointers, "
-                    "square matrices); hatch-slang passes pointers to scalars, and to structs of "
-                    "scalars, vectors, arrays of them and non-square matrices",
-                )
+        if v.struct is not None:
+            slots.append(
+                ParamSlot(name, "struct", v.offset, False, shape=v.shape, strides=v.strides, struct=v.struct)
             )
-        slots.append(
-            ParamSlot(
-                name, scalar, v.offset, is_float(scalar), shape=v.shape, strides=v.strides, struct=layout
-            )
-        )
+            continue
+        slot, error = _value_slot(shader, v, name, variable)
+        slots.append(slot)
+        hard += error
     align = 16 if kind == "uniform" else 4
     size = -(-max(b.block_size, 4) // align) * align
     shown = variable or ("push constants" if kind == "push" else "uniforms")
@@ -242,10 +270,8 @@ def check_blocks(
             continue
         loaded = module.loaded_offsets(info.name, res)
         spans = [span for p in b.params for span in _spans(p)]
-        if loaded is None:
-            missing = sorted({m.offset for m in res.members} - {lo for lo, _ in spans})
-        else:
-            missing = sorted(o for o in loaded if not any(lo <= o < hi for lo, hi in spans))
+        wanted = {m.offset for m in res.members} if loaded is None else set(loaded)
+        missing = sorted(o for o in wanted if not any(lo <= o < hi for lo, hi in spans))
         if missing:
             names = [m.name for m in res.members if m.offset in missing] or [f"byte {missing[0]}"]
             hard.append(
@@ -395,10 +421,21 @@ def push_range(info: EntryInfo) -> tuple[Resource, int] | None:
     return merged, len(blocks)
 
 
-def push_block(shader: Shader, merged: Resource) -> tuple[BufferSpec, list[HatchSlangError]]:
-    """An uncommented push-constant range: its fields become keyword arguments."""
+def push_block(
+    shader: Shader, merged: Resource, layouts: tuple[BlockLayout, ...] = ()
+) -> tuple[BufferSpec, list[HatchSlangError]]:
+    """An uncommented push-constant range: its fields become keyword arguments (``layouts``:
+    reflection's, of the blocks with no descriptor: :func:`with_layout`)."""
     variable = merged.variable if merged.variable not in ("entryPointParams", "") else ""
-    return block(shader, Binding.merged(None, merged), variable, "push")
+    return block(shader, with_layout(Binding.merged(None, merged), layouts), variable, "push")
+
+
+def with_layout(b: Binding, layouts: tuple[BlockLayout, ...]) -> Binding:
+    """A block the SPIR-V alone described, given reflection's layout of the block of that name
+    (its fields and offsets, which make struct fields values and are checked); as it was where
+    reflection describes none."""
+    found = next((lay for lay in layouts if lay.variable and lay.variable == b.variable), None)
+    return replace(b, fields=found.fields, offsets=found.offsets) if found is not None else b
 
 
 # The compiler-args that give each HLSL register class its own bindings (t0, s0, u0 and b0 all

@@ -129,6 +129,24 @@ def read_struct(t: dict[str, Any], size: int) -> Struct | None:
     return Struct(str(t["name"]), size, tuple(fields))
 
 
+def block_fields(t: dict[str, Any]) -> tuple[Field, ...]:
+    """The top-level fields of a uniform block's element (reflection's ``constantBuffer``
+    ``elementType``) that a NumPy layout describes, each read as :func:`read_struct` reads a
+    struct's (a field no dtype describes, a bool say, is left out)."""
+    if t.get("kind") != "struct":
+        return ()
+    out: list[Field] = []
+    for f in t.get("fields", []):
+        b = f.get("binding", {}) if isinstance(f, dict) else {}
+        name, offset, size = f.get("name") if isinstance(f, dict) else None, b.get("offset"), b.get("size", 0)
+        if not isinstance(name, str) or not isinstance(offset, int) or not isinstance(size, int):
+            continue
+        field = _field(name, offset, f.get("type", {}), size)
+        if field is not None:
+            out.append(field)
+    return tuple(out)
+
+
 def _field(name: str, offset: int, t: dict[str, Any], size: int) -> Field | None:
     kind = t.get("kind")
     if kind == "scalar":

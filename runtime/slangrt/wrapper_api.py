@@ -39,7 +39,12 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   strides)``: a sequence or NumPy array shaped as Slang indexes it, written at ``offset +
   sum(index * stride)`` (the compiled layout's strides), its shape and element kind checked
   (``slangrt._calls._values``). API 1 wrappers took such a field one component at a time
-  (``transform_0_x`` ...), so their keyword arguments changed meaning with it.
+  (``transform_0_x`` ...), so their keyword arguments changed meaning with it. Within API 2,
+  ``Dims.pack(name, size, fields, whole, structs)``: ``structs`` holds ``(field, offset, value,
+  dtype, shape)`` per struct or array-of-struct field, a NumPy structured scalar or array of
+  that ``shape`` whose dtype equals ``dtype`` (the module's, as the block lays the struct out),
+  copied as its bytes (``slangrt._calls._values.write_struct``); a wrapper without struct
+  values never passes it.
 - :func:`pick` ``(name, arrays, instances, args, kwargs)``: the function named after a generic
   entry (``gscale``) calls the one instance (``gscale_float``) whose array dtypes the arguments
   have; none, or several, is a ``TypeError`` listing the instances (``_calls._pick``). Added in API 2.

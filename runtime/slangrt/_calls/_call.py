@@ -185,14 +185,16 @@ def pack(
     size: int,
     fields: tuple[tuple[str, int, str, object], ...],
     whole: tuple[_values.Whole, ...] = (),
+    structs: tuple[_values.StructValue, ...] = (),
 ) -> Packed:
     """Pack params fields into the bytes of the ``name`` binding (unused slots stay zero).
 
     Scalar codes are those of :data:`slangrt.dtypes.DTYPES` plus ``"ptr"``: a :class:`Tensor`,
     packed as its 8-byte device address. ``whole``: vector, matrix and array fields, one value
-    each (:mod:`slangrt._calls._values`); params with them are not memoized.
+    each, and ``structs``: struct and array-of-struct fields, one structured value each
+    (:mod:`slangrt._calls._values`); params with either are not memoized.
     """
-    memo = _memo_key(size, fields) if not whole else None
+    memo = _memo_key(size, fields) if not whole and not structs else None
     if memo is not None:
         found = _PACKED.get(memo)
         if found is not None:
@@ -223,6 +225,8 @@ def pack(
             fmt.pack_into(out, offset, n)
     for value in whole:
         _values.write(out, value)
+    for item in structs:
+        _values.write_struct(out, item)
     packed = Packed(np.frombuffer(out, np.uint8), shared=memo is not None)
     if memo is not None:
         if len(_PACKED) >= _PACKED_MAX:
@@ -263,6 +267,7 @@ class Dims:
         size: int,
         fields: tuple[tuple[str, int, str, object], ...],
         whole: tuple[_values.Whole, ...] = (),
+        structs: tuple[_values.StructValue, ...] = (),
     ) -> Packed:
         """:func:`pack`, with the kernel named in its errors like every other argument error.
 
@@ -270,7 +275,7 @@ class Dims:
         dispatch's ``refs``.
         """
         try:
-            out = pack(name, size, fields, whole)
+            out = pack(name, size, fields, whole, structs)
         except TypeError as e:
             raise TypeError(self._err(str(e))) from None
         except ValueError as e:

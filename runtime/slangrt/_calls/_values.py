@@ -7,6 +7,11 @@ converted to the field's scalar type, as a scalar field's value is (floats round
 integers range-checked), and written at ``offset + sum(index * stride)``: the strides are the
 compiled layout's (std140's 16-byte array elements, std430, row- or column-major matrices),
 read off the SPIR-V at build time, so nothing here knows a layout rule.
+
+A struct value (``Light sun``, ``Light lights[4]``) is a NumPy structured scalar or array whose
+dtype is the wrapper module's for that struct as laid out in that block (equal, field names
+included: its offsets and itemsize are the block's), so its bytes are the block's bytes and are
+copied as they are (:func:`write_struct`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from ..dtypes import DTYPES
 
 # (field, offset of element 0, scalar code, value, shape as Slang indexes it, byte strides)
 Whole = tuple[str, int, str, object, tuple[int, ...], tuple[int, ...]]
+# (field, offset of element 0, value, the struct's dtype in this block, shape: (n,) or ())
+StructValue = tuple[str, int, object, "np.dtype[Any]", tuple[int, ...]]
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
@@ -89,3 +96,24 @@ def write(out: bytearray, whole: Whole) -> None:
     converted = _floats(field, a, scalar) if DTYPES[scalar].is_float else _ints(field, a, scalar)
     dst: npt.NDArray[Any] = np.ndarray(shape, converted.dtype, buffer=out, offset=offset, strides=strides)
     dst[...] = converted
+
+
+def write_struct(out: bytearray, value: StructValue) -> None:
+    """Check one struct value (its dtype equal to the block's, its shape) and copy its bytes into
+    ``out``; None (an unread field left out) stays zeros. The struct's trailing padding past the
+    block's end (a last field's, in a push-constant block) is left out."""
+    field, offset, given, dtype, shape = value
+    if given is None:
+        return
+    want = f"a NumPy structured {'array' if shape else 'scalar'} of dtype {dtype}"
+    if not isinstance(given, np.ndarray | np.void):
+        raise TypeError(f"argument `{field}` must be {want}, got {type(given).__name__}")
+    if given.dtype != dtype or given.dtype.names != dtype.names:
+        raise TypeError(f"argument `{field}` must be {want}, got dtype {given.dtype}")
+    if given.shape != shape:
+        raise ValueError(
+            f"argument `{field}` must have shape {_shape_text(shape)}, got shape {_shape_text(given.shape)}"
+        )
+    data = np.ascontiguousarray(given).tobytes()
+    end = min(offset + len(data), len(out))
+    out[offset:end] = data[: end - offset]
