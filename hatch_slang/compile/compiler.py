@@ -243,7 +243,9 @@ def compile_job(job: CompileJob) -> CompileResult:
             rc = slang.lib.spCompile(req)
             diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
             if rc < 0:
-                diag = (diag or f"code {rc}") + unresolved_hint(diag)
+                diag = (
+                    (diag or f"code {rc}") + unresolved_hint(diag) + _instance_hint(spelled.get(entry), entry)
+                )
                 return CompileResult(job.path, error=CompileError(job.path, entry, diag))
             if diag.strip():
                 warnings.append(diag)
@@ -263,6 +265,18 @@ def compile_job(job: CompileJob) -> CompileResult:
             slang.lib.spDestroyCompileRequest(req)
     return CompileResult(
         job.path, tuple(entries), tuple(deps), warnings="".join(warnings), compiler=slang.version
+    )
+
+
+def _instance_hint(spelled: str | None, entry: str) -> str:
+    """What a failed compile of an instance of a generic entry was asked (Slang's own message
+    points at the file's first declaration, not at the instance)."""
+    if spelled is None or spelled == entry:
+        return ""
+    return (
+        f"\n(while compiling the instance `{spelled}`: each type argument must name a type the file "
+        "declares or imports and meet the generic's constraints; the instance comes from the file's "
+        "`slang-entries` line or the `instances` option)"
     )
 
 

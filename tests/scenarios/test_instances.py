@@ -269,3 +269,14 @@ def test_an_interface_typed_parameter_needs_one_listed_type(tmp_path: Path, head
     root = _project(tmp_path / "p", {"op.slang": head + OP})
     with pytest.raises(HatchSlangError, match=message):
         pipeline.build(load_project_config(root))
+
+
+def test_an_instance_of_a_type_that_is_none_says_which_instance_failed(tmp_path: Path) -> None:
+    """Slang's own message for a type argument that names no type points at the file's first
+    declaration; the build's error adds which instance it was asked to compile and why it fails."""
+    root = _project(tmp_path / "p", {"negate.slang": NEGATE}, 'instances = { negate = ["flaot"] }')
+    with pytest.raises(HatchSlangError) as info:
+        pipeline.build(load_project_config(root))
+    message = str(info.value)
+    assert "while compiling the instance `negate<flaot>`" in message, message
+    assert "each type argument must name a type" in message, message
