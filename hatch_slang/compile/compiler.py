@@ -243,10 +243,8 @@ def compile_job(job: CompileJob) -> CompileResult:
             rc = slang.lib.spCompile(req)
             diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
             if rc < 0:
-                diag = (
-                    (diag or f"code {rc}") + unresolved_hint(diag) + _instance_hint(spelled.get(entry), entry)
-                )
-                return CompileResult(job.path, error=CompileError(job.path, entry, diag))
+                why = _failure(diag, rc, spelled.get(entry), entry)
+                return CompileResult(job.path, error=CompileError(job.path, entry, why))
             if diag.strip():
                 warnings.append(diag)
             out = _outputs(slang, req)
@@ -266,6 +264,11 @@ def compile_job(job: CompileJob) -> CompileResult:
     return CompileResult(
         job.path, tuple(entries), tuple(deps), warnings="".join(warnings), compiler=slang.version
     )
+
+
+def _failure(diag: str, rc: int, spelled: str | None, entry: str) -> str:
+    """Why a compile failed: Slang's diagnostics, with what hatch-slang knows of the cause."""
+    return (diag or f"code {rc}") + unresolved_hint(diag) + _instance_hint(spelled, entry)
 
 
 def _instance_hint(spelled: str | None, entry: str) -> str:
