@@ -33,6 +33,7 @@ from slangrt.spirv import OP_ENTRY_POINT, instructions, words
 
 from hatch_slang.compile.constants import MODULE_PATH, LinkConstant, constants_module, unresolved_hint
 from hatch_slang.config.project import CompileOptions as CompileOptions  # re-exported: jobs carry them
+from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.errors import CompileError, HatchSlangError
 
 if TYPE_CHECKING:  # the pool's modules load only when something needs compiling
@@ -279,7 +280,7 @@ def _instance_hint(spelled: str | None, entry: str) -> str:
     return (
         f"\n(while compiling the instance `{spelled}`: each type argument must name a type the file "
         "declares or imports and meet the generic's constraints; the instance comes from the file's "
-        "`slang-entries` line or the `instances` option)"
+        f"`slang-entries` line or the `{option_name(HookSettings, 'instances')}` option)"
     )
 
 
