@@ -416,6 +416,26 @@ def contract_inputs(
     return args
 
 
+def bf16_values(a: np.ndarray) -> np.ndarray:
+    """The float32 values of bf16 data held as its bits (``uint16``) or as ml_dtypes'
+    ``bfloat16``; any other array as it is. For references of bf16 kernels: their inputs arrive
+    as bits (NumPy has no bf16 dtype)."""
+    if a.dtype == np.uint16:
+        return (a.astype(np.uint32) << 16).view(np.float32)
+    if a.dtype.kind == "V" or str(a.dtype) == "bfloat16":
+        return a.astype(np.float32)
+    return a
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """The bf16 bits (``uint16``) nearest to ``values`` (rounded to nearest, ties to even; a NaN
+    stays a quiet NaN), as a bf16 kernel narrows its f32 results."""
+    u = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
+
+
 def _size(value: int | Fraction) -> int:
     if isinstance(value, Fraction) or value < 0:
         raise ValueError(f"size {value} is not a whole, non-negative number")
@@ -494,9 +514,12 @@ def run_case(
     elapsed = time.perf_counter() - start
     worst_abs = worst_rel = 0.0
     ok = True
+    bf16 = {b["name"] for b in entry["bindings"] if b.get("dtype") == "bf16"}
     for name, want in expect.items():
         value = run_args[name]  # a slangrt.Tensor (a pointer's argument) read back
         value = value.numpy() if isinstance(value, Tensor) else value
+        if name in bf16:  # compared as the values the bits hold, not as 16-bit integers
+            value, want = bf16_values(np.asarray(value)), bf16_values(np.asarray(want))
         got, want = _plain(np.asarray(value), np.asarray(want))
         a, r = _errors(got, want)
         worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)

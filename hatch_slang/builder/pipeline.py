@@ -28,7 +28,8 @@ from hatch_slang.compile.compiler import CompileJob, CompileResult, CompilerPool
 from hatch_slang.compile.constants import LinkConstant, grid_with_constants, link_constants
 from hatch_slang.compile.discover import Shader, Source, parse, read_sources, select, sources
 from hatch_slang.config.project import BuildConfig
-from hatch_slang.errors import BuildErrors, CompileError, HatchSlangError, ShaderError
+from hatch_slang.config.settings import HookSettings, option_name
+from hatch_slang.errors import BuildErrors, CompileError, ConfigError, HatchSlangError, ShaderError
 from hatch_slang.spec.merge import build_spec
 from hatch_slang.spec.model import ShaderSpec
 
@@ -211,15 +212,50 @@ def _raise(errors: list[HatchSlangError]) -> None:
         raise errors[0] if len(errors) == 1 else BuildErrors(errors)
 
 
-def _parse(config: BuildConfig, srcs: list[Source], errors: dict[str, list[HatchSlangError]]) -> list[Shader]:
-    """The shaders whose comments parsed; the others' problems go into ``errors`` (by file)."""
+def _parse(
+    config: BuildConfig, srcs: list[Source], errors: dict[str, list[HatchSlangError]], *, every: bool = False
+) -> list[Shader]:
+    """The shaders whose comments parsed; the others' problems go into ``errors`` (by file).
+    With ``every`` (all the project's shaders), names the ``instances`` option lists in vain."""
     shaders: list[Shader] = []
     for src in srcs:
         try:
             shaders.append(parse(src, config.instances_for(src.path)))
         except HatchSlangError as e:
             _collect(errors.setdefault(src.rel, []), e)
+    if every and not errors:
+        for unused in unused_instances(config, shaders):
+            _collect(errors.setdefault("", []), unused)
     return shaders
+
+
+def unused_instances(config: BuildConfig, shaders: list[Shader]) -> list[HatchSlangError]:
+    """An error for each entry the ``instances`` option (project-wide, or an override's) lists
+    that no shader it applies to has as a generic entry, or as one with interface-typed
+    parameters: a misspelt name would otherwise build nothing, silently."""
+    option = option_name(HookSettings, "instances")
+    known = sorted({i.generic for s in shaders for i in s.instances})
+    have = f"the shaders' generic entries: {', '.join(known)}" if known else "no shader has a generic entry"
+    found: list[HatchSlangError] = []
+    for name in config.instances:
+        if not any(i.generic == name for s in shaders for i in s.instances):
+            found.append(
+                ConfigError(
+                    f"option `{option}` lists `{name}`, which no shader has as a generic entry ({have})"
+                )
+            )
+    for k, override in enumerate(config.overrides):
+        mine = [s for s in shaders if config.applies(k, s.path)]
+        for name in override.instances:
+            if not any(i.generic == name for s in mine for i in s.instances):
+                globs = ", ".join(override.shaders)
+                found.append(
+                    ConfigError(
+                        f"option `{option}` of the override for {globs} lists `{name}`, which none of "
+                        f"those shaders has as a generic entry ({have})"
+                    )
+                )
+    return found
 
 
 def _spec(shader: Shader, result: CompileResult, *, strict: bool) -> ShaderSpec:
@@ -314,7 +350,7 @@ def build(
         _collect(errors.setdefault(e.path if isinstance(e, ShaderError) else "", []), e)
     chosen = select(srcs, only) if only else srcs
     templates = codegen.Templates.load(config.templates)
-    shaders = _parse(config, chosen, errors)
+    shaders = _parse(config, chosen, errors, every=not only)
     specs, compiled = checked_specs(
         config, shaders, errors, strict=config.strict, cache=cache, progress=progress
     )

@@ -72,6 +72,9 @@ class BindingDoc:
     format: str | None = None  # a format Slang's `[[vk::image_format]]` names (`rgba8`, `r32f`)
     channels: int | None = None  # the texel type's channel count (`float4`: 4), else the format's
     sampler: SamplerDoc | None = None  # sampler and combined lines: filter, address, comparison
+    # A word in the dtype's place that is no dtype (`a  T, flat[n]`): a generic entry's type
+    # parameter, whose instances' type arguments may name the dtype (the merge resolves it).
+    type_word: str | None = None
 
 
 @dataclass(frozen=True)
@@ -302,6 +305,7 @@ def _data_binding(
     if shape is None and dtype is None and words.kind is None and body.lstrip().startswith("("):
         return Unreadable(f"cannot read `{body.strip()}` as a params tuple or a dtype and shape"), notes
     doc = _description(rest, shape)
+    type_word = _type_word(rest) if dtype is None else None
     if quantised and not (dtype not in (None, "u8") and shape is not None and "/" in shape.dims[-1].text):
         # Counted in blocks or weights, not in the elements the buffer holds. (A shape whose last
         # dimension is divided, `[rows][cols / 8]` over u32, already counts the words: kept.)
@@ -321,11 +325,25 @@ def _data_binding(
             set=ref.set,
             access=access,
             quantised=quantised,
+            type_word=type_word,
         ),
         words,
         rest,
     )
     return read, notes + image_notes
+
+
+# A name right where a dtype goes, before a comma or the shape: `T, flat[n]`, `T[n]`, `` `S` [n] ``.
+_TYPE_WORD = re.compile(r"^`?([A-Za-z_]\w*)`?\s*(?:,|(?=`?(?:flat\s*)?\[))")
+
+
+def _type_word(rest: str) -> str | None:
+    """The word in a line's dtype place that names no dtype (a type parameter, perhaps)."""
+    m = _TYPE_WORD.match(rest.strip())
+    if m is None or dialect.dtype_word(m.group(1)) is not None:
+        return None
+    word = m.group(1)
+    return None if word.lower() in _LEADING_WORDS or dialect.find_access(word) is not None else word
 
 
 def _description(rest: str, shape: dialect.Shape | None) -> str:

@@ -75,6 +75,15 @@ class Instance:
     # Where the entry is no generic but takes interface-typed parameters (`uniform IOp op`): their
     # names; `args` are then the conforming types they are built for, one each.
     keywords: tuple[str, ...] = ()
+    # The generic's parameter names, one for each of `args` (`f<T : IFloat>`: ("T",)); a binding
+    # line whose dtype is one of them takes its instance's argument as its dtype where that names one.
+    params: tuple[str, ...] = ()
+
+    def argument(self, param: str) -> str | None:
+        """The type argument this instance gives the generic's parameter ``param``, or None."""
+        if param in self.params and len(self.params) == len(self.args):
+            return self.args[self.params.index(param)]
+        return None
 
     @property
     def spelled(self) -> str:
@@ -146,6 +155,25 @@ class _Function:
     generic: bool = False  # has type or value parameters (`f<T>(...)`, `__generic<T> ... f(...)`)
     line: int | None = None  # where its name is
     existential: tuple[str, ...] = ()  # its parameters of an interface type (`uniform IOp op`)
+    type_params: tuple[str, ...] = ()  # its generic parameters' names (`f<T : IFloat, let N : int>`: T, N)
+
+
+def _generic_names(inner: list[tuple[str, str, int]]) -> tuple[str, ...]:
+    """The parameter names of a generic parameter list's tokens (``T : IFloat, let N : int``:
+    ``T``, ``N``): each part's first name after ``let``, ``typename`` or ``each``."""
+    names: list[str] = []
+    depth, first = 0, True
+    for kind, text, _ in inner:
+        if kind == "punct" and text in "(<[":
+            depth += 1
+        elif kind == "punct" and text in ")>]":
+            depth -= 1
+        elif kind == "punct" and text == "," and depth == 0:
+            first = True
+        elif kind == "ident" and depth == 0 and first and text not in ("let", "typename", "each"):
+            names.append(text)
+            first = False
+    return tuple(names)
 
 
 def _angle_end(tokens: list[tuple[str, str, int]], i: int) -> int | None:
@@ -207,7 +235,7 @@ def _functions(source: str) -> list[_Function]:
     interfaces = {tokens[k + 1][1] for k, t in enumerate(tokens[:-1]) if t[1] == "interface"}
     found: list[_Function] = []
     compute = numthreads = generic = False  # attributes seen since the last declaration ended
-    other = ""
+    other, outer = "", tuple[str, ...]()  # another stage; `__generic<T>`'s parameter names
     i = 0
     while i < len(tokens):
         kind, text, at = tokens[i]
@@ -229,12 +257,14 @@ def _functions(source: str) -> list[_Function]:
             continue
         if kind == "punct" and text in ";{}=":  # a declaration ended, or a body starts
             compute = numthreads = generic = False
-            other = ""
+            other, outer = "", ()
             i += 1
             continue
         if text == "__generic" and i + 1 < len(tokens) and tokens[i + 1][1] == "<":
             generic = True  # `__generic<T> void f(...)`
-            i = _angle_end(tokens, i + 1) or i + 1
+            close = _angle_end(tokens, i + 1)
+            outer = _generic_names(tokens[i + 2 : close - 1]) if close else ()
+            i = close or i + 1
             continue
         params = _parameters_at(tokens, i) if kind == "ident" and i > 0 else None
         if params is not None:
@@ -246,11 +276,14 @@ def _functions(source: str) -> list[_Function]:
                 if after in ("{", ":", "throws", "->") or compute or numthreads or other:
                     line = source.count("\n", 0, at) + 1
                     typed = _existential(tokens[params + 1 : end - 1], interfaces)
+                    names = outer + _generic_names(tokens[i + 2 : params - 1])
                     found.append(
-                        _Function(text, compute, numthreads, other, generic or params > i + 1, line, typed)
+                        _Function(
+                            text, compute, numthreads, other, generic or params > i + 1, line, typed, names
+                        )
                     )
                     compute = numthreads = generic = False
-                    other = ""
+                    other, outer = "", ()
                 i = end
                 continue
         i += 1
@@ -386,6 +419,8 @@ def _instances(
             refuse_generic(rel, functions, [name], contract.entries_line)
         if not f.generic:
             mine = [_conforming(rel, f, inst) for inst in mine]
+        else:
+            mine = [replace(inst, params=f.type_params) for inst in mine]
         for inst in mine:
             if (seen := found.get(inst.key)) is not None and seen.args != inst.args:
                 raise ShaderError(

@@ -87,6 +87,10 @@ class BuildConfig:
                     out[name] = tuple(dict.fromkeys((*out.get(name, ()), *texts)))
         return out
 
+    def applies(self, k: int, path: Path) -> bool:
+        """Whether override ``k``'s globs match the shader at ``path``."""
+        return path.resolve() in self._matching(k)
+
     def _matching(self, k: int) -> frozenset[Path]:
         if k not in self._matches:
             self._matches[k] = frozenset(

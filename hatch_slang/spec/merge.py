@@ -20,12 +20,14 @@ the check that everything is bound are :mod:`hatch_slang.spec.resources`'.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, replace
 
 from slangrt.dtypes import DTYPES
 from slangrt.spirv import EntryInfo, Module, Resource, read_module
 
+from hatch_slang.comments import dialect
 from hatch_slang.comments.contract import BindingDoc, BindingSet, DispatchDoc
 from hatch_slang.comments.expr import argument_name, entry_name
 from hatch_slang.compile.compiler import CompileResult
@@ -45,10 +47,12 @@ from hatch_slang.spec.model import (
 from hatch_slang.spec.reflection import (
     BlockLayout,
     ReflectedEntry,
+    in_use,
     normalize_spirv,
     read_all_bindings,
     read_entry,
     scalar_size,
+    spirv_names,
 )
 from hatch_slang.spec.resources import (
     article,
@@ -144,10 +148,11 @@ def _build_group(shader: Shader, result: CompileResult, *, strict: bool) -> Shad
     compiled = [
         _read_entry(e.name, e.spirv, e.reflection, m) for m, e in zip(modules, result.entries, strict=True)
     ]
-    reflected_all = {b.key: b for b in read_all_bindings(result.entries[0].reflection)}
+    names = _names_in_use(modules)
+    reflected_all = {b.key: in_use(b, names) for b in read_all_bindings(result.entries[0].reflection)}
     declared = declared_descriptors(e.info for e in compiled)
     bindings = {k: Binding.merged(r, declared.get(k)) for k, r in reflected_all.items()}
-    chosen = _chosen_set(shader, compiled, bindings)
+    chosen = _typed_for(shader, [e.info.name for e in compiled], _chosen_set(shader, compiled, bindings))
     warnings += _chosen_notes(shader, chosen)
     documented = _documented(chosen, bindings, has_push(e.info for e in compiled), declared, shader.source)
     warnings += [f"{shader.rel}:{line}: warning: {msg}" for line, msg in documented.notes]
@@ -172,6 +177,39 @@ def _build_group(shader: Shader, result: CompileResult, *, strict: bool) -> Shad
             raise errors[0] if len(errors) == 1 else BuildErrors(list(errors))
         warnings += [str(p) for p in errors]
     return ShaderSpec(shader, tuple(b.spec for b in built), result.dependencies, tuple(warnings))
+
+
+def _typed_for(shader: Shader, entries: list[str], chosen: BindingSet | None) -> BindingSet | None:
+    """The binding lines as one instance of a generic entry reads them: a line whose dtype is
+    the generic's type parameter (`a  T, flat[n]`) takes the dtype the instance's argument for
+    it names (`f<bf16>`: bf16; `f<float>`: f32), or reflection's where it names none (`f<Square>`);
+    the parameter's name is no part of the line's description."""
+    inst = shader.instance(entries[0]) if len(entries) == 1 else None
+    if chosen is None or inst is None:
+        return chosen
+    docs = []
+    for doc in chosen.bindings:
+        arg = inst.argument(doc.type_word) if doc.type_word else None
+        if arg is None:
+            docs.append(doc)
+            continue
+        named = dialect.dtype_word(arg)
+        prose = re.sub(rf"^`?{re.escape(doc.type_word or '')}`?[\s,;:]*", "", doc.doc)
+        docs.append(
+            replace(doc, dtype=named[0] if named and not named[1] else None, doc=prose, type_word=None)
+        )
+    return replace(chosen, bindings=tuple(docs))
+
+
+def _names_in_use(modules: list[Module]) -> dict[tuple[int, int], frozenset[str]]:
+    """The variables the group's entries use at each binding, by name: where a file declares
+    several views of one binding (``float`` and ``float4``; ``float`` for one instance of a
+    generic and ``half`` for another), only those views say what the group's binding holds."""
+    names: dict[tuple[int, int], frozenset[str]] = {}
+    for m in modules:
+        for key, found in spirv_names(m).items():
+            names[key] = names.get(key, frozenset()) | found
+    return names
 
 
 def _compiler_notes(shader: Shader, result: CompileResult) -> list[str]:

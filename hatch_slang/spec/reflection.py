@@ -12,7 +12,9 @@ since Slang's JSON lists every global of the file.
 Several variables may alias one binding (``RWStructuredBuffer<float> a`` and
 ``RWStructuredBuffer<float4> a4``, both ``[[vk::binding(0)]]``, to load four floats at a time):
 they are merged into one binding, writable if any view is, whose layout is the first view's and
-whose ``scalar_types`` lists every view's element type.
+whose ``scalar_types`` lists every view's element type. Only the views an entry's SPIR-V uses
+count for that entry (:func:`in_use`): a file may declare one binding as ``float`` for one
+instance of a generic entry and as ``half`` for another, and each instance holds its own.
 """
 
 from __future__ import annotations
@@ -300,11 +302,14 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes | Module) -> Refle
         raise HatchSlangError(f"reflection has no entry point `{entry}`")
     threads = tuple(int(v) for v in eps[0].get("threadGroupSize", (1, 1, 1)))
     all_bindings = [b for b in (_binding(p) for p in _parameters(data)) if b is not None]
-    used = used_bindings(spirv)
+    module = read_module(spirv) if isinstance(spirv, bytes) else spirv
+    used = used_bindings(module)
     return ReflectedEntry(
         name=entry,
         threads=(threads + (1, 1, 1))[:3],  # type: ignore[arg-type]
-        bindings=_merge([b for b in all_bindings if b.key in used]),
+        bindings=tuple(
+            in_use(b, spirv_names(module)) for b in _merge([b for b in all_bindings if b.key in used])
+        ),
         used=tuple(sorted(used)),
         constants=_constants(data.get("parameters", [])),
         blocks=_blocks(data.get("parameters", []))
@@ -354,6 +359,33 @@ def _constants(params: list[Any]) -> tuple[tuple[int, str], ...]:
         ):
             found.setdefault(b["index"], unescape(str(p.get("name", ""))))
     return tuple(sorted(found.items()))
+
+
+def spirv_names(module: Module) -> dict[tuple[int, int], frozenset[str]]:
+    """The variable names (OpName) the module's entry points use at each (set, binding)."""
+    names: dict[tuple[int, int], set[str]] = {}
+    for name in module.entries:
+        for r in module.entry(name).resources:
+            if r.storage != "push_constant" and r.variable:
+                names.setdefault((r.set or 0, r.binding or 0), set()).add(r.variable)
+    return {k: frozenset(v) for k, v in names.items()}
+
+
+def in_use(binding: ReflectedBinding, names: dict[tuple[int, int], frozenset[str]]) -> ReflectedBinding:
+    """``binding`` with only the views (itself and its aliases) that the SPIR-V names among
+    ``names``, the first of them in front; as it is where it has no aliases or the SPIR-V names
+    none of them (a name Slang changed)."""
+    if not binding.aliases:
+        return binding
+    named = [v for v in (binding, *binding.aliases) if v.variable in names.get(binding.key, ())]
+    if not named or len(named) == 1 + len(binding.aliases):
+        return binding
+    first = replace(named[0], aliases=())
+    return replace(
+        first,
+        writable=any(v.writable for v in named),
+        aliases=tuple(replace(v, aliases=()) for v in named[1:]),
+    )
 
 
 def read_all_bindings(reflection_json: str) -> tuple[ReflectedBinding, ...]:

@@ -78,7 +78,7 @@ def types(package: Callable[[str], Path], build_project: BuildProject) -> BuiltP
 @pytest.mark.gpu
 @requires_device
 def test_the_instances_validate_against_numpy(types: BuiltPackage) -> None:
-    names = ["instances_scale", "instances_apply", "instances_op"]
+    names = ["instances_scale", "instances_apply", "instances_op", "instances_axpy", "instances_views"]
     result = CliRunner().invoke(main, ["validate", "--root", str(types.root), "--json", *names])
     rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     assert result.exit_code == 0, result.output[-2000:]
@@ -90,7 +90,72 @@ def test_the_instances_validate_against_numpy(types: BuiltPackage) -> None:
         "instances_apply_Affine",
         "instances_op_Square",
         "instances_op_Negate",
+        "instances_axpy_f32",
+        "instances_axpy_f16",
+        "instances_axpy_bf16",
+        "instances_views_F32",
+        "instances_views_F16",
     }
+
+
+def test_a_binding_typed_by_the_generic_parameter_takes_the_instance_s_dtype(types: BuiltPackage) -> None:
+    """`x  S, [n]`: the instance's argument for S names the dtype (bf16 too, held as uint16_t);
+    `S` is no part of the description."""
+    entries = types.manifest["shaders"]["instances_axpy"]["entries"]
+    dtypes = {k: [(b["name"], b["dtype"]) for b in e["bindings"] if b["name"] in "xy"] for k, e in entries.items()}
+    assert dtypes == {
+        "instances_axpy_f32": [("x", "f32"), ("y", "f32")],
+        "instances_axpy_f16": [("x", "f16"), ("y", "f16")],
+        "instances_axpy_bf16": [("x", "bf16"), ("y", "bf16")],
+    }
+    source = types.output.files["instances_axpy.py"].decode()
+    assert "y: bf16 (ml_dtypes.bfloat16, or its bits as uint16) ``[n]``, read-write. read-write, updated" in source
+    assert "S," not in source
+
+
+def test_each_instance_holds_the_views_its_spirv_uses(types: BuiltPackage) -> None:
+    """Aliased views of one binding, one pair per storage type: an instance's argument has the
+    type of the views it uses, not of the first declared (f32 here), which would run an f16
+    kernel on float32 data."""
+    entries = types.manifest["shaders"]["instances_views"]["entries"]
+    assert {k: [b["dtype"] for b in e["bindings"] if b["name"] == "data"] for k, e in entries.items()} == {
+        "instances_views_F32": ["f32"],
+        "instances_views_F16": ["f16"],
+    }
+
+
+@pytest.mark.gpu
+@requires_device
+def test_bf16_instances_take_ml_dtypes_or_bits(types: BuiltPackage) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    k = types.kernels("instances_axpy")
+    x = np.linspace(-2, 2, 100).astype(np.float32)
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16):
+        y = np.ones(100, dtype)
+        k.instances_axpy(x.astype(dtype), y, a=2.0)  # picked by dtype
+        want = (2 * x.astype(dtype).astype(np.float32) + 1).astype(dtype)
+        np.testing.assert_array_equal(y, want)
+    bits = np.ones(100, ml_dtypes.bfloat16).view(np.uint16)
+    k.instances_axpy(x.astype(ml_dtypes.bfloat16).view(np.uint16), bits, a=2.0)
+    np.testing.assert_array_equal(bits.view(ml_dtypes.bfloat16), want)
+
+
+def test_an_instances_option_naming_no_generic_fails_the_build(tmp_path: Path) -> None:
+    extra = (
+        'instances = { negate = ["float"], negat = ["half"] }\n'
+        "[[tool.hatch.build.hooks.slang.overrides]]\n"
+        'shaders = ["shaders/negate.slang"]\n'
+        'instances = { scale = ["int"] }\n'
+    )
+    root = _project(tmp_path / "p", {"negate.slang": NEGATE}, extra)
+    with pytest.raises(HatchSlangError) as info:
+        pipeline.build(load_project_config(root))
+    message = str(info.value)
+    assert "option `instances` lists `negat`, which no shader has as a generic entry" in message
+    assert "(the shaders' generic entries: negate)" in message
+    assert "option `instances` of the override for shaders/negate.slang lists `scale`" in message
+    # Building one shader by name is no reason to say so: the others may use the names.
+    pipeline.build(load_project_config(root), only=["negate"])
 
 
 def test_each_instance_is_an_entry_its_spirv_named_after_it(types: BuiltPackage) -> None:

@@ -154,3 +154,21 @@ def test_the_name_must_be_an_identifier() -> None:
     sets, notes = read("binding 0: 2x  f32 [n]")
     assert sets[0].unread == (0,)
     assert notes[0].message.startswith("binding 0 (`2x`): the name `2x` is not a valid identifier")
+
+
+def test_a_word_in_the_dtype_place_is_kept_as_a_possible_type_parameter() -> None:
+    """`x  T, [n]`: no dtype, but `T` (before a comma or the shape) may name a generic entry's
+    type parameter; the merge resolves it per instance. Prose, access and dtype words are not."""
+    found = {
+        "u0: a  T, flat[n] first operand": "T",
+        "t1: b  S [n]": "S",
+        "binding 2: c  `Store`, [rows][cols] the rows": "Store",
+        "t3: d  f32, [n]": None,  # a dtype
+        "t4: e  read, [n]": None,  # an access word
+        "t5: f  the input [n]": None,  # prose
+        "t6: g  [n] T, after the shape": None,
+    }
+    for line, word in found.items():
+        b = one(line)
+        assert b.type_word == word, line
+    assert one("u0: a  T, flat[n] first operand").doc == "T, first operand"  # the merge drops `T,`
