@@ -10,6 +10,7 @@ are re-exported here: the front ends build and write through this module.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
@@ -126,10 +127,9 @@ def compile_shaders(
 def compile_job_for(config: BuildConfig, shader: Shader) -> CompileJob:
     """The job that compiles ``shader``: its options, and each entry's link-time constants with
     their values (a ShaderError naming the declaration when one has no value, or one it cannot
-    hold). Per-instance values of a generic entry's instances go into ``constants`` here."""
+    hold), an entry's own values (an instance's table in option `constants`) winning over the shared."""
     options = config.options_for(shader.path)
-    values = dict(options.constants)
-    constants = link_constants(shader.rel, shader.source, shader.entries, values)
+    constants = link_constants(shader.rel, shader.source, shader.entries, options.constants_for)
     instances, conformances = _spelled(shader)
     return CompileJob(
         shader.rel,
@@ -153,11 +153,9 @@ def shader_constants(config: BuildConfig, shader: Shader) -> dict[str, tuple[Lin
 
 
 def _with_constants(config: BuildConfig, shader: Shader) -> Shader:
-    """``shader`` with the values of the link-time constants its Dispatch lines name (every
-    entry links with the same values today: the first entry's are taken)."""
-    constants = shader_constants(config, shader)
-    first = constants.get(shader.entries[0], ()) if shader.entries else ()
-    return grid_with_constants(shader, first)
+    """``shader`` with the values of the link-time constants its Dispatch lines name, each
+    entry's own where they differ."""
+    return grid_with_constants(shader, shader_constants(config, shader))
 
 
 def checked_specs(
@@ -231,28 +229,45 @@ def _parse(
 
 def unused_instances(config: BuildConfig, shaders: list[Shader]) -> list[HatchSlangError]:
     """An error for each entry the ``instances`` option (project-wide, or an override's) lists
-    that no shader it applies to has as a generic entry, or as one with interface-typed
-    parameters: a misspelt name would otherwise build nothing, silently."""
-    option = option_name(HookSettings, "instances")
-    known = sorted({i.generic for s in shaders for i in s.instances})
-    have = f"the shaders' generic entries: {', '.join(known)}" if known else "no shader has a generic entry"
+    that no shader it applies to has as a generic entry (or one with interface-typed
+    parameters), and for each entry's table of option ``constants`` that names no entry of
+    those shaders: a misspelt name would otherwise change nothing, silently."""
     found: list[HatchSlangError] = []
-    for name in config.instances:
-        if not any(i.generic == name for s in shaders for i in s.instances):
-            found.append(
-                ConfigError(
-                    f"option `{option}` lists `{name}`, which no shader has as a generic entry ({have})"
-                )
-            )
+    tables: list[tuple[str, list[Shader], Mapping[str, object], Mapping[str, object]]] = [
+        ("", shaders, config.instances, dict(config.compile.entry_constants))
+    ]
     for k, override in enumerate(config.overrides):
-        mine = [s for s in shaders if config.applies(k, s.path)]
-        for name in override.instances:
-            if not any(i.generic == name for s in mine for i in s.instances):
-                globs = ", ".join(override.shaders)
+        own = {n: v for n, v in override.constants.items() if isinstance(v, Mapping)}
+        tables.append(
+            (
+                ", ".join(override.shaders),
+                [s for s in shaders if config.applies(k, s.path)],
+                override.instances,
+                own,
+            )
+        )
+    for globs, mine, instances, constants in tables:
+        of = f" of the override for {globs}" if globs else ""
+        generics = sorted({i.generic for s in mine for i in s.instances})
+        entries = sorted({e for s in mine for e in s.entries})
+        for name in instances:
+            if name not in generics:
+                have = f"the generic entries: {', '.join(generics)}" if generics else "no generic entry there"
                 found.append(
                     ConfigError(
-                        f"option `{option}` of the override for {globs} lists `{name}`, which none of "
-                        f"those shaders has as a generic entry ({have})"
+                        f"option `{option_name(HookSettings, 'instances')}`{of} lists `{name}`, which no "
+                        f"shader it applies to has as a generic entry ({have})"
+                    )
+                )
+        for name in constants:
+            if name not in entries:
+                close = ", ".join(e for e in entries if e.startswith(name.split("_")[0])) or ", ".join(
+                    entries[:8]
+                )
+                found.append(
+                    ConfigError(
+                        f"option `{option_name(HookSettings, 'constants')}`{of} has a table for `{name}`, "
+                        f"which is no entry of a shader it applies to (entries: {close})"
                     )
                 )
     return found

@@ -308,7 +308,8 @@ class _Stamped(Protocol):
 
 def _declared(shader: _Stamped, options: CompileOptions) -> frozenset[str]:
     """The link-time constants ``shader`` declares, where the options give any values."""
-    return frozenset(e.name for e in externs(shader.source)) if options.constants else frozenset()
+    given = options.constants or options.entry_constants
+    return frozenset(e.name for e in externs(shader.source)) if given else frozenset()
 
 
 class BuildCache:
@@ -354,7 +355,14 @@ class BuildCache:
         constants = tuple(
             (name, type(v).__name__, repr(v)) for name, v in options.constants if name in declared
         )
-        return (dirs, options.defines, options.optimization, options.compiler_args, constants)
+        # Entries' own values, of the names the shader declares (an entry of another shader's
+        # table costs a recompile at most, never a stale result).
+        own = tuple(
+            (entry, tuple((n, type(v).__name__, repr(v)) for n, v in table if n in declared))
+            for entry, table in options.entry_constants
+        )
+        own = tuple((entry, table) for entry, table in own if table)
+        return (dirs, options.defines, options.optimization, options.compiler_args, constants, *own)
 
     def _portable(self, path: Path) -> str:
         """A path as the cache records it: relative to the root when inside it."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from hatch_slang.comments.contract import DispatchDoc, source_lines
@@ -170,35 +170,62 @@ def _shown(value: Constant) -> str:
 
 
 def link_constants(
-    rel: str, source: str, entries: tuple[str, ...], values: Mapping[str, Constant]
+    rel: str,
+    source: str,
+    entries: tuple[str, ...],
+    values: Mapping[str, Constant] | Callable[[str], Mapping[str, Constant]],
 ) -> dict[str, tuple[LinkConstant, ...]]:
     """Each entry's link-time constants: every ``extern static const`` of the shader with its value
-    from ``values`` (the option, merged for this shader). The mapping is per entry so that an entry
-    (an instance of a generic entry) can be given values of its own; today every entry gets the
-    same. A declaration with no value, or a value its type cannot hold, is a ShaderError naming
-    the declaration's line and the option (several are a BuildErrors). Values no declaration asks
-    for are left out: a project-wide table serves shaders that declare some of its names."""
-    constants: list[LinkConstant] = []
-    errors: list[HatchSlangError] = []
-    for e in externs(source):
-        if e.name not in values:
-            errors.append(_missing(rel, e))
-            continue
-        value = values[e.name]
-        try:
-            constants.append(LinkConstant(e.name, e.type, value, literal(e.type, value), e.line))
-        except ValueError as why:
-            errors.append(
-                ShaderError(
-                    rel,
-                    e.line,
-                    f"link-time constant `{e.name}` is {_a(e.type)}, but option {_option()} gives it "
-                    f"`{_shown(value)}` ({_kind(value)}): {why}",
-                )
-            )
+    from ``values`` (the option, merged for this shader), or ``values(entry)`` (with the entry's
+    own table: an instance of a generic entry may have values of its own). A declaration with no value, or a
+    value its type cannot hold, is a ShaderError naming the declaration's line and the option
+    (several are a BuildErrors), said once for the entries it is true of. Values no declaration
+    asks for are left out: a project-wide table serves shaders that declare some of its names."""
+    out: dict[str, tuple[LinkConstant, ...]] = {}
+    problems: dict[tuple[int, str], tuple[Extern, Constant | None, str, list[str]]] = {}
+    declared = externs(source)
+    for entry in entries:
+        given = values(entry) if callable(values) else values
+        mine: list[LinkConstant] = []
+        for e in declared:
+            if e.name not in given:
+                problems.setdefault((e.line, "missing"), (e, None, "", []))[3].append(entry)
+                continue
+            value = given[e.name]
+            try:
+                mine.append(LinkConstant(e.name, e.type, value, literal(e.type, value), e.line))
+            except ValueError as why:
+                problems.setdefault((e.line, f"{_shown(value)} {_kind(value)}"), (e, value, str(why), []))[
+                    3
+                ].append(entry)
+        out[entry] = tuple(mine)
+    errors: list[HatchSlangError] = [
+        _problem(rel, e, value, why, which, len(entries)) for e, value, why, which in problems.values()
+    ]
     if errors:
         raise errors[0] if len(errors) == 1 else BuildErrors(errors)
-    return {entry: tuple(constants) for entry in entries}
+    return out
+
+
+def _problem(
+    rel: str, e: Extern, value: Constant | None, why: str, entries: list[str], of: int
+) -> ShaderError:
+    """A declaration with no value, or one its type cannot hold, for ``entries`` (all ``of`` the
+    shader's, or some: then named)."""
+    error = (
+        _missing(rel, e)
+        if value is None
+        else ShaderError(
+            rel,
+            e.line,
+            f"link-time constant `{e.name}` is {_a(e.type)}, but option {_option()} gives it "
+            f"`{_shown(value)}` ({_kind(value)}): {why}",
+        )
+    )
+    if len(entries) == of:
+        return error
+    named = ", ".join(f"`{n}`" for n in entries)
+    return ShaderError(error.path, error.line, f"{error.message} (for entry {named})")
 
 
 def constants_module(constants: tuple[LinkConstant, ...]) -> str:
@@ -246,17 +273,34 @@ def _grid(d: DispatchDoc, values: Mapping[str, int]) -> DispatchDoc:
     return replace(d, grid=tuple(grid))
 
 
-def grid_with_constants(shader: Shader, constants: tuple[LinkConstant, ...]) -> Shader:
+def grid_with_constants(shader: Shader, constants: Mapping[str, tuple[LinkConstant, ...]]) -> Shader:
     """``shader`` with the integer link-time constants its Dispatch lines name replaced by their
     values (``ceil(n / BLOCK)`` computes with the BLOCK the kernel was built with, not a size the
-    caller passes); the lines' text, which the docstrings show, stays as written."""
-    values = {c.name: c.value for c in constants if c.type in _INTS and not isinstance(c.value, bool | float)}
+    caller passes); the lines' text, which the docstrings show, stays as written. ``constants``
+    are each entry's: where entries link with different values (an instance's own table), each
+    such entry gets a copy of its line of its own, computed with its values."""
+    per = {entry: _int_values(found) for entry, found in constants.items()}
     contract = shader.contract
-    if not values or (contract.dispatch is None and not contract.entry_dispatch):
+    if not any(per.values()) or (contract.dispatch is None and not contract.entry_dispatch):
         return shader
-    contract = replace(
-        contract,
-        dispatch=_grid(contract.dispatch, values) if contract.dispatch is not None else None,
-        entry_dispatch=tuple(_grid(d, values) for d in contract.entry_dispatch),
-    )
-    return replace(shader, contract=contract)
+    if len({tuple(sorted(v.items())) for v in per.values()}) == 1:
+        values = next(iter(per.values()))
+        contract = replace(
+            contract,
+            dispatch=_grid(contract.dispatch, values) if contract.dispatch is not None else None,
+            entry_dispatch=tuple(_grid(d, values) for d in contract.entry_dispatch),
+        )
+        return replace(shader, contract=contract)
+    own = []
+    for entry, values in per.items():
+        inst = shader.instance(entry)
+        mine = any(entry in d.entries for d in contract.entry_dispatch)
+        d = contract.dispatch_for(inst.generic if inst is not None and not mine else entry)
+        if d is not None:
+            own.append(replace(_grid(d, values), entries=(entry,)))
+    return replace(shader, contract=replace(contract, entry_dispatch=(*own, *contract.entry_dispatch)))
+
+
+def _int_values(constants: tuple[LinkConstant, ...]) -> dict[str, int]:
+    """The integer constants' values, which a Dispatch line may compute with."""
+    return {c.name: c.value for c in constants if c.type in _INTS and not isinstance(c.value, bool | float)}

@@ -55,6 +55,27 @@ class CompileOptions:
     # Values of link-time constants (option `constants`), sorted by name: checked data, never
     # source text. :mod:`hatch_slang.compile.constants` writes them in the type each shader declares.
     constants: tuple[tuple[str, Constant], ...] = ()
+    # Entries' own values (a table under an entry's name in option `constants`), by entry, each
+    # sorted by name: they win over ``constants`` for that entry.
+    entry_constants: tuple[tuple[str, tuple[tuple[str, Constant], ...]], ...] = ()
+
+    def constants_for(self, entry: str) -> dict[str, Constant]:
+        """The values ``entry`` links with: the shared ones, then its own."""
+        return {**dict(self.constants), **dict(dict(self.entry_constants).get(entry, ()))}
+
+    def with_constants(self, table: Mapping[str, Any]) -> CompileOptions:
+        """These options with a table of option `constants` added (a later value of a name wins,
+        an entry's table name by name)."""
+        shared = dict(self.constants) | {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+        own = {k: dict(v) for k, v in self.entry_constants}
+        for k, v in table.items():
+            if isinstance(v, Mapping):
+                own[k] = {**own.get(k, {}), **v}
+        return replace(
+            self,
+            constants=tuple(sorted(shared.items())),
+            entry_constants=tuple(sorted((k, tuple(sorted(v.items()))) for k, v in own.items())),
+        )
 
 
 @dataclass(frozen=True)
@@ -109,11 +130,9 @@ class BuildConfig:
         for k, override in enumerate(self.overrides):
             if real in self._matching(k):
                 defines = {**dict(options.defines), **override.defines}
-                constants = {**dict(options.constants), **override.constants}
                 options = replace(
-                    options,
+                    options.with_constants(override.constants),
                     defines=tuple(sorted(defines.items())),
-                    constants=tuple(sorted(constants.items())),
                     compiler_args=options.compiler_args + override.compiler_args,
                 )
         return options
@@ -405,8 +424,7 @@ def parse_config(root: Path, raw: Mapping[str, Any]) -> BuildConfig:
             defines=tuple(sorted(settings.defines.items())),
             optimization=settings.optimization,
             compiler_args=compiler_args,
-            constants=tuple(sorted(settings.constants.items())),
-        ),
+        ).with_constants(settings.constants),
         templates=templates,
         strict=settings.strict,
         overrides=overrides,

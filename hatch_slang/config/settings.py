@@ -36,7 +36,10 @@ CUSTOM_HOOK_OPTIONS = ("path",)
 Constant = bool | int | float
 # What a name of a table must be when the option gives none: an ASCII identifier.
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-_CONSTANTS_MUST = "a table of NAME = value, each value an integer, a finite float or a boolean"
+_CONSTANTS_MUST = (
+    "a table of NAME = value, each value an integer, a finite float or a boolean, or a table of an "
+    "entry's own values under the entry's name"
+)
 
 
 def option(
@@ -103,10 +106,10 @@ class OverrideSettings:
         must='a table of NAME = "value" (or a list of "NAME=value")',
         names=r"[A-Za-z_]\w*",
     )
-    constants: Mapping[str, Constant] = option(
+    constants: Mapping[str, Constant | Mapping[str, Constant]] = option(
         {},
         doc="link-time constants added to the project-wide `constants` for those shaders "
-        "(a name given again wins)",
+        "(a name given again wins; an entry's table, name by name)",
         must=_CONSTANTS_MUST,
         names=_IDENTIFIER,
     )
@@ -145,10 +148,11 @@ class HookSettings:
         doc="more Slang command-line arguments, for every shader (see below)",
         must="a list of non-empty strings (Slang command-line arguments)",
     )
-    constants: Mapping[str, Constant] = option(
+    constants: Mapping[str, Constant | Mapping[str, Constant]] = option(
         {},
         doc="values of the shaders' link-time constants (`extern static const int BLOCK;`), "
-        "`NAME = value`: an integer, float or boolean, written into the shader's type",
+        "`NAME = value`: an integer, float or boolean, written into the shader's type; under an "
+        "entry's name (an instance's: `gsum_half`), a table of that entry's own values",
         must=_CONSTANTS_MUST,
         names=_IDENTIFIER,
     )
@@ -286,22 +290,34 @@ def _convert(tp: Any, value: Any, f: Field[Any], option: str) -> Any:
     raise TypeError(f"settings field {f.name}: no reader for {tp!r}")  # a model this module can't read
 
 
-def _constants(value: Any, f: Field[Any], option: str) -> Any:
+def _constants(value: Any, f: Field[Any], option: str, *, entry: str = "") -> Any:
     """A table of link-time constants: every name an identifier, every value an integer, a
-    finite float or a boolean. A wrong value is a ConfigError naming the option and its key."""
+    finite float or a boolean, or (not within an entry's table) a table of an entry's own
+    values under the entry's name. A wrong value is a ConfigError naming the option and its key."""
     if not isinstance(value, dict):
         return _WRONG
+    out: dict[str, Any] = {}
     for name, v in value.items():
-        said = f"{where(option)}: `{name}`"
+        said = f"{where(option)}: `{entry}{name}`"
         if not isinstance(name, str) or not re.fullmatch(f.metadata["names"], name):
-            raise ConfigError(f"{said} is no constant name (a Slang identifier such as `BLOCK`)")
+            what = (
+                "an entry's name as its wrapper is called: `gsum_half` for the instance `gsum<half>`"
+                if isinstance(v, dict)
+                else "a Slang identifier such as `BLOCK`"
+            )
+            raise ConfigError(f"{said} is no {'entry' if isinstance(v, dict) else 'constant'} name ({what})")
+        if isinstance(v, dict) and not entry:
+            out[name] = _constants(v, f, option, entry=f"{name}.")
+            continue
         if not isinstance(v, bool | int | float):
             raise ConfigError(
                 f"{said} = {_toml_kind(v)}: a link-time constant is an integer, a float or a boolean"
+                + ("" if entry or not isinstance(v, list) else "; an entry's own values are a table")
             )
         if isinstance(v, float) and not math.isfinite(v):
             raise ConfigError(f"{said} = {v}: a link-time constant must be finite")
-    return dict(sorted(value.items()))
+        out[name] = v
+    return dict(sorted(out.items()))
 
 
 def _toml_kind(value: Any) -> str:
@@ -387,12 +403,13 @@ def _value_schema(model: type[Any], f: Field[Any]) -> dict[str, Any]:
         )
     if get_origin(tp) is tuple:
         return {"type": "array", "items": _object_schema(args[0])}
-    if args[1] is not str:  # link-time constants
-        return {
+    if args[1] is not str:  # link-time constants, and entries' tables of them
+        values = {
             "type": "object",
             "propertyNames": {"pattern": f"^{meta['names']}$"},
             "additionalProperties": {"type": ["integer", "number", "boolean"]},
         }
+        return values | {"additionalProperties": {"oneOf": [values["additionalProperties"], values]}}
     name = {"pattern": f"^{meta['names']}$"} if meta["names"] else {}
     if get_origin(args[1]) is tuple:  # instances: entry -> [text or [texts]]
         words = {

@@ -102,14 +102,19 @@ def test_a_binding_typed_by_the_generic_parameter_takes_the_instance_s_dtype(typ
     """`x  S, [n]`: the instance's argument for S names the dtype (bf16 too, held as uint16_t);
     `S` is no part of the description."""
     entries = types.manifest["shaders"]["instances_axpy"]["entries"]
-    dtypes = {k: [(b["name"], b["dtype"]) for b in e["bindings"] if b["name"] in "xy"] for k, e in entries.items()}
+    dtypes = {
+        k: [(b["name"], b["dtype"]) for b in e["bindings"] if b["name"] in "xy"] for k, e in entries.items()
+    }
     assert dtypes == {
         "instances_axpy_f32": [("x", "f32"), ("y", "f32")],
         "instances_axpy_f16": [("x", "f16"), ("y", "f16")],
         "instances_axpy_bf16": [("x", "bf16"), ("y", "bf16")],
     }
     source = types.output.files["instances_axpy.py"].decode()
-    assert "y: bf16 (ml_dtypes.bfloat16, or its bits as uint16) ``[n]``, read-write. read-write, updated" in source
+    assert (
+        "y: bf16 (ml_dtypes.bfloat16, or its bits as uint16) ``[n]``, read-write. read-write, updated"
+        in source
+    )
     assert "S," not in source
 
 
@@ -151,8 +156,8 @@ def test_an_instances_option_naming_no_generic_fails_the_build(tmp_path: Path) -
     with pytest.raises(HatchSlangError) as info:
         pipeline.build(load_project_config(root))
     message = str(info.value)
-    assert "option `instances` lists `negat`, which no shader has as a generic entry" in message
-    assert "(the shaders' generic entries: negate)" in message
+    assert "option `instances` lists `negat`, which no shader it applies to has as a generic entry" in message
+    assert "(the generic entries: negate)" in message
     assert "option `instances` of the override for shaders/negate.slang lists `scale`" in message
     # Building one shader by name is no reason to say so: the others may use the names.
     pipeline.build(load_project_config(root), only=["negate"])

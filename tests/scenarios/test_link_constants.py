@@ -72,13 +72,18 @@ def test_the_linkconst_kernels_validate_against_numpy(package: Callable[[str], P
     root = package("types")
     build(root)
     result = CliRunner().invoke(
-        main, ["validate", "--root", str(root), "--json", "linkconst_rowsum", "linkconst_affine"]
+        main,
+        ["validate", "--root", str(root), "--json", "linkconst_rowsum", "linkconst_affine", "linkconst_tile"],
     )
     rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     failed = [(r["shader"], r["shape"], r.get("error", "")) for r in rows if not r["ok"]]
     assert not failed, failed
     assert result.exit_code == 0, result.output[-2000:]
-    assert {r["shader"] for r in rows} == {"linkconst_rowsum.slang", "linkconst_affine.slang"}
+    assert {r["shader"] for r in rows} == {
+        "linkconst_rowsum.slang",
+        "linkconst_affine.slang",
+        "linkconst_tile.slang",
+    }
 
 
 @pytest.mark.gpu
@@ -224,3 +229,55 @@ def test_a_bad_value_in_pyproject_is_a_config_error_naming_the_key(tmp_path: Pat
     result = CliRunner().invoke(main, ["build", "--root", str(root)])
     assert result.exit_code != 0
     assert "`SCALE` = nan: a link-time constant must be finite" in result.output
+
+
+def test_an_instance_has_values_of_its_own(package: Callable[[str], Path]) -> None:
+    """A table under an instance's name in option `constants` gives that instance its own values
+    (linkconst_tile_float: TILE = 8, BIAS = -1.5); the other takes the shared ones, and each
+    instance's grid is computed with its own TILE."""
+    root = package("types")
+    entries = {e["name"]: e for e in json.loads(_show(root, "linkconst_tile", "--json"))["entries"]}
+    values = {k: {c["name"]: c["value"] for c in e["link_constants"]} for k, e in entries.items()}
+    assert values == {
+        "linkconst_tile_float": {"TILE": 8, "BIAS": -1.5},
+        "linkconst_tile_half": {"TILE": 2, "BIAS": 0.25},
+    }
+    printed = _show(root, "linkconst_tile")
+    assert "grid: (ceil(n / (64 * 8)))" in printed and "grid: (ceil(n / (64 * 2)))" in printed
+
+
+def test_an_entrys_table_merges_with_an_overrides_and_a_missing_one_names_the_entry(tmp_path: Path) -> None:
+    generic = KERNEL.replace("// k: y[i]", "// slang-entries: k<float> k<half>\n// k: y[i]").replace(
+        "void k(uint3 id: SV_DispatchThreadID)",
+        "void k<T : __BuiltinFloatingPointType>(uint3 id: SV_DispatchThreadID)",
+    )
+    table = "[tool.hatch.build.hooks.slang.constants]\nSCALE = 1.0\nk_half = { BLOCK = 64 }"
+    root = project(tmp_path, generic, "", table)
+    with pytest.raises(ShaderError) as info:
+        build(root)
+    assert (info.value.path, info.value.line) == ("k.slang", 10)
+    assert str(info.value).endswith("(for entry `k_float`)"), str(info.value)
+    extra = '[[tool.hatch.build.hooks.slang.overrides]]\nshaders = ["k.slang"]\nconstants = { BLOCK = 32, k_half = { SCALE = 2.0 } }'
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + "\n" + extra)
+    config = load_project_config(root)
+    options = config.options_for(root / "k.slang")
+    assert options.constants_for("k_half") == {"SCALE": 2.0, "BLOCK": 64}  # its own tables, name by name
+    assert options.constants_for("k_float") == {"SCALE": 1.0, "BLOCK": 32}
+
+
+def test_a_table_for_no_entry_fails_the_build(tmp_path: Path) -> None:
+    root = project(
+        tmp_path,
+        KERNEL,
+        "",
+        "[tool.hatch.build.hooks.slang.constants]\nSCALE = 1.0\nBLOCK = 64\nkk = { BLOCK = 1 }",
+    )
+    with pytest.raises(
+        HatchSlangError, match=r"option `constants` has a table for `kk`, which is no entry of a shader"
+    ):
+        build(root)
+    root = project(tmp_path / "b", KERNEL, 'constants = { SCALE = 1.0, "k<half>" = { BLOCK = 1 } }')
+    with pytest.raises(
+        HatchSlangError, match=r"`k<half>` is no entry name \(an entry's name as its wrapper is called"
+    ):
+        build(root)

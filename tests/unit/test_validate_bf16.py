@@ -14,7 +14,9 @@ def test_rounding_matches_ml_dtypes_and_keeps_nan() -> None:
     x = np.concatenate(
         [
             rng.standard_normal(10_000).astype(np.float32) * 1e3,
-            np.array([0.0, -0.0, np.inf, -np.inf, 3.4e38, -3.4e38, 1e-40, 1.00390625, 1.01171875], np.float32),
+            np.array(
+                [0.0, -0.0, np.inf, -np.inf, 3.4e38, -3.4e38, 1e-40, 1.00390625, 1.01171875], np.float32
+            ),
         ]
     )
     np.testing.assert_array_equal(bf16_bits(x), x.astype(ml_dtypes.bfloat16).view(np.uint16))

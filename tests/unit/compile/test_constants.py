@@ -176,10 +176,23 @@ def test_a_dispatch_line_computes_with_the_integer_constants_values(tmp_path: Pa
     (tmp_path / "k.slang").write_text(GRID)
     shader = parse(read_source(tmp_path, tmp_path / "k.slang"))
     constants = link_constants("k.slang", GRID, shader.entries, {"BLOCK": 128, "ROWS": 3, "SCALE": 2.0})
-    got = grid_with_constants(shader, constants["k"])
+    got = grid_with_constants(shader, constants)
     d = got.contract.dispatch
     assert d is not None
     assert [(e.text, e.names) for e in d.grid] == [("ceil(n / 128)", ("n",)), ("3", ())]
     assert d.text == shader.contract.dispatch.text  # type: ignore[union-attr]  # as written
     assert got.contract.entry_dispatch == shader.contract.entry_dispatch  # names no constant
-    assert grid_with_constants(shader, ()) is shader
+    assert grid_with_constants(shader, {}) is shader
+
+
+def test_entries_with_values_of_their_own_get_lines_of_their_own(tmp_path: Path) -> None:
+    """Where entries link with different values, each gets a copy of its Dispatch line computed
+    with its own; a line naming no constant stays as it is."""
+    (tmp_path / "k.slang").write_text(GRID)
+    shader = parse(read_source(tmp_path, tmp_path / "k.slang"))
+    own = {"k": {"BLOCK": 128, "ROWS": 3, "SCALE": 2.0}, "other": {"BLOCK": 32, "ROWS": 1, "SCALE": 2.0}}
+    constants = link_constants("k.slang", GRID, shader.entries, own.__getitem__)
+    got = grid_with_constants(shader, constants).contract
+    grids = {e: [g.text for g in d.grid] for e in ("k", "other") if (d := got.dispatch_for(e)) is not None}
+    assert grids == {"k": ["ceil(n / 128)", "3"], "other": ["ceil(n / 64)"]}
+    assert got.dispatch_for("k").line == shader.contract.dispatch.line  # type: ignore[union-attr]

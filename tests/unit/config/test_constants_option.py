@@ -52,7 +52,6 @@ def test_overrides_add_to_and_replace_the_project_values_in_order(tmp_path: Path
     ("value", "said"),
     [
         ("64", "`BLOCK` = a string"),
-        ({"x": 1}, "`BLOCK` = a table"),
         ([64], "`BLOCK` = an array"),
         (math.nan, "`BLOCK` = nan: a link-time constant must be finite"),
         (math.inf, "`BLOCK` = inf: a link-time constant must be finite"),
@@ -64,6 +63,32 @@ def test_a_value_that_is_no_number_is_an_error_naming_the_option_and_key(
     with pytest.raises(ConfigError) as info:
         _config(tmp_path, constants={"BLOCK": value})
     assert str(info.value).startswith(f"Option `constants` for build hook `slang`: {said}")
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ({"BLOCK": {"x": 1}}, "`k_half.BLOCK` = a table"),
+        ({"BLOCK": "64"}, "`k_half.BLOCK` = a string"),
+    ],
+)
+def test_an_entrys_table_holds_values_only(tmp_path: Path, table: object, said: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        _config(tmp_path, constants={"k_half": table})
+    assert str(info.value).startswith(f"Option `constants` for build hook `slang`: {said}")
+
+
+def test_entries_tables_merge_name_by_name_and_win_over_the_shared(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        constants={"BLOCK": 64, "SCALE": 1.0, "k_half": {"BLOCK": 16}},
+        overrides=[{"shaders": ["a.slang"], "constants": {"k_half": {"SCALE": 2.0}, "k_float": {"BLOCK": 8}}}],
+    )
+    a = config.options_for(tmp_path / "a.slang")
+    assert a.constants_for("k_half") == {"BLOCK": 16, "SCALE": 2.0}
+    assert a.constants_for("k_float") == {"BLOCK": 8, "SCALE": 1.0}
+    assert a.constants_for("k") == {"BLOCK": 64, "SCALE": 1.0}
+    assert config.options_for(tmp_path / "b.slang").constants_for("k_float") == {"BLOCK": 64, "SCALE": 1.0}
 
 
 def test_an_override_value_is_named_with_its_override(tmp_path: Path) -> None:
