@@ -216,6 +216,134 @@ def rel_err(got: np.ndarray, want: np.ndarray) -> float:
 
 Factory = tuple[str, Callable[[], Bench]]
 
+# -- the 16-bit instances of the generic library kernels (elementwise, rmsnorm, softmax) ----------
+
+HALF_FORMATS = ("f16", "bf16")
+
+
+def _held(values: np.ndarray, fmt: str) -> np.ndarray:
+    """f32 values held in a 16-bit format: float16, or bf16 as its bits (truncated: the values
+    drawn are then exactly what the bits hold)."""
+    f32 = np.ascontiguousarray(values, dtype=F32)
+    return f32.astype(np.float16) if fmt == "f16" else (f32.view(np.uint32) >> 16).astype(np.uint16)
+
+
+def _values(held: np.ndarray) -> np.ndarray:
+    """The float64 values of ``_held``'s arrays."""
+    if held.dtype == np.uint16:
+        return (held.astype(np.uint32) << 16).view(F32).astype(np.float64)
+    return held.astype(np.float64)
+
+
+def _torch16(th: Torch, held: np.ndarray) -> Any:
+    """A CUDA tensor of the same 16-bit values (bf16 bits as torch.bfloat16)."""
+    torch = th.torch
+    if held.dtype == np.uint16:
+        return torch.from_numpy(held.view(np.int16).copy()).view(torch.bfloat16).cuda()
+    return th.tensor(held)
+
+
+# Relative error a 16-bit result may have against float64 (a few ulps of the format).
+TOL16 = {"f16": 4e-3, "bf16": 3e-2}
+
+
+def _elementwise16(entry: str, fmt: str, n: int, rng: np.random.Generator, th: Torch) -> Callable[[], Bench]:
+    def make() -> Bench:
+        instance = getattr(_kernels("elementwise"), f"{entry}_{fmt}")
+        a, b = _held(rng.standard_normal(n, dtype=F32), fmt), _held(rng.standard_normal(n, dtype=F32), fmt)
+        ta, tb = T(a), T(b)
+        kw: dict[str, Any] = {"alpha": 0.5} if entry == "scaled_add_inplace" else {}
+        va, vb = _values(a), _values(b)
+        want = {
+            "add_inplace": lambda: va + vb,
+            "scaled_add_inplace": lambda: va + 0.5 * vb,
+            "mul_inplace": lambda: va * vb,
+            "silu_mul_inplace": lambda: va / (1 + np.exp(-va)) * vb,
+        }[entry]()
+        torch_fn = None
+        if th:
+            xa, xb = _torch16(th, a), _torch16(th, b)
+            F = th.torch.nn.functional
+            torch_fn = {
+                "add_inplace": lambda: xa.add_(xb),
+                "scaled_add_inplace": lambda: xa.add_(xb, alpha=0.5),
+                "mul_inplace": lambda: xa.mul_(xb),
+                "silu_mul_inplace": lambda: th.torch.mul(F.silu(xa), xb, out=xa),
+            }[entry]
+        return Bench(
+            f"elementwise.{entry}_{fmt}",
+            f"n={n}",
+            6 * n,
+            lambda: instance(ta, tb, **kw),
+            {"a": (ta, want)},
+            tol=TOL16[fmt],
+            torch=torch_fn,
+        )
+
+    return make
+
+
+def _rmsnorm16(
+    fused: bool, fmt: str, rows: int, cols: int, rng: np.random.Generator, th: Torch
+) -> Callable[[], Bench]:
+    def make() -> Bench:
+        rms = _kernels("rmsnorm")
+        x = _held(rng.standard_normal((rows, cols), dtype=F32), fmt)
+        r = _held(rng.standard_normal((rows, cols), dtype=F32), fmt)
+        w = _held(1 + 0.1 * rng.standard_normal(cols, dtype=F32), fmt)
+        tx, tr, tw, tout = T(x), T(r), T(w), slangrt.Tensor.empty((rows, cols), x.dtype)
+        h = _values(x) + _values(r) if fused else _values(x)
+        want = h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + 1e-5) * _values(w)
+        torch_fn = None
+        if th and hasattr(th.torch.nn.functional, "rms_norm"):
+            xx, xr, xw = _torch16(th, x), _torch16(th, r), _torch16(th, w)
+            F = th.torch.nn.functional
+            if fused:
+
+                def torch_fn() -> Any:
+                    xr.add_(xx)
+                    return F.rms_norm(xr, (cols,), xw, 1e-5)
+            else:
+                torch_fn = lambda: F.rms_norm(xx, (cols,), xw, 1e-5)  # noqa: E731
+        entry = f"{'add_' if fused else ''}rmsnorm_batch_{fmt}"
+        call = getattr(rms, entry)
+        return Bench(
+            f"rmsnorm.{entry}",
+            f"rows={rows} n={cols}",
+            (8 if fused else 4) * rows * cols,
+            (lambda: call(tx, tw, tout, tr, eps=1e-5)) if fused else (lambda: call(tx, tw, tout, eps=1e-5)),
+            {"out": (tout, want)},
+            tol=TOL16[fmt],
+            torch=torch_fn,
+        )
+
+    return make
+
+
+def _softmax16(fmt: str, rows: int, cols: int, rng: np.random.Generator, th: Torch) -> Callable[[], Bench]:
+    def make() -> Bench:
+        x = _held(rng.standard_normal((rows, cols), dtype=F32) * 4, fmt)
+        tx = T(x)
+        v = _values(x)
+        e = np.exp(v - v.max(axis=-1, keepdims=True))
+        want = e / e.sum(axis=-1, keepdims=True)
+        torch_fn = None
+        if th:
+            xx = _torch16(th, x)
+            torch_fn = lambda: th.torch.softmax(xx, dim=-1)  # noqa: E731
+        call = getattr(_kernels("softmax"), f"softmax_{fmt}")
+        return Bench(
+            f"softmax.softmax_{fmt}",
+            f"rows={rows} n={cols}",
+            4 * rows * cols,
+            lambda: call(tx),
+            {"x": (tx, want)},
+            tol=TOL16[fmt],
+            torch=torch_fn,
+        )
+
+    return make
+
 
 def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterator[Factory]:
     """(kernel name, factory): each case's arrays are made (and freed) in turn."""
@@ -258,6 +386,9 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
 
     for entry in ("add_inplace", "scaled_add_inplace", "mul_inplace", "silu_mul_inplace"):
         yield f"elementwise.{entry}", elementwise(entry)
+    for fmt in HALF_FORMATS:
+        for entry in ("add_inplace", "scaled_add_inplace", "mul_inplace", "silu_mul_inplace"):
+            yield f"elementwise.{entry}_{fmt}", _elementwise16(entry, fmt, n, rng, th)
 
     def gelu() -> Bench:
         x = rng.standard_normal(n, dtype=F32)
@@ -315,6 +446,9 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
 
     yield "rmsnorm.rmsnorm_batch", lambda: rmsnorm(False)
     yield "rmsnorm.add_rmsnorm_batch", lambda: rmsnorm(True)
+    for fmt in HALF_FORMATS:
+        yield f"rmsnorm.rmsnorm_batch_{fmt}", _rmsnorm16(False, fmt, rows, cols, rng, th)
+        yield f"rmsnorm.add_rmsnorm_batch_{fmt}", _rmsnorm16(True, fmt, rows, cols, rng, th)
 
     def softmax() -> Bench:
         x = (rng.standard_normal((rows, cols), dtype=F32) * 4).astype(F32)
@@ -335,6 +469,8 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
         )
 
     yield "softmax.softmax", softmax
+    for fmt in HALF_FORMATS:
+        yield f"softmax.softmax_{fmt}", _softmax16(fmt, rows, cols, rng, th)
 
     def rope() -> Bench:
         tokens, heads, head_dim = sizes["rope"]
@@ -575,7 +711,10 @@ def measure(make: Callable[[], Bench], reps: int, check: bool, th: Torch) -> Row
         return row
     if check and bench.outputs:
         bench.run()
-        errs = [rel_err(t.numpy(), want) for t, want in bench.outputs.values()]
+        bf16 = bench.kernel.endswith("_bf16")  # its arrays hold bits
+        errs = [
+            rel_err(_values(t.numpy()) if bf16 else t.numpy(), want) for t, want in bench.outputs.values()
+        ]
         row.max_rel_err = max(errs)
         row.ok = row.max_rel_err <= bench.tol
     row.gpu_us, row.wall_us, row.method = gpu_time_us(bench.run, reps, bench.dispatches)

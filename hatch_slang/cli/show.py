@@ -60,10 +60,6 @@ def _arguments(e: EntrySpec) -> list[dict[str, str]]:
         )
         kind += ", not read by this entry" if name in e.params_unread else ""
         out.append({"name": name, "kind": kind, "from": _origin(b.line)})
-    for name in e.inferable:
-        if name not in fields:
-            b = dims[name]
-            out.append({"name": name, "kind": f"dimension of `{b.name}`", "from": _origin(b.line)})
     for name in e.grid_only:
         out.append({"name": name, "kind": "Dispatch size", "from": _origin(e.grid_line)})
     if e.grid is None:
@@ -74,6 +70,19 @@ def _arguments(e: EntrySpec) -> list[dict[str, str]]:
         kind += f", the group size's {' and '.join(sets)}" if sets else ""
         out.append({"name": c.name, "kind": kind, "from": f"SPIR-V (SpecId {c.id})"})
     return out
+
+
+def _sizes(e: EntrySpec) -> list[dict[str, str]]:
+    """The sizes an entry's wrapper reads off its arrays' shapes and takes no argument for (a
+    params field it infers is an argument: :func:`_arguments`)."""
+    fields = {p.name for b in e.buffers for p in b.params if p.name}
+    dims: dict[str, BufferSpec] = {}
+    for b in e.buffers:
+        for d in b.shape or ():
+            dims.setdefault(d.text, b)
+    return [
+        {"name": n, "of": dims[n].name, "from": _origin(dims[n].line)} for n in e.inferable if n not in fields
+    ]
 
 
 def _constants(e: EntrySpec) -> dict[str, Any]:
@@ -128,12 +137,15 @@ def _struct_data(s: Struct) -> dict[str, Any]:
     }
 
 
-def _binding_data(b: BufferSpec) -> dict[str, Any]:
-    """One binding as `show --json` gives it."""
+def _binding_data(b: BufferSpec, dtypes: list[str | None] | None = None) -> dict[str, Any]:
+    """One binding as `show --json` gives it; ``dtypes``: its dtype in each entry that uses it,
+    where they differ (the instances of a generic entry)."""
     shape = "".join(f"[{d.text}]" for d in b.shape) if b.shape is not None else None
     if shape is not None and b.flat:
         shape = f"flat{shape}"
     return {
+        **({"image": describe(b.kind, b.image)} if b.image is not None else {}),
+        **({"dtypes": dtypes} if dtypes and len(dtypes) > 1 else {}),
         **({"struct": _struct_data(b.struct)} if b.struct is not None else {}),
         "register": b.register,
         "binding": b.index,
@@ -176,6 +188,7 @@ def _entry_data(e: EntrySpec, constants: tuple[LinkConstant, ...], shader: Shade
         "params_inferred": list(e.params_optional),
         "grid_from": _origin(e.grid_line) if e.grid is not None else "caller (grid=)",
         "arguments": _arguments(e),
+        "sizes": _sizes(e),
         **_constants(e),
         **_entry_types(constants),
         **({"instance_of": {"generic": inst.generic, "type_args": list(inst.args)}} if inst else {}),
@@ -188,15 +201,21 @@ def show_data(
     """What `hatch-slang show` says of a shader, as plain data (its ``--json`` output); ``constants``:
     each entry's link-time constants as linked (:func:`hatch_slang.builder.pipeline.shader_constants`)."""
     constants = constants or {}
-    buffers: dict[int, BufferSpec] = {}
+    buffers: dict[tuple[str, int], BufferSpec] = {}
+    dtypes: dict[tuple[str, int], list[str | None]] = {}
     for e in spec.entries:
         for b in e.buffers:
-            buffers.setdefault(b.index, b)
+            key = (b.kind if b.kind == "push" else "", b.index)
+            buffers.setdefault(key, b)
+            seen = dtypes.setdefault(key, [])
+            if b.role == "data" and b.dtype not in seen:
+                seen.append(b.dtype)
+    ordered = sorted(buffers, key=lambda k: (k[0] == "push", k[1]))
     return {
         "shader": spec.shader.rel,
         "module": spec.shader.module,
         "summary": spec.shader.contract.prose.split("\n\n")[0].replace("\n", " "),
-        "bindings": [_binding_data(b) for b in sorted(buffers.values(), key=lambda b: b.index)],
+        "bindings": [_binding_data(buffers[k], dtypes[k]) for k in ordered],
         "entries": [_entry_data(e, constants.get(e.name, ()), spec.shader) for e in spec.entries],
         "generics": _generics(spec),
         "warnings": list(spec.warnings),
@@ -247,8 +266,11 @@ def print_show(data: dict[str, Any]) -> None:
     for b in data["bindings"]:
         if b["role"] == "params":
             what = "params (" + ", ".join(p["name"] for p in b["params"]) + ")"
+        elif "image" in b:
+            what = b["image"] + (f" {b['shape']}" if b["shape"] and b["shape_checked"] else "")
         else:
             dtype = f"struct {b['struct']['name']}" if "struct" in b else b["dtype"] or "any"
+            dtype = " | ".join(d or "any" for d in b["dtypes"]) if "dtypes" in b else dtype
             what = f"{dtype} {b['shape'] if b['shape'] is not None else '(1-D)'}"
             if not b["shape_checked"]:
                 what = f"{dtype} (not documented)"
@@ -284,13 +306,21 @@ def print_show(data: dict[str, Any]) -> None:
         if entry["params_required"] or entry["params_inferred"]:
             params = entry["params_required"] + [f"{p} (inferred)" for p in entry["params_inferred"]]
             click.echo(f"  params: {', '.join(params)}")
-        click.echo("  arguments:")
-        arows = [[a["name"], a["kind"], a["from"]] for a in entry["arguments"]]
-        table(["name", "what", "from"], arows, lambda s: click.echo("    " + s))
+        _print_arguments(entry)
         _print_types(entry)
     _print_generics(data.get("generics", []))
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+def _print_arguments(entry: dict[str, Any]) -> None:
+    """An entry's arguments, and the sizes its wrapper reads off the arrays instead."""
+    click.echo("  arguments:")
+    arows = [[a["name"], a["kind"], a["from"]] for a in entry["arguments"]]
+    table(["name", "what", "from"], arows, lambda s: click.echo("    " + s))
+    if entry.get("sizes"):
+        read = ", ".join(f"{z['name']} (of {z['of']})" for z in entry["sizes"])
+        click.echo(f"  sizes read off the arrays (no arguments): {read}")
 
 
 def _param_type(p: dict[str, Any]) -> str:

@@ -27,10 +27,11 @@ class Picker:
     generic: str  # the generic entry as Slang spells it
     arrays: tuple[str, ...]  # the array arguments, in positional order (every instance's)
     instances: tuple[EntrySpec, ...]
-    # An entry with one interface-typed parameter: its name, the keyword naming the conforming
-    # type to run (`op="Square"`), and each instance's type; else "" and () (picked by dtype).
-    keyword: str = ""
-    types: tuple[str, ...] = ()
+    # An entry with interface-typed parameters: their names, the keywords naming the conforming
+    # types to run (`op="Square"`), and each instance's types, one per keyword; else () and ()
+    # (picked by dtype).
+    keywords: tuple[str, ...] = ()
+    types: tuple[tuple[str, ...], ...] = ()
 
 
 def _arrays(e: EntrySpec) -> tuple[str, ...]:
@@ -57,9 +58,9 @@ def pickers(spec: ShaderSpec) -> list[Picker]:
         keywords = {i.keywords for i in kinds if i is not None}
         if keywords and keywords != {()}:
             [keys] = keywords
-            if len(keys) == 1 and not any(keys[0] in _names(e) for e in entries):
-                types = tuple(i.args[0] for i in kinds if i is not None)
-                out.append(Picker(entry_name(generic), generic, arrays, tuple(entries), keys[0], types))
+            if not any(k in _names(e) for k in keys for e in entries):
+                types = tuple(i.args for i in kinds if i is not None)
+                out.append(Picker(entry_name(generic), generic, arrays, tuple(entries), keys, types))
             continue
         if not arrays or any(_arrays(e) != arrays for e in entries):
             continue
@@ -76,7 +77,7 @@ def render(
     p: Picker, module: str, parameters: Callable[[EntrySpec], str], own: dict[str, str], helpers: str
 ) -> str:
     """The picker's overloads (each instance's signature) and its function."""
-    if p.keyword:
+    if p.keywords:
         return _render_keyword(p, module, parameters, own, helpers)
     text = ""
     for e in p.instances:
@@ -108,7 +109,7 @@ def render(
 
 
 def _with_keyword(parameters: str, keyword: str) -> str:
-    """An instance's parameter list with the keyword-only ``keyword`` first among its keywords."""
+    """An instance's parameter list with the keyword-only ``keyword`` lines first among its keywords."""
     if "\n    *,\n" in parameters:
         return parameters.replace("\n    *,\n", f"\n    *,\n{keyword}\n", 1)
     return (parameters or "\n") + f"    *,\n{keyword}\n"
@@ -117,34 +118,50 @@ def _with_keyword(parameters: str, keyword: str) -> str:
 def _render_keyword(
     p: Picker, module: str, parameters: Callable[[EntrySpec], str], own: dict[str, str], helpers: str
 ) -> str:
-    """A picker by the keyword that names an interface-typed parameter's conforming type."""
+    """A picker by the keywords that name interface-typed parameters' conforming types (one, as
+    ``op="Square"``, passed to ``choose`` as itself; several as tuples)."""
+    one = len(p.keywords) == 1
     text = ""
-    for e, t in zip(p.instances, p.types):
-        typed = f"    {p.keyword}: {own['Literal']}[{_lit(t)}],"
+    for e, types in zip(p.instances, p.types):
+        typed = "\n".join(f"    {k}: {own['Literal']}[{_lit(t)}]," for k, t in zip(p.keywords, types))
         text += (
             f"\n\n@{own['overload']}\ndef {p.python}({_with_keyword(parameters(e), typed)}) -> None: ...\n"
         )
-    pairs = [layout.tuple_of([_lit(t), e.python]) for e, t in zip(p.instances, p.types)]
+
+    def named(types: tuple[str, ...]) -> layout.Code:
+        return _lit(types[0]) if one else layout.tuple_of([_lit(t) for t in types])
+
+    pairs = [layout.tuple_of([named(types), e.python]) for e, types in zip(p.instances, p.types)]
     arguments: list[layout.Code] = [
         _lit(f"{module}.{p.python}"),
-        _lit(p.keyword),
-        p.keyword,
+        _lit(p.keywords[0]) if one else layout.tuple_of([_lit(k) for k in p.keywords]),
+        p.keywords[0] if one else layout.tuple_of(list(p.keywords)),
         layout.tuple_of(pairs),
         "args",
         "kwargs",
     ]
     body = layout.lines(layout.call(f"{helpers}.choose", arguments), depth=1)
     listed = "\n".join(
-        f"    - ``{p.keyword}={_lit(t)}``: ``{e.python}``" for e, t in zip(p.instances, p.types)
+        "    - " + ", ".join(f"``{k}={_lit(t)}``" for k, t in zip(p.keywords, types)) + f": ``{e.python}``"
+        for e, types in zip(p.instances, p.types)
     )
-    doc = (
-        f'    """Run the instance of ``{p.generic}`` built for the type ``{p.keyword}`` names.\n\n'
-        f"    ``{p.keyword}`` is a parameter of an interface type; the types it was built for (each\n"
-        f"    also a function of its own):\n\n{listed}\n\n"
-        "    Another value is a ``TypeError`` listing them.\n"
-        '    """\n'
+    keys = ", ".join(f"``{k}``" for k in p.keywords)
+    if one:
+        head = (
+            f'    """Run the instance of ``{p.generic}`` built for the type {keys} names.\n\n'
+            f"    {keys} is a parameter of an interface type; the types it was built for (each\n"
+            "    also a function of its own):"
+        )
+    else:
+        head = (
+            f'    """Run the instance of ``{p.generic}`` built for the types {keys} name.\n\n'
+            f"    {keys} are parameters of an interface type; the types they were built for\n"
+            "    (each instance also a function of its own):"
+        )
+    doc = head + f"\n\n{listed}\n\n    Another value is a ``TypeError`` listing them.\n" + '    """\n'
+    star = ", ".join(
+        [f"*args: {own['Any']}", *(f"{k}: {own['str']}" for k in p.keywords), f"**kwargs: {own['Any']}"]
     )
-    star = f"*args: {own['Any']}, {p.keyword}: {own['str']}, **kwargs: {own['Any']}"
     return text + f"\n\ndef {p.python}({star}) -> None:\n" + doc + "\n".join(body) + "\n"
 
 

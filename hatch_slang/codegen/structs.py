@@ -73,14 +73,16 @@ def _identifier(name: str) -> str:
     return python if not python.startswith("_") else "Struct" + python
 
 
-def definitions(structs: list[Struct], named: dict[Struct, str], np: str) -> str:
-    """The module-level definitions of every struct's dtype, with their comments."""
+def definitions(structs: list[Struct], named: dict[Struct, str], np: str, module: str) -> str:
+    """The module-level definitions of every struct's dtype, with their comments. Each dtype's
+    metadata names it as ``module.Name`` (``"slang_struct"``), so that the runtime's message
+    for an array of another dtype can say which to make."""
     if not structs:
         return ""
     out = ["", "# The structured dtypes of the structs the kernels take, laid out as Slang compiled them."]
     for s in structs:
         out += ["", *(f"# {line}" for line in describe(s, named[s]))]
-        out += layout.lines(_dtype(s, named, np), f"{named[s]} = ")
+        out += layout.lines(_dtype(s, named, np, f"{module}.{named[s]}"), f"{named[s]} = ")
     return "\n".join(out) + "\n"
 
 
@@ -91,14 +93,21 @@ def describe(s: Struct, name: str) -> Iterator[str]:
         yield f"  +{f.offset:<4} {f.name}: {subarray_doc(f)}"
 
 
-def _dtype(s: Struct, named: dict[Struct, str], np: str) -> layout.Code:
+def _dtype(s: Struct, named: dict[Struct, str], np: str, qualified: str) -> layout.Code:
     fields: list[layout.Code] = [
         layout.Group('"names": [', tuple(_str(f.name) for f in s.fields), "]"),
         layout.Group('"formats": [', tuple(_format(f, named) for f in s.fields), "]"),
         layout.Group('"offsets": [', tuple(str(f.offset) for f in s.fields), "]"),
         f'"itemsize": {s.itemsize}',
     ]
-    return layout.call(f"{np}.dtype", [layout.Group("{", tuple(fields), "}")])
+    meta = layout.Group("metadata={", (f'"slang_struct": {_qualified(qualified)}',), "}")
+    return layout.call(f"{np}.dtype", [layout.Group("{", tuple(fields), "}"), meta])
+
+
+def _qualified(text: str) -> str:
+    """A double-quoted literal of ``module.Name`` (two validated identifiers)."""
+    assert text.isascii() and re.fullmatch(r"\w+\.\w+", text), text
+    return f'"{text}"'
 
 
 def _format(f: Field, named: dict[Struct, str]) -> layout.Code:

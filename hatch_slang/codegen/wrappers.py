@@ -150,7 +150,7 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
             f"{name} = {images.default_sampler(s, own.own['slangrt'])}\n"
             for (_, s), name in own.samplers.items()
         )
-    text += structs.definitions(list(own.structs), own.structs, own.own["np"])
+    text += structs.definitions(list(own.structs), own.structs, own.own["np"], spec.shader.module)
     try:  # a last guard: a module that cannot be imported must never be written
         tree = ast.parse(text, f"{spec.shader.module}.py")
     except SyntaxError as e:
@@ -239,7 +239,7 @@ class Names:
     def typing(self) -> list[str]:
         """What the module imports from ``typing``: ``Any``, and for pickers of generic entries
         ``overload`` (and ``Literal`` where one picks by a type's name)."""
-        keyword = any(p.keyword for p in self.pickers)
+        keyword = any(p.keywords for p in self.pickers)
         return ["Any", *(["Literal"] if keyword else []), *(["overload"] if self.pickers else [])]
 
     def imports(self) -> str:

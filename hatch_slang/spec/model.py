@@ -303,8 +303,9 @@ class BufferSpec:
 
     @property
     def register(self) -> str:
-        """The register of the argument as bound (:func:`register`), index included: `u1`."""
-        return register(self.kind, self.writable) + str(self.index)
+        """The register of the argument as bound (:func:`register`), index included: `u1`;
+        ``push`` for the push-constant block, which has none."""
+        return "push" if self.kind == "push" else register(self.kind, self.writable) + str(self.index)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,9 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   have; none, or several, is a ``TypeError`` listing the instances (``_calls._pick``). Added in API 2.
 - :func:`choose` ``(name, keyword, value, choices, args, kwargs)``: the function named after an
   entry with an interface-typed parameter calls the instance built for the type its keyword
-  names (``op="Square"``); another value is a ``TypeError`` listing the types. Added in API 2.
+  names (``op="Square"``); another value is a ``TypeError`` listing the types. With several
+  such parameters, ``keyword`` and ``value`` are tuples (their names, the values given) and each
+  choice's types a tuple, one type each. Added in API 2.
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``

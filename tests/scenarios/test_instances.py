@@ -78,7 +78,14 @@ def types(package: Callable[[str], Path], build_project: BuildProject) -> BuiltP
 @pytest.mark.gpu
 @requires_device
 def test_the_instances_validate_against_numpy(types: BuiltPackage) -> None:
-    names = ["instances_scale", "instances_apply", "instances_op", "instances_axpy", "instances_views"]
+    names = [
+        "instances_scale",
+        "instances_apply",
+        "instances_op",
+        "instances_axpy",
+        "instances_views",
+        "instances_chain",
+    ]
     result = CliRunner().invoke(main, ["validate", "--root", str(types.root), "--json", *names])
     rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     assert result.exit_code == 0, result.output[-2000:]
@@ -95,6 +102,9 @@ def test_the_instances_validate_against_numpy(types: BuiltPackage) -> None:
         "instances_axpy_bf16",
         "instances_views_F32",
         "instances_views_F16",
+        "instances_chain_Square_Negate",
+        "instances_chain_Negate_Square",
+        "instances_chain_Square_Square",
     }
 
 
@@ -311,6 +321,24 @@ def test_an_interface_typed_parameter_is_picked_by_a_keyword_naming_the_type(typ
         "instances_op_Square": ("instances_op", ["Square"]),
         "instances_op_Negate": ("instances_op", ["Negate"]),
     }
+
+
+@pytest.mark.gpu
+@requires_device
+def test_several_interface_typed_parameters_are_picked_by_their_keywords(types: BuiltPackage) -> None:
+    k = types.kernels("instances_chain")
+    x = np.linspace(-2, 2, 70).astype(np.float32)
+    for first, then, want in (("Square", "Negate", -(x * x)), ("Negate", "Square", x * x)):
+        y = np.zeros_like(x)
+        k.instances_chain(x, y, first=first, then=then)
+        np.testing.assert_array_equal(y, want)
+    with pytest.raises(TypeError) as info:
+        k.instances_chain(x, np.zeros_like(x), first="Negate", then="Negate")
+    assert str(info.value) == (
+        "instances_chain.instances_chain: arguments `first`, `then` must name types it was built for "
+        'together (first="Square", then="Negate"; first="Negate", then="Square"; first="Square", '
+        "then=\"Square\"), got first='Negate', then='Negate'"
+    )
 
 
 OP = """\

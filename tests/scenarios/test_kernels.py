@@ -25,14 +25,10 @@ pytestmark = [pytest.mark.compile, pytest.mark.gpu, requires_device]
 SHADERS = sorted(p.stem for p in (REPO / "shaders").glob("*.slang") if p.with_suffix(".py").is_file())
 PACKAGE = "kernel_library_under_test"
 # The kernels the issue names; each must have cases.
-REQUIRED_ENTRIES = {
-    "add_inplace",
-    "scaled_add_inplace",
-    "mul_inplace",
-    "silu_mul_inplace",
-    "rmsnorm_batch",
-    "add_rmsnorm_batch",
-    "softmax",
+# The generic ones (elementwise, rmsnorm, softmax) for each storage format.
+GENERIC = ("add_inplace", "scaled_add_inplace", "mul_inplace", "silu_mul_inplace")
+GENERIC += ("rmsnorm_batch", "add_rmsnorm_batch", "softmax")
+REQUIRED_ENTRIES = {f"{e}_{fmt}" for e in GENERIC for fmt in ("f32", "f16", "bf16")} | {
     "rope",
     "gelu",
     "gemv_f32",
@@ -85,14 +81,17 @@ def test_kernel_matches_numpy_reference(library: Path, name: str) -> None:
                 f"{case.entry} [{label}]: max abs err {abs_err:.3g}, max rel err {rel_err:.3g} {error}"
             )
     assert not failures, "\n".join(failures)
-    assert set(labels) == set(module.__all__), "every entry has cases"
+    entries = manifest["shaders"][name]["entries"]
+    assert set(labels) == set(entries), "every entry (each instance of a generic one) has cases"
 
 
 def test_harness_catches_a_wrong_result(library: Path) -> None:
     """A reference that disagrees with the kernel fails its row: the comparison can fail."""
     module = kernels("elementwise")
     manifest = load_manifest(module)
-    case = Case("add_inplace", dims={"n": 1000}, expect=lambda a: {"a": a["a"] + a["b"] + np.float32(1e-3)})
+    case = Case(
+        "add_inplace_f32", dims={"n": 1000}, expect=lambda a: {"a": a["a"] + a["b"] + np.float32(1e-3)}
+    )
     _, abs_err, _, ok, _, error = run_case(module, manifest, case, np.random.default_rng(0), "test")
     assert not ok and abs_err == pytest.approx(1e-3, rel=1e-2) and not error
 
@@ -102,10 +101,10 @@ def test_a_kernel_that_raises_is_a_failed_row(library: Path) -> None:
     manifest = load_manifest(module)
     # `b` has fewer elements than `a`: the wrapper refuses the call; the row says why.
     args = {"a": np.zeros(10, np.float32), "b": np.zeros(9, np.float32)}
-    case = Case("add_inplace", args=args, expect={"a": np.zeros(10, np.float32)})
+    case = Case("add_inplace_f32", args=args, expect={"a": np.zeros(10, np.float32)})
     _, abs_err, _, ok, _, error = run_case(module, manifest, case, np.random.default_rng(0), "test")
     assert not ok and abs_err == float("inf")
-    assert error.startswith("ValueError: elementwise.add_inplace(): argument `b` has 9 elements")
+    assert error.startswith("ValueError: elementwise.add_inplace_f32(): argument `b` has 9 elements")
 
 
 def test_inputs_are_built_from_the_contract(library: Path) -> None:

@@ -257,7 +257,10 @@ def test_an_entrys_table_merges_with_an_overrides_and_a_missing_one_names_the_en
         build(root)
     assert (info.value.path, info.value.line) == ("k.slang", 10)
     assert str(info.value).endswith("(for entry `k_float`)"), str(info.value)
-    extra = '[[tool.hatch.build.hooks.slang.overrides]]\nshaders = ["k.slang"]\nconstants = { BLOCK = 32, k_half = { SCALE = 2.0 } }'
+    extra = (
+        '[[tool.hatch.build.hooks.slang.overrides]]\nshaders = ["k.slang"]\n'
+        "constants = { BLOCK = 32, k_half = { SCALE = 2.0 } }"
+    )
     (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + "\n" + extra)
     config = load_project_config(root)
     options = config.options_for(root / "k.slang")

@@ -178,12 +178,12 @@ def test_moe_ffn_step_matches_numpy(
     assert not np.allclose(got, x, atol=1e-3), "the FFN changed the residual stream"
     expert = "moe_gemv.moe_gemv_q4_0" if quant else "moe_gemv.moe_gemv_f32"
     assert names == [
-        "rmsnorm.rmsnorm_batch",
+        "rmsnorm.rmsnorm_batch_f32",
         "gemv_f32.gemv_f32",
         "moe_route.moe_route",
         expert,
         expert,
-        "elementwise.silu_mul_inplace",
+        "elementwise.silu_mul_inplace_f32",
         expert,
         "moe_combine.moe_combine",
     ]

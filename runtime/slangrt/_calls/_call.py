@@ -302,8 +302,9 @@ class Dims:
         if value._dtype != dtype or value._dtype.names != dtype.names:
             raise TypeError(
                 self._err(
-                    f"argument `{name}` is a pointer to structs: it takes a slangrt.Tensor of the "
-                    f"structured dtype {dtype}, got a Tensor of {value._dtype}"
+                    f"argument `{name}` is a pointer to structs: it takes a slangrt.Tensor whose "
+                    f"dtype is {_struct_name(dtype)} (slangrt.Tensor.from_numpy(np.zeros(n, "
+                    f"{_struct_name(dtype, 'that dtype')}))), got a Tensor of {value._dtype}"
                 )
             )
 
@@ -481,9 +482,7 @@ class Dims:
     def _check_dtype(self, name: str, dtype: str | np.dtype[Any], got: np.dtype[Any]) -> None:
         if isinstance(dtype, np.dtype):  # a struct's structured dtype: equal, field names included
             if got != dtype or got.names != dtype.names:
-                raise TypeError(
-                    self._err(f"argument `{name}` must have the structured dtype {dtype}, got {got}")
-                )
+                raise TypeError(self._err(f"argument `{name}` {_struct_wanted(dtype)}, got {got}"))
             return
         want = _NP_DTYPES.get(dtype)
         if want is None and dtype == "bfloat16":
@@ -678,3 +677,19 @@ class Dims:
             original[...] = copy
         if last is not None and push is None and not refs and not self.writebacks and not self.descriptors:
             last.keep(args, scalars, kernel, buffers, grid)
+
+
+def _struct_name(dtype: np.dtype[Any], otherwise: str = "") -> str:
+    """How a message names a struct's dtype: ``module.Name`` as the generated module's metadata
+    gives it, else ``otherwise`` (or the dtype itself)."""
+    meta = dtype.metadata
+    named = meta.get("slang_struct") if meta is not None else None
+    return named if isinstance(named, str) else otherwise or str(dtype)
+
+
+def _struct_wanted(dtype: np.dtype[Any]) -> str:
+    """What an argument of structs must be, and how to make one."""
+    named = _struct_name(dtype, "")
+    if named == str(dtype):
+        return f"must have the structured dtype {dtype}"
+    return f"must be an array of {named} (np.zeros(n, {named}): {dtype.itemsize} bytes each)"

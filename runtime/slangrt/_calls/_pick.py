@@ -28,8 +28,16 @@ def pick(
     or several, is a ``TypeError`` listing them.
     """
     given = _dtypes(arrays, args, kwargs)
+    key = (instances[0][0] if instances else None, len(instances), tuple(given.items()))
+    chosen = _PICKED.get(key)
+    if chosen is not None and chosen < len(instances):
+        instances[chosen][0](*args, **kwargs)
+        return
     fits = [i for i in instances if all(_takes(w, given.get(a)) for a, w in zip(arrays, i[1]))]
     if len(fits) == 1:
+        if len(_PICKED) >= _PICKED_MAX:
+            _PICKED.clear()
+        _PICKED[key] = instances.index(fits[0])
         fits[0][0](*args, **kwargs)
         return
     shown = ", ".join(f"{a} {d}" for a, d in given.items() if d is not None)
@@ -40,6 +48,15 @@ def pick(
         f"{name}: {shown} could be taken by {len(fits)} instances: {_listed(arrays, fits)}; "
         "call one of them by name"
     )
+
+
+# (the generic's first instance's wrapper, which no other generic has, the number of instances,
+# each array argument's dtype) -> the index of the instance they pick: a repeated call skips the
+# dtype checks of every instance. Safe without a lock, with the GIL or free-threaded: a
+# lost or repeated insertion only makes a later call pick again, to the same answer (the dtypes
+# decide it alone). Bounded: cleared when full.
+_PICKED: dict[tuple[object, int, tuple[tuple[str, Any], ...]], int] = {}
+_PICKED_MAX = 4096
 
 
 def _dtypes(arrays: Sequence[str], args: Sequence[object], kwargs: Mapping[str, object]) -> dict[str, Any]:
@@ -80,20 +97,37 @@ def _listed(arrays: Sequence[str], instances: Sequence[Instance]) -> str:
 
 def choose(
     name: str,
-    keyword: str,
+    keyword: str | Sequence[str],
     value: object,
-    choices: Sequence[tuple[str, Callable[..., None]]],
+    choices: Sequence[tuple[str | Sequence[str], Callable[..., None]]],
     args: Sequence[object],
     kwargs: Mapping[str, object],
 ) -> None:
-    """Call the instance built for the type ``value`` names (``op="Square"``): ``keyword`` is an
-    interface-typed parameter, ``choices`` each conforming type and its instance's wrapper.
-    Another value is a ``TypeError`` listing the types."""
-    for type_name, function in choices:
-        if value == type_name and isinstance(value, str):
+    """Call the instance built for the types the keywords name (``op="Square"``; with several
+    interface-typed parameters, ``keyword`` is their names, ``value`` the values given and each
+    choice's first item the types, one each). ``choices`` pairs each instance's types with its
+    wrapper. Another value is a ``TypeError`` listing the types."""
+    keys = (keyword,) if isinstance(keyword, str) else tuple(keyword)
+    values = (value,) if isinstance(keyword, str) else tuple(value)  # type: ignore[arg-type]
+    for types, function in choices:
+        wanted = (types,) if isinstance(types, str) else tuple(types)
+        if all(isinstance(v, str) and v == t for v, t in zip(values, wanted, strict=True)):
             function(*args, **kwargs)
             return
-    listed = ", ".join(f'"{t}"' for t, _ in choices)
+    if len(keys) == 1:
+        listed = ", ".join(f'"{t}"' for t, _ in choices)
+        raise TypeError(
+            f"{name}: argument `{keys[0]}` must name one of the types it was built for ({listed}), "
+            f"got {value!r}"
+        )
+    built = "; ".join(
+        ", ".join(
+            f'{k}="{t}"' for k, t in zip(keys, (types,) if isinstance(types, str) else types, strict=True)
+        )
+        for types, _ in choices
+    )
+    got = ", ".join(f"{k}={v!r}" for k, v in zip(keys, values, strict=True))
     raise TypeError(
-        f"{name}: argument `{keyword}` must name one of the types it was built for ({listed}), got {value!r}"
+        f"{name}: arguments {', '.join(f'`{k}`' for k in keys)} must name types it was built for together "
+        f"({built}), got {got}"
     )

@@ -33,10 +33,12 @@ def test_names() -> None:
 
 def test_definitions_make_the_manifests_dtype() -> None:
     named = names([INNER, OUTER], set())
-    text = definitions([INNER, OUTER], named, "np")
+    text = definitions([INNER, OUTER], named, "np", "mod")
     space: dict[str, object] = {"np": np}
     exec(compile(text, "<generated>", "exec"), space)  # the test's own generated text
     assert space["Inner"] == struct_dtype(INNER.describe())
     assert space["Outer"] == struct_dtype(OUTER.describe())
     assert "# Outer: Slang struct `Outer`, 48 bytes per element." in text
     assert "m[i][j] is [i, j]" in text
+    # Each dtype names itself, for the runtime's message about an array of another dtype.
+    assert space["Outer"].metadata == {"slang_struct": "mod.Outer"}  # type: ignore[attr-defined]

@@ -82,7 +82,9 @@ def test_entries_tables_merge_name_by_name_and_win_over_the_shared(tmp_path: Pat
     config = _config(
         tmp_path,
         constants={"BLOCK": 64, "SCALE": 1.0, "k_half": {"BLOCK": 16}},
-        overrides=[{"shaders": ["a.slang"], "constants": {"k_half": {"SCALE": 2.0}, "k_float": {"BLOCK": 8}}}],
+        overrides=[
+            {"shaders": ["a.slang"], "constants": {"k_half": {"SCALE": 2.0}, "k_float": {"BLOCK": 8}}}
+        ],
     )
     a = config.options_for(tmp_path / "a.slang")
     assert a.constants_for("k_half") == {"BLOCK": 16, "SCALE": 2.0}

@@ -157,7 +157,11 @@ BAD: list[dict[str, Any]] = [
     {"shaders": ["*.slang"], "package": "p/k", "constants": {"BLOCK": [64]}},
     {"shaders": ["*.slang"], "package": "p/k", "constants": {"1X": 1}},
     {"shaders": ["*.slang"], "package": "p/k", "constants": ["BLOCK=64"]},
-    {"shaders": ["*.slang"], "package": "p/k", "overrides": [{"shaders": ["x"], "constants": {"A": {"B": {}}}}]},
+    {
+        "shaders": ["*.slang"],
+        "package": "p/k",
+        "overrides": [{"shaders": ["x"], "constants": {"A": {"B": {}}}}],
+    },
 ]
 
 
