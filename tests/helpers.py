@@ -32,10 +32,17 @@ PACKAGES = TESTS / "packages"  # the example projects
 SEED = PACKAGES / "seedpkg" / "shaders" / "moe_combine.slang"
 
 
+# Projects that build against this repository's own shader library (shaders/lib): a copy of
+# it is their `lib/` (tests/packages/formats tests the library's storage formats).
+WITH_LIBRARY = {"formats"}
+
+
 def copy_package(name: str, dest: Path) -> Path:
     """Copy the example project tests/packages/<name> to ``dest``; return the copy's root."""
     target = dest / name
     shutil.copytree(PACKAGES / name, target)
+    if name in WITH_LIBRARY:
+        shutil.copytree(REPO / "shaders" / "lib", target / "lib")
     return target
 
 

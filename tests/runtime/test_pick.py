@@ -82,3 +82,25 @@ def test_choose_runs_the_instance_built_for_the_named_type() -> None:
             'k.apply: argument `op` must name one of the types it was built for ("Square", "Negate"), '
             f"got {bad!r}"
         )
+
+
+def narrow_float(x: object, y: object, *, s: float = 1.0) -> None:
+    if s < 0:
+        raise TypeError("narrow_float() argument s: negative")  # raised inside: handed on as is
+
+
+def test_arguments_python_refuses_name_the_function_called_and_the_instance_picked() -> None:
+    instances = ((narrow_float, ("float32", "float32")),)
+    f32 = np.zeros(3, np.float32)
+    for args, kwargs, said in (
+        ((f32,), {}, "missing 1 required positional argument: 'y'"),
+        ((f32, f32, f32), {}, "takes 2 positional arguments but 3 were given"),
+        ((f32, f32), {"t": 1}, "got an unexpected keyword argument 't'"),
+    ):
+        with pytest.raises(TypeError) as info:
+            wrapper_api.pick("k.narrow", ("x", "y"), instances, args, kwargs)
+        assert str(info.value) == f"k.narrow(): {said} (the instance picked: narrow_float)"
+    with pytest.raises(TypeError, match=r"^narrow_float\(\) argument s: negative$"):
+        wrapper_api.pick("k.narrow", ("x", "y"), instances, (f32, f32), {"s": -1.0})
+    with pytest.raises(TypeError, match=r"^k.op\(\): missing 1 required positional argument: 'y'"):
+        wrapper_api.choose("k.op", "op", "A", (("A", narrow_float),), (f32,), {})

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ..helpers import REPO, requires_device
+from ..helpers import requires_device
 
 pytestmark = [pytest.mark.compile, pytest.mark.gpu, requires_device]
 
@@ -44,18 +44,26 @@ def _same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 def formats(tmp_path_factory: pytest.TempPathFactory) -> object:
     from ..helpers import built_package, copy_package
 
-    root = copy_package("formats", tmp_path_factory.mktemp("formats"))
-    (root / "lib").mkdir()
-    (root / "lib" / "floats.slang").write_text((REPO / "shaders" / "lib" / "floats.slang").read_text())
+    root = copy_package("formats", tmp_path_factory.mktemp("formats"))  # with shaders/lib as lib/
     with built_package(root) as built:
         yield built.kernels("formats")
 
 
 def _run(k: object, fmt: str, v: np.ndarray, h: np.ndarray) -> dict[str, np.ndarray]:
-    out = {name: np.zeros(len(v), np.float32) for name in ("widened", "kept", "exact")}
-    bits = np.zeros(len(v), np.uint32)
-    getattr(k, f"formats_{fmt}")(v.view(np.uint32), h, bits, **out)
-    return {"bits": bits, **out}
+    out = {name: np.zeros(len(v), np.float32) for name in ("widened", "kept", "exact", "fours")}
+    bits, packed = np.zeros(len(v), np.uint32), np.zeros(len(v), np.uint32)
+    getattr(k, f"formats_{fmt}")(v.view(np.uint32), h, bits, packed=packed, **out)
+    return {"bits": bits, "packed": packed, **out}
+
+
+def _words(bits: np.ndarray, per_word: int) -> np.ndarray:
+    """What pack4 writes for each word of ``per_word`` elements' bits: its 4 32-bit words, then
+    zeros where a word holds 8 (the test kernel's `packed`)."""
+    words = bits.reshape(-1, per_word)
+    if per_word == 8:
+        words = words[:, 0::2] | (words[:, 1::2] << 16)
+        return np.concatenate([words, np.zeros_like(words)], axis=1).ravel()
+    return words.ravel()
 
 
 def _patterns(n: int, width: int) -> np.ndarray:
@@ -87,8 +95,12 @@ def test_narrowing_rounds_to_nearest_even_and_widening_is_exact(formats: object,
         bad = ~_same(got[name], rounded)
         assert not bad.any(), f"{fmt} {name}: {v[bad][:5]} gave {got[name][bad][:5]}, want {rounded[bad][:5]}"
     values = h.astype(np.uint16).view(held).astype(np.float32)
-    bad = ~_same(got["widened"], values)
-    assert not bad.any(), f"{fmt} widen: {h[bad][:5]} gave {got['widened'][bad][:5]}, want {values[bad][:5]}"
+    for name in ("widened", "fours"):
+        bad = ~_same(got[name], values)
+        assert not bad.any(), f"{fmt} {name}: {h[bad][:5]} gave {got[name][bad][:5]}, want {values[bad][:5]}"
+    nan_word = np.repeat(np.isnan(v).reshape(-1, 8).any(axis=1), 8)
+    packed = _words(want_bits, 8)
+    np.testing.assert_array_equal(got["packed"][~nan_word], packed[~nan_word])
 
 
 def test_f32_is_itself(formats: object) -> None:
@@ -97,4 +109,5 @@ def test_f32_is_itself(formats: object) -> None:
     got = _run(formats, "f32", v, h)
     assert (got["bits"] == v.view(np.uint32)).all()
     assert _same(got["kept"], v).all() and _same(got["exact"], v).all()
-    assert _same(got["widened"], h.view(np.float32)).all()
+    assert _same(got["widened"], h.view(np.float32)).all() and _same(got["fours"], h.view(np.float32)).all()
+    assert (got["packed"] == v.view(np.uint32)).all()

@@ -31,14 +31,14 @@ def pick(
     key = (instances[0][0] if instances else None, len(instances), tuple(given.items()))
     chosen = _PICKED.get(key)
     if chosen is not None and chosen < len(instances):
-        instances[chosen][0](*args, **kwargs)
+        _call(name, instances[chosen][0], args, kwargs)
         return
     fits = [i for i in instances if all(_takes(w, given.get(a)) for a, w in zip(arrays, i[1]))]
     if len(fits) == 1:
         if len(_PICKED) >= _PICKED_MAX:
             _PICKED.clear()
         _PICKED[key] = instances.index(fits[0])
-        fits[0][0](*args, **kwargs)
+        _call(name, fits[0][0], args, kwargs)
         return
     shown = ", ".join(f"{a} {d}" for a, d in given.items() if d is not None)
     shown = shown or f"arrays without a dtype ({', '.join(given) or 'none given'})"
@@ -57,6 +57,24 @@ def pick(
 # decide it alone). Bounded: cleared when full.
 _PICKED: dict[tuple[object, int, tuple[tuple[str, Any], ...]], int] = {}
 _PICKED_MAX = 4096
+
+
+def _call(
+    name: str, function: Callable[..., None], args: Sequence[object], kwargs: Mapping[str, object]
+) -> None:
+    """``function(*args, **kwargs)``; where Python itself refuses the arguments (one missing,
+    one too many, an unknown keyword), the error names the function the caller called
+    (``module.generic``) rather than the instance it was handed to."""
+    try:
+        function(*args, **kwargs)
+    except TypeError as e:
+        said = str(e)
+        own = f"{function.__name__}() "
+        if e.__traceback__ is None or e.__traceback__.tb_next is not None or not said.startswith(own):
+            raise  # raised inside the wrapper, which names itself
+        raise TypeError(
+            f"{name}(): {said.removeprefix(own)} (the instance picked: {function.__name__})"
+        ) from None
 
 
 def _dtypes(arrays: Sequence[str], args: Sequence[object], kwargs: Mapping[str, object]) -> dict[str, Any]:
@@ -112,7 +130,7 @@ def choose(
     for types, function in choices:
         wanted = (types,) if isinstance(types, str) else tuple(types)
         if all(isinstance(v, str) and v == t for v, t in zip(values, wanted, strict=True)):
-            function(*args, **kwargs)
+            _call(name, function, args, kwargs)
             return
     if len(keys) == 1:
         listed = ", ".join(f'"{t}"' for t, _ in choices)
