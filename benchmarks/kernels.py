@@ -222,9 +222,11 @@ HALF_FORMATS = ("f16", "bf16")
 
 
 def _held(values: np.ndarray, fmt: str) -> np.ndarray:
-    """f32 values held in a 16-bit format: float16, or bf16 as its bits (truncated: the values
-    drawn are then exactly what the bits hold)."""
+    """f32 values held in a format: themselves, float16, or bf16 as its bits (truncated: the
+    values drawn are then exactly what the bits hold)."""
     f32 = np.ascontiguousarray(values, dtype=F32)
+    if fmt == "f32":
+        return f32
     return f32.astype(np.float16) if fmt == "f16" else (f32.view(np.uint32) >> 16).astype(np.uint16)
 
 
@@ -235,7 +237,7 @@ def _values(held: np.ndarray) -> np.ndarray:
     return held.astype(np.float64)
 
 
-def _torch16(th: Torch, held: np.ndarray) -> Any:
+def _torch_held(th: Torch, held: np.ndarray) -> Any:
     """A CUDA tensor of the same 16-bit values (bf16 bits as torch.bfloat16)."""
     torch = th.torch
     if held.dtype == np.uint16:
@@ -243,13 +245,17 @@ def _torch16(th: Torch, held: np.ndarray) -> Any:
     return th.tensor(held)
 
 
-# Relative error a 16-bit result may have against float64 (a few ulps of the format).
-TOL16 = {"f16": 4e-3, "bf16": 3e-2}
+# Relative error a result may have against float64 (for 16-bit formats, a few of their ulps).
+TOL = {"f32": 1e-4, "f16": 4e-3, "bf16": 3e-2}
 
 
-def _elementwise16(entry: str, fmt: str, n: int, rng: np.random.Generator, th: Torch) -> Callable[[], Bench]:
+def _elementwise(entry: str, fmt: str, n: int, rng: np.random.Generator, th: Torch) -> Callable[[], Bench]:
+    """One elementwise op in f32, f16 or bf16; f32 through the generic's own name (the rows'
+    names of the non-generic kernel)."""
+    name = entry if fmt == "f32" else f"{entry}_{fmt}"
+
     def make() -> Bench:
-        instance = getattr(_kernels("elementwise"), f"{entry}_{fmt}")
+        instance = getattr(_kernels("elementwise"), name)
         a, b = _held(rng.standard_normal(n, dtype=F32), fmt), _held(rng.standard_normal(n, dtype=F32), fmt)
         ta, tb = T(a), T(b)
         kw: dict[str, Any] = {"alpha": 0.5} if entry == "scaled_add_inplace" else {}
@@ -262,7 +268,7 @@ def _elementwise16(entry: str, fmt: str, n: int, rng: np.random.Generator, th: T
         }[entry]()
         torch_fn = None
         if th:
-            xa, xb = _torch16(th, a), _torch16(th, b)
+            xa, xb = _torch_held(th, a), _torch_held(th, b)
             F = th.torch.nn.functional
             torch_fn = {
                 "add_inplace": lambda: xa.add_(xb),
@@ -271,21 +277,24 @@ def _elementwise16(entry: str, fmt: str, n: int, rng: np.random.Generator, th: T
                 "silu_mul_inplace": lambda: th.torch.mul(F.silu(xa), xb, out=xa),
             }[entry]
         return Bench(
-            f"elementwise.{entry}_{fmt}",
+            f"elementwise.{name}",
             f"n={n}",
-            6 * n,
+            3 * a.itemsize * n,
             lambda: instance(ta, tb, **kw),
             {"a": (ta, want)},
-            tol=TOL16[fmt],
+            tol=1e-6 if fmt == "f32" else TOL[fmt],
             torch=torch_fn,
         )
 
     return make
 
 
-def _rmsnorm16(
+def _rmsnorm(
     fused: bool, fmt: str, rows: int, cols: int, rng: np.random.Generator, th: Torch
 ) -> Callable[[], Bench]:
+    """rmsnorm_batch (or the fused add_rmsnorm_batch) in f32, f16 or bf16; f32 through the
+    generic's own name (the rows' names of the non-generic kernel)."""
+
     def make() -> Bench:
         rms = _kernels("rmsnorm")
         x = _held(rng.standard_normal((rows, cols), dtype=F32), fmt)
@@ -296,7 +305,7 @@ def _rmsnorm16(
         want = h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + 1e-5) * _values(w)
         torch_fn = None
         if th and hasattr(th.torch.nn.functional, "rms_norm"):
-            xx, xr, xw = _torch16(th, x), _torch16(th, r), _torch16(th, w)
+            xx, xr, xw = _torch_held(th, x), _torch_held(th, r), _torch_held(th, w)
             F = th.torch.nn.functional
             if fused:
 
@@ -305,15 +314,15 @@ def _rmsnorm16(
                     return F.rms_norm(xr, (cols,), xw, 1e-5)
             else:
                 torch_fn = lambda: F.rms_norm(xx, (cols,), xw, 1e-5)  # noqa: E731
-        entry = f"{'add_' if fused else ''}rmsnorm_batch_{fmt}"
+        entry = f"{'add_' if fused else ''}rmsnorm_batch" + ("" if fmt == "f32" else f"_{fmt}")
         call = getattr(rms, entry)
         return Bench(
             f"rmsnorm.{entry}",
             f"rows={rows} n={cols}",
-            (8 if fused else 4) * rows * cols,
+            (4 if fused else 2) * x.itemsize * rows * cols,
             (lambda: call(tx, tw, tout, tr, eps=1e-5)) if fused else (lambda: call(tx, tw, tout, eps=1e-5)),
             {"out": (tout, want)},
-            tol=TOL16[fmt],
+            tol=TOL[fmt],
             torch=torch_fn,
         )
 
@@ -329,7 +338,7 @@ def _softmax16(fmt: str, rows: int, cols: int, rng: np.random.Generator, th: Tor
         want = e / e.sum(axis=-1, keepdims=True)
         torch_fn = None
         if th:
-            xx = _torch16(th, x)
+            xx = _torch_held(th, x)
             torch_fn = lambda: th.torch.softmax(xx, dim=-1)  # noqa: E731
         call = getattr(_kernels("softmax"), f"softmax_{fmt}")
         return Bench(
@@ -338,7 +347,7 @@ def _softmax16(fmt: str, rows: int, cols: int, rng: np.random.Generator, th: Tor
             4 * rows * cols,
             lambda: call(tx),
             {"x": (tx, want)},
-            tol=TOL16[fmt],
+            tol=TOL[fmt],
             torch=torch_fn,
         )
 
@@ -349,46 +358,10 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
     """(kernel name, factory): each case's arrays are made (and freed) in turn."""
     n = sizes["n"]
 
-    def elementwise(entry: str) -> Callable[[], Bench]:
-        def make() -> Bench:
-            ew = _kernels("elementwise")
-            a, b = rng.standard_normal(n, dtype=F32), rng.standard_normal(n, dtype=F32)
-            ta, tb = T(a), T(b)
-            kw: dict[str, Any] = {"alpha": 0.5} if entry == "scaled_add_inplace" else {}
-            want = {
-                "add_inplace": lambda: a + b,
-                "scaled_add_inplace": lambda: a + F32(0.5) * b,
-                "mul_inplace": lambda: a * b,
-                "silu_mul_inplace": lambda: a / (1 + np.exp(-a.astype(np.float64))) * b,
-            }[entry]()
-            torch_fn = None
-            if th:
-                xa, xb = th.tensor(a), th.tensor(b)
-                F = th.torch.nn.functional
-                torch_fn = {
-                    "add_inplace": lambda: xa.add_(xb),
-                    "scaled_add_inplace": lambda: xa.add_(xb, alpha=0.5),
-                    "mul_inplace": lambda: xa.mul_(xb),
-                    "silu_mul_inplace": lambda: th.torch.mul(F.silu(xa), xb, out=xa),
-                }[entry]
-            fn = getattr(ew, entry)
-            return Bench(
-                f"elementwise.{entry}",
-                f"n={n}",
-                12 * n,
-                lambda: fn(ta, tb, **kw),
-                {"a": (ta, want)},
-                tol=1e-6,
-                torch=torch_fn,
-            )
-
-        return make
-
-    for entry in ("add_inplace", "scaled_add_inplace", "mul_inplace", "silu_mul_inplace"):
-        yield f"elementwise.{entry}", elementwise(entry)
-    for fmt in HALF_FORMATS:
+    for fmt in ("f32", *HALF_FORMATS):
+        suffix = "" if fmt == "f32" else f"_{fmt}"  # f32 through the generic's own name, as before
         for entry in ("add_inplace", "scaled_add_inplace", "mul_inplace", "silu_mul_inplace"):
-            yield f"elementwise.{entry}_{fmt}", _elementwise16(entry, fmt, n, rng, th)
+            yield f"elementwise.{entry}{suffix}", _elementwise(entry, fmt, n, rng, th)
 
     def gelu() -> Bench:
         x = rng.standard_normal(n, dtype=F32)
@@ -407,48 +380,10 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
 
     rows, cols = sizes["rows"]
 
-    def rmsnorm(fused: bool) -> Bench:
-        rms = _kernels("rmsnorm")
-        x = rng.standard_normal((rows, cols), dtype=F32)
-        r = rng.standard_normal((rows, cols), dtype=F32)
-        w = (1 + 0.1 * rng.standard_normal(cols)).astype(F32)
-        tx, tr, tw, tout = T(x), T(r), T(w), slangrt.Tensor.empty((rows, cols), F32)
-        h = (x.astype(np.float64) + r) if fused else x.astype(np.float64)
-        want = h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + 1e-5) * w
-        torch_fn = None
-        if th and hasattr(th.torch.nn.functional, "rms_norm"):
-            xx, xr, xw = th.tensor(x), th.tensor(r), th.tensor(w)
-            F = th.torch.nn.functional
-            if fused:
-
-                def torch_fn() -> Any:
-                    xr.add_(xx)
-                    return F.rms_norm(xr, (cols,), xw, 1e-5)
-            else:
-                torch_fn = lambda: F.rms_norm(xx, (cols,), xw, 1e-5)  # noqa: E731
-        if fused:
-            return Bench(
-                "rmsnorm.add_rmsnorm_batch",
-                f"rows={rows} n={cols}",
-                16 * rows * cols,
-                lambda: rms.add_rmsnorm_batch(tx, tw, tout, tr, eps=1e-5),
-                {"out": (tout, want)},
-                torch=torch_fn,
-            )
-        return Bench(
-            "rmsnorm.rmsnorm_batch",
-            f"rows={rows} n={cols}",
-            8 * rows * cols,
-            lambda: rms.rmsnorm_batch(tx, tw, tout, eps=1e-5),
-            {"out": (tout, want)},
-            torch=torch_fn,
-        )
-
-    yield "rmsnorm.rmsnorm_batch", lambda: rmsnorm(False)
-    yield "rmsnorm.add_rmsnorm_batch", lambda: rmsnorm(True)
-    for fmt in HALF_FORMATS:
-        yield f"rmsnorm.rmsnorm_batch_{fmt}", _rmsnorm16(False, fmt, rows, cols, rng, th)
-        yield f"rmsnorm.add_rmsnorm_batch_{fmt}", _rmsnorm16(True, fmt, rows, cols, rng, th)
+    for fmt in ("f32", *HALF_FORMATS):
+        suffix = "" if fmt == "f32" else f"_{fmt}"  # f32 through the generic's own name, as before
+        yield f"rmsnorm.rmsnorm_batch{suffix}", _rmsnorm(False, fmt, rows, cols, rng, th)
+        yield f"rmsnorm.add_rmsnorm_batch{suffix}", _rmsnorm(True, fmt, rows, cols, rng, th)
 
     def softmax() -> Bench:
         x = (rng.standard_normal((rows, cols), dtype=F32) * 4).astype(F32)

@@ -437,6 +437,17 @@ def bf16_bits(values: np.ndarray) -> np.ndarray:
     return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
 
 
+def held(values: np.ndarray, fmt: str) -> np.ndarray:
+    """``values`` as an array of the format ``fmt`` (``"f32"``, ``"f16"`` or ``"bf16"``) holds
+    them, each rounded once to nearest even (bf16 as its bits, ``uint16``): what a kernel that
+    computes in f32 and narrows its results stores. For references of kernels generic over
+    those formats; values too small for f16 round to its subnormals or zero, silently."""
+    if fmt == "bf16":
+        return bf16_bits(np.asarray(values, dtype=np.float32))
+    with np.errstate(under="ignore", over="ignore"):
+        return np.asarray(values).astype(np.float16 if fmt == "f16" else np.float32)
+
+
 def _size(value: int | Fraction) -> int:
     if isinstance(value, Fraction) or value < 0:
         raise ValueError(f"size {value} is not a whole, non-negative number")

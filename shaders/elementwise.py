@@ -2,19 +2,19 @@
 
 Each element is computed in f32 and rounded to the storage format once. For a sum or a product
 of two f16 or bf16 values that is the correctly rounded result (f32 has more than twice their
-precision, so rounding twice is harmless): NumPy's float16 arithmetic and `bf16_bits` give it
+precision, so rounding twice is harmless): NumPy's float16 arithmetic and `held` give it
 exactly. A fused multiply-add (scaled_add_inplace) or `exp` (silu_mul_inplace) may move the f32
 result by an ulp, and so the 16-bit result by one of its own ulps at most.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from hatch_slang.validate import Case, bf16_bits, bf16_values
+from hatch_slang.validate import Case, bf16_values, held
 
 # 1, around the 16-byte words (4 f32, 8 f16/bf16) and the group boundaries (1024 and 2048
 # elements), not multiples of anything, and large.
@@ -48,18 +48,7 @@ def f32_result(entry: str, args: dict[str, Any]) -> np.ndarray:
     return (silu(a) * b).astype(np.float32)
 
 
-def to_f16(v: np.ndarray) -> np.ndarray:
-    """``v`` rounded to float16 (values below its range round to subnormals or zero, as the
-    kernel's do: no FloatingPointError for that)."""
-    with np.errstate(under="ignore"):
-        return v.astype(np.float16)
-
-
-NARROW: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "f32": lambda v: v,
-    "f16": to_f16,
-    "bf16": bf16_bits,
-}
+FORMATS = ("f32", "f16", "bf16")
 # One ulp of each 16-bit format, relative, and the smallest normal's size for values near 0.
 ULP = {"f16": (2.0**-10, 2.0**-14), "bf16": (2.0**-7, 2.0**-126)}
 
@@ -77,18 +66,18 @@ def tolerance(entry: str, fmt: str) -> tuple[float, float]:
 def inputs(fmt: str, shape: tuple[int, ...], rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Standard-normal operands held in the instance's format (bf16 as its bits)."""
     a, b = rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)
-    return {"a": NARROW[fmt](a), "b": NARROW[fmt](b)}
+    return {"a": held(a, fmt), "b": held(b, fmt)}
 
 
 def cases(rng: np.random.Generator) -> Iterator[Case]:
     for op in OPS:
         params = {"alpha": ALPHA} if op == "scaled_add_inplace" else {}
-        for fmt, narrow in NARROW.items():
+        for fmt in FORMATS:
             entry = f"{op}_{fmt}"
             atol, rtol = tolerance(op, fmt)
 
-            def expect(args: dict[str, Any], op: str = op, narrow: Any = narrow) -> dict[str, np.ndarray]:
-                return {"a": narrow(f32_result(op, args))}
+            def expect(args: dict[str, Any], op: str = op, fmt: str = fmt) -> dict[str, np.ndarray]:
+                return {"a": held(f32_result(op, args), fmt)}
 
             for n in SIZES:
                 yield Case(entry, dims={"n": n}, args=dict(params), expect=expect, atol=atol, rtol=rtol)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hatch_slang.validate import Case, bf16_bits, bf16_values
+from hatch_slang.validate import Case, bf16_values, held
 
 # (n_rows, n): one element, rows shorter than the group, word and scalar paths (rows of a
 # multiple of 4 but not of 8 take the scalar path in f16/bf16), long rows (one held in
@@ -22,18 +22,7 @@ SHAPES = [(1, 1), (1, 7), (3, 256), (2, 12), (5, 1000), (2, 4097), (16, 8192), (
 EPS = 1e-5
 
 
-def to_f16(v: np.ndarray) -> np.ndarray:
-    """``v`` rounded to float16 (values below its range round to subnormals or zero, as the
-    kernel's do: no FloatingPointError for that)."""
-    with np.errstate(under="ignore"):
-        return v.astype(np.float16)
-
-
-NARROW: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "f32": lambda v: v.astype(np.float32),
-    "f16": to_f16,
-    "bf16": lambda v: bf16_bits(v.astype(np.float32)),
-}
+FORMATS = ("f32", "f16", "bf16")
 # (atol, rtol) of the normalized output: f32 arithmetic against float64, or one ulp of the format.
 TOL = {"f32": (1e-5, 1e-4), "f16": (1e-6, 2.0**-10), "bf16": (1e-30, 2.0**-7)}
 
@@ -47,7 +36,7 @@ def rmsnorm(h: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
 
 def plain(fmt: str) -> Callable[[dict[str, Any]], dict[str, np.ndarray]]:
     def expect(args: dict[str, Any]) -> dict[str, np.ndarray]:
-        return {"out": NARROW[fmt](rmsnorm(args["x"], args["weight"], args["eps"]))}
+        return {"out": held(rmsnorm(args["x"], args["weight"], args["eps"]), fmt)}
 
     return expect
 
@@ -55,8 +44,8 @@ def plain(fmt: str) -> Callable[[dict[str, Any]], dict[str, np.ndarray]]:
 def fused(fmt: str) -> Callable[[dict[str, Any]], dict[str, np.ndarray]]:
     def expect(args: dict[str, Any]) -> dict[str, np.ndarray]:
         total = bf16_values(args["residual"]).astype(np.float32) + bf16_values(args["x"]).astype(np.float32)
-        residual = NARROW[fmt](total)
-        return {"residual": residual, "out": NARROW[fmt](rmsnorm(residual, args["weight"], args["eps"]))}
+        residual = held(total, fmt)
+        return {"residual": residual, "out": held(rmsnorm(residual, args["weight"], args["eps"]), fmt)}
 
     return expect
 
@@ -70,7 +59,7 @@ def flops(entry: str, sizes: dict[str, int]) -> float:
 
 
 def cases(rng: np.random.Generator) -> Iterator[Case]:
-    for fmt in NARROW:
+    for fmt in FORMATS:
         atol, rtol = TOL[fmt]
         for n_rows, n in SHAPES:
             dims = {"n_rows": n_rows, "n": n}
@@ -80,7 +69,7 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
                 f"add_rmsnorm_batch_{fmt}", dims=dims, args=args, expect=fused(fmt), atol=atol, rtol=rtol
             )
         # Rows of zeros: the result is 0, not NaN (eps keeps the root positive).
-        zeros = NARROW[fmt](np.zeros((2, 64), np.float32))
-        weight = NARROW[fmt](rng.standard_normal(64, dtype=np.float32))
-        args = {"x": zeros, "weight": weight, "out": NARROW[fmt](np.ones((2, 64), np.float32)), "eps": EPS}
+        zeros = held(np.zeros((2, 64), np.float32), fmt)
+        weight = held(rng.standard_normal(64, dtype=np.float32), fmt)
+        args = {"x": zeros, "weight": weight, "out": held(np.ones((2, 64), np.float32), fmt), "eps": EPS}
         yield Case(f"rmsnorm_batch_{fmt}", label="zero rows", args=args, expect={"out": zeros})

@@ -13,25 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from hatch_slang.validate import Case, bf16_bits, bf16_values
+from hatch_slang.validate import Case, bf16_values, held
 
 # (n_rows, n): a single element, short rows, word and scalar paths (a multiple of 4 but not of 8
 # is the scalar path in f16/bf16), a row held in registers, a vocabulary-sized row.
 SHAPES = [(1, 1), (2, 5), (7, 256), (3, 12), (3, 1001), (64, 4096), (20, 151_936)]
 
 
-def to_f16(v: np.ndarray) -> np.ndarray:
-    """``v`` rounded to float16 (values below its range round to subnormals or zero, as the
-    kernel's do: no FloatingPointError for that)."""
-    with np.errstate(under="ignore"):
-        return v.astype(np.float16)
-
-
-NARROW: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "f32": lambda v: v.astype(np.float32),
-    "f16": to_f16,
-    "bf16": lambda v: bf16_bits(v.astype(np.float32)),
-}
+FORMATS = ("f32", "f16", "bf16")
 # (atol, rtol): f32 arithmetic against float64, or one ulp of the format (subnormal f16
 # probabilities, below 2^-14, round at a fixed 2^-24).
 TOL = {"f32": (1e-7, 1e-4), "f16": (2.0**-24, 2.0**-10), "bf16": (1e-30, 2.0**-7)}
@@ -46,7 +35,7 @@ def softmax(x: np.ndarray) -> np.ndarray:
 
 def reference(fmt: str) -> Callable[[dict[str, Any]], dict[str, np.ndarray]]:
     def expect(args: dict[str, Any]) -> dict[str, np.ndarray]:
-        return {"x": NARROW[fmt](softmax(args["x"]))}
+        return {"x": held(softmax(args["x"]), fmt)}
 
     return expect
 
@@ -58,11 +47,11 @@ def flops(entry: str, sizes: dict[str, int]) -> float:
 
 
 def cases(rng: np.random.Generator) -> Iterator[Case]:
-    for fmt, narrow in NARROW.items():
+    for fmt in FORMATS:
         entry = f"softmax_{fmt}"
         atol, rtol = TOL[fmt]
         for n_rows, n in SHAPES:
-            x = narrow(rng.standard_normal((n_rows, n)).astype(np.float32) * 4)
+            x = held(rng.standard_normal((n_rows, n)).astype(np.float32) * 4, fmt)
             dims = {"n_rows": n_rows, "n": n}
             yield Case(entry, dims=dims, args={"x": x}, expect=reference(fmt), atol=atol, rtol=rtol)
         # Causal attention: row r sees positions 0..r, the rest are -inf (word and scalar paths).
@@ -71,7 +60,7 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
             scores[np.triu_indices(n, k=1)] = -np.inf
             label = f"causal mask n={n}"
             yield Case(
-                entry, label=label, args={"x": narrow(scores)}, expect=reference(fmt), atol=atol, rtol=rtol
+                entry, label=label, args={"x": held(scores, fmt)}, expect=reference(fmt), atol=atol, rtol=rtol
             )
         # Rows longer than one chunk (8192 elements) with masked stretches, and rows with no
         # score above -inf, which give zeros (on each path: in registers, chunked, scalar).
@@ -79,8 +68,8 @@ def cases(rng: np.random.Generator) -> Iterator[Case]:
         x[0, :9000] = -np.inf
         x[1, 12_000:] = -np.inf
         label = "masked long rows"
-        yield Case(entry, label=label, args={"x": narrow(x)}, expect=reference(fmt), atol=atol, rtol=rtol)
+        yield Case(entry, label=label, args={"x": held(x, fmt)}, expect=reference(fmt), atol=atol, rtol=rtol)
         for n in (4096, 20_000, 1001):
-            x = narrow(np.full((2, n), -np.inf, np.float32))
-            zeros = narrow(np.zeros((2, n), np.float32))
+            x = held(np.full((2, n), -np.inf, np.float32), fmt)
+            zeros = held(np.zeros((2, n), np.float32), fmt)
             yield Case(entry, label=f"all masked n={n}", args={"x": x}, expect={"x": zeros}, atol=0, rtol=0)
