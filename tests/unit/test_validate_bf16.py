@@ -30,3 +30,16 @@ def test_values_of_bits_and_of_ml_dtypes_arrays() -> None:
     np.testing.assert_array_equal(bf16_values(bits), v)
     np.testing.assert_array_equal(bf16_values(v.astype(ml_dtypes.bfloat16)), v)
     assert bf16_values(v) is v  # anything else as it is
+
+
+def test_held_rounds_once_to_each_format() -> None:
+    from hatch_slang.validate import held
+
+    v = np.array([1 + 2.0**-11, 1 + 3 * 2.0**-11, 1e-9, 70000.0, -0.1], np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        want = v.astype(np.float16)
+    np.testing.assert_array_equal(held(v, "f16"), want)  # ties to even, tiny to 0, big to inf
+    assert held(v, "f16").dtype == np.float16 and held(v, "f32").dtype == np.float32
+    np.testing.assert_array_equal(
+        held(v, "bf16"), v.astype(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
+    )
