@@ -594,9 +594,11 @@ def referenced_shaders(config: BuildConfig, names: list[str] | None = None) -> l
     chosen = selected_shaders(config, names)
     found = [(s, ref) for s in chosen if (ref := reference_path(s)) is not None]
     if not found:
-        which = ", ".join(s.rel for s in chosen) if names else "no configured shader"
+        which = (
+            f"{', '.join(s.rel for s in chosen)} has no" if names else "none of the configured shaders has a"
+        )
         raise NoReference(
-            f"no reference to run against: {which} has no `<name>.py` beside it. Write one defining "
+            f"no reference to run against: {which} `<name>.py` beside it. Write one defining "
             "`cases(rng)`, which yields `hatch_slang.validate.Case(entry, dims=..., expect=...)` "
             "(see `hatch-slang validate --help`)"
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -405,12 +405,15 @@ def build(
 
 def inspect(config: BuildConfig, name: str, *, cache: BuildCache | None = None) -> ShaderSpec:
     """One shader's merged contract and reflection, disagreements as warnings (``hatch-slang show``)."""
-    [src] = select(sources(config.root, list(config.shaders)), [name])[:1]
+    every = sources(config.root, list(config.shaders))
+    [src] = select(every, [name])[:1]
     shader = parse(src, config.instances_for(src.path))
     errors: dict[str, list[HatchSlangError]] = {}
     specs, _ = checked_specs(config, [shader], errors, strict=False, cache=cache)
     _raise(errors.get(shader.rel, []))
-    return specs[0][0]
+    # What a build would refuse in the options (a name they give that no entry has), said here.
+    unused = unused_instances(config, _parse(config, every, {}))
+    return replace(specs[0][0], warnings=(*specs[0][0].warnings, *(str(e) for e in unused)))
 
 
 def tree_outputs(config: BuildConfig) -> list[str]:

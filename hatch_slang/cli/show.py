@@ -225,11 +225,18 @@ def show_data(
 def _generics(spec: ShaderSpec) -> list[dict[str, Any]]:
     """Each generic entry: its instances (entry, type arguments, where listed) and the function
     that picks one by dtype, where there is one."""
-    picking = {p.generic: p.python for p in pickers(spec)}
+    found = {p.generic: p for p in pickers(spec)}
     out: dict[str, dict[str, Any]] = {}
     for i in spec.shader.instances:
+        p = found.get(i.generic)
         g = out.setdefault(
-            i.generic, {"name": i.generic, "function": picking.get(i.generic), "instances": []}
+            i.generic,
+            {
+                "name": i.generic,
+                "function": p.python if p else None,
+                "keywords": list(p.keywords) if p else [],
+                "instances": [],
+            },
         )
         listed = f"option `{option_name(HookSettings, 'instances')}`" if i.option else _origin(i.line)
         g["instances"].append(
@@ -241,7 +248,9 @@ def _generics(spec: ShaderSpec) -> list[dict[str, Any]]:
 def _print_generics(generics: list[dict[str, Any]]) -> None:
     for g in generics:
         click.echo()
-        how = f"`{g['function']}` picks one by dtype" if g["function"] else "each called by its name"
+        by = ", ".join(f"`{k}=`" for k in g.get("keywords") or ())
+        how = f"`{g['function']}` picks one by {f'its keywords {by}' if by else 'dtype'}"
+        how = how if g["function"] else "each called by its name"
         click.secho(f"generic entry {g['name']}: {len(g['instances'])} instance(s), {how}", bold=True)
         rows = [[i["entry"], i["spelled"], i["from"]] for i in g["instances"]]
         table(["entry", "instance", "from"], rows, lambda s: click.echo("  " + s))

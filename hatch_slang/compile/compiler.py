@@ -269,18 +269,27 @@ def compile_job(job: CompileJob) -> CompileResult:
 
 def _failure(diag: str, rc: int, spelled: str | None, entry: str) -> str:
     """Why a compile failed: Slang's diagnostics, with what hatch-slang knows of the cause."""
-    return (diag or f"code {rc}") + unresolved_hint(diag) + _instance_hint(spelled, entry)
+    return (diag or f"code {rc}") + unresolved_hint(diag) + _instance_hint(spelled, entry, diag)
 
 
-def _instance_hint(spelled: str | None, entry: str) -> str:
+# Slang's errors that say an entry's type arguments are wrong (not its body): no entry point of
+# that spelling, a type argument that does not conform, an identifier it does not know.
+_TYPE_ARGUMENT_ERRORS = re.compile(r"error\[E(38000|38029|30015|30019)\]")
+
+
+def _instance_hint(spelled: str | None, entry: str, diag: str = "") -> str:
     """What a failed compile of an instance of a generic entry was asked (Slang's own message
-    points at the file's first declaration, not at the instance)."""
+    may point at the file's first declaration, not at the instance); where Slang says a type
+    argument is wrong, what a type argument must be."""
     if spelled is None or spelled == entry:
         return ""
+    said = f"\n(while compiling the instance `{spelled}`"
+    if not _TYPE_ARGUMENT_ERRORS.search(diag):
+        return said + ")"
     return (
-        f"\n(while compiling the instance `{spelled}`: each type argument must name a type the file "
-        "declares or imports and meet the generic's constraints; the instance comes from the file's "
-        f"`slang-entries` line or the `{option_name(HookSettings, 'instances')}` option)"
+        f"{said}: each type argument must name a type the file declares or imports and meet the "
+        "generic's constraints; the instance comes from the file's `slang-entries` line or the "
+        f"`{option_name(HookSettings, 'instances')}` option)"
     )
 
 

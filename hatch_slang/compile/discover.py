@@ -368,17 +368,28 @@ def refuse_generic(
         f = _generic(functions, name)
         if f is not None:
             what, a, b = "is generic (it has type or value parameters)", "float", "half"
+            if len(f.type_params) > 1:  # one argument per parameter: `f<float, 4>`
+                a = ", ".join(["float", *(f"{p}1" for p in f.type_params[1:])])
+                b = ", ".join(["half", *(f"{p}2" for p in f.type_params[1:])])
             if not f.generic:
                 typed = ", ".join(f"`{p}`" for p in f.existential)
                 what = f"takes parameters of an interface type ({typed}), each built for a type that conforms"
-                a, b = "TypeA", "TypeB"
+                a = ", ".join(
+                    f"TypeA{k}" if len(f.existential) > 1 else "TypeA"
+                    for k in range(1, len(f.existential) + 1)
+                )
+                b = ", ".join(
+                    f"TypeB{k}" if len(f.existential) > 1 else "TypeB"
+                    for k in range(1, len(f.existential) + 1)
+                )
             raise ShaderError(
                 rel,
                 f.line if f.line is not None else listed_at,
                 f"entry point `{name}` {what} and no instance of "
                 f"it is listed: add its instances, as in `// slang-entries: {name}<{a}> {name}<{b}>`, "
                 f"or in the `{option_name(HookSettings, 'instances')}` option "
-                f'(`{option_name(HookSettings, "instances")} = {{ {name} = ["{a}", "{b}"] }}`)',
+                f'(`{option_name(HookSettings, "instances")} = {{ {name} = ["{a}", "{b}"] }}`)'
+                + (" (one type per parameter, in order)" if "," in a else ""),
             )
 
 

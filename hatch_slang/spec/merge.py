@@ -128,13 +128,28 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     plain = tuple(n for n in shader.entries if shader.instance(n) is None)
     groups = [plain] if plain else []
     groups += [(i.key,) for i in shader.instances]
-    specs = [
-        _build_group(shader, replace(result, entries=tuple(compiled[n] for n in g)), strict=strict)
-        for g in groups
-    ]
+    specs = []
+    errors: list[HatchSlangError] = []
+    for g in groups:
+        try:
+            specs.append(
+                _build_group(shader, replace(result, entries=tuple(compiled[n] for n in g)), strict=strict)
+            )
+        except (ShaderError, BuildErrors) as e:  # every instance's problems, each saying which
+            errors += [_of_instance(shader, g, x) for x in (e.errors if isinstance(e, BuildErrors) else [e])]
+    if errors:
+        raise errors[0] if len(errors) == 1 else BuildErrors(errors)
     by_name = {e.name: e for spec in specs for e in spec.entries}
     warnings = dict.fromkeys(w for spec in specs for w in spec.warnings)
     return ShaderSpec(shader, tuple(by_name[n] for n in shader.entries), result.dependencies, tuple(warnings))
+
+
+def _of_instance(shader: Shader, group: tuple[str, ...], e: HatchSlangError) -> HatchSlangError:
+    """A problem of one instance's group, saying which instance it is of."""
+    inst = shader.instance(group[0]) if len(group) == 1 else None
+    if inst is None or not isinstance(e, ShaderError) or inst.key in e.message:
+        return e
+    return ShaderError(e.path, e.line, f"{e.message} (in instance `{inst.spelled}`)")
 
 
 def _build_group(shader: Shader, result: CompileResult, *, strict: bool) -> ShaderSpec:
@@ -152,7 +167,9 @@ def _build_group(shader: Shader, result: CompileResult, *, strict: bool) -> Shad
     reflected_all = {b.key: in_use(b, names) for b in read_all_bindings(result.entries[0].reflection)}
     declared = declared_descriptors(e.info for e in compiled)
     bindings = {k: Binding.merged(r, declared.get(k)) for k, r in reflected_all.items()}
-    chosen = _typed_for(shader, [e.info.name for e in compiled], _chosen_set(shader, compiled, bindings))
+    chosen = _chosen_set(shader, compiled, bindings)
+    warnings += _unknown_parameters(shader, chosen)
+    chosen = _typed_for(shader, [e.info.name for e in compiled], chosen)
     warnings += _chosen_notes(shader, chosen)
     documented = _documented(chosen, bindings, has_push(e.info for e in compiled), declared, shader.source)
     warnings += [f"{shader.rel}:{line}: warning: {msg}" for line, msg in documented.notes]
@@ -191,14 +208,33 @@ def _typed_for(shader: Shader, entries: list[str], chosen: BindingSet | None) ->
     for doc in chosen.bindings:
         arg = inst.argument(doc.type_word) if doc.type_word else None
         if arg is None:
-            docs.append(doc)
+            docs.append(replace(doc, type_word=None))
             continue
         named = dialect.dtype_word(arg)
         prose = re.sub(rf"^`?{re.escape(doc.type_word or '')}`?[\s,;:]*", "", doc.doc)
-        docs.append(
-            replace(doc, dtype=named[0] if named and not named[1] else None, doc=prose, type_word=None)
-        )
+        dtype = named[0] if named and not named[1] else None
+        docs.append(replace(doc, dtype=dtype, doc=prose, type_word=doc.type_word if dtype else None))
     return replace(chosen, bindings=tuple(docs))
+
+
+# A word in a binding line's dtype place that reads as a type parameter's name (`T`, `S`, `T1`).
+_PARAMETER_LIKE = re.compile(r"[A-Z][A-Za-z0-9]?")
+
+
+def _unknown_parameters(shader: Shader, chosen: BindingSet | None) -> list[str]:
+    """A warning for each binding line whose dtype place holds what reads as a type parameter
+    (`x  T, [n]`) that no generic entry of the file has: it stays prose, and the dtype is
+    reflection's (a misspelt parameter would otherwise pass unseen)."""
+    if chosen is None or not shader.instances:
+        return []
+    params = {p for i in shader.instances for p in i.params}
+    return [
+        f"{shader.rel}:{doc.line}: warning: binding `{doc.name}` gives `{doc.type_word}` where its "
+        f"dtype goes, which is no type parameter of the file's generic entries "
+        f"({', '.join(sorted(params)) or 'they have none'}); its dtype comes from the compiled code"
+        for doc in chosen.bindings
+        if doc.type_word and _PARAMETER_LIKE.fullmatch(doc.type_word) and doc.type_word not in params
+    ]
 
 
 def _names_in_use(modules: list[Module]) -> dict[tuple[int, int], frozenset[str]]:
@@ -212,12 +248,21 @@ def _names_in_use(modules: list[Module]) -> dict[tuple[int, int], frozenset[str]
     return names
 
 
+_DIAGNOSTIC = re.compile(r"^(?=(?:warning|error|note)\[)", re.M)
+
+
+def _once(said: str) -> str:
+    """Slang's diagnostics with each one said once: every entry (each instance) is its own
+    compile, and each repeats the file's warnings."""
+    return "\n".join(dict.fromkeys(block.rstrip("\n") for block in _DIAGNOSTIC.split(said) if block.strip()))
+
+
 def _compiler_notes(shader: Shader, result: CompileResult) -> list[str]:
     """What Slang and the comment's parser said, and the entries a wrapper spells otherwise."""
     warnings: list[str] = []
     if result.warnings.strip():
         # Slang's diagnostics name a location only sometimes: say which file they are about.
-        said = result.warnings.strip()
+        said = _once(result.warnings.strip())
         warnings.append(said if said.startswith(shader.rel) else f"{shader.rel}: Slang says:\n{said}")
     warnings += [f"{shader.rel}:{n.line}: warning: {n.message}" for n in shader.contract.notes]
     warnings += [f"{shader.rel}:{n.line}: note: {n.message}" for n in shader.notes]
@@ -484,6 +529,10 @@ _REINTERPRET = {
 }
 
 
+# What a type standing for one element of a dtype holds it as, in Slang.
+_HELD_AS = {"bf16": "uint16_t", "f16": "half", "f32": "float", "f64": "double"}
+
+
 def _from_doc(doc: BindingDoc, b: Binding) -> tuple[BufferSpec, _Problems]:
     """The argument a binding line documents, and where the line contradicts the binding."""
     problems = _access_problems(doc, b)
@@ -529,6 +578,24 @@ def _data_from_doc(doc: BindingDoc, b: Binding) -> tuple[BufferSpec, _Problems]:
             (
                 doc.line,
                 f"binding `{doc.name}` is declared {dtype} but the shader's `{b.variable}` holds {views}",
+            )
+        )
+    elif (
+        dtype is not None
+        and held
+        and doc.type_word
+        and not any(DTYPES[h].size == DTYPES[dtype].size for h in held)
+    ):
+        # The generic's parameter stands for one element: some view must read elements of its size
+        # (a bf16 type held in 32-bit words would read two elements as one).
+        views = " / ".join(sorted(held))
+        problems.append(
+            (
+                doc.line,
+                f"binding `{doc.name}` is of the type parameter `{doc.type_word}`, {dtype} in this "
+                f"instance ({DTYPES[dtype].size} bytes an element), but the shader's `{b.variable}` "
+                f"holds {views}: no view reads {DTYPES[dtype].size}-byte elements (hold {dtype} as "
+                f"{_HELD_AS.get(dtype, dtype)}, or give the line a dtype of its own)",
             )
         )
     spec = BufferSpec(

@@ -104,3 +104,26 @@ def test_arguments_python_refuses_name_the_function_called_and_the_instance_pick
         wrapper_api.pick("k.narrow", ("x", "y"), instances, (f32, f32), {"s": -1.0})
     with pytest.raises(TypeError, match=r"^k.op\(\): missing 1 required positional argument: 'y'"):
         wrapper_api.choose("k.op", "op", "A", (("A", narrow_float),), (f32,), {})
+
+
+def test_a_missing_array_is_named_rather_than_the_dtypes_the_others_shift_into() -> None:
+    """`f(x16, out16)` for `f(x, w, out)` with `w` always f32: the arrays shift, and no dtype fits;
+    the message says what is missing."""
+    instances = (
+        (gscale_float, ("float32", "float32", "float32")),
+        (gscale_half, ("float16", "float32", "float16")),
+    )
+    f16 = np.zeros(3, np.float16)
+    with pytest.raises(TypeError, match=r"^k.f\(\): missing the array argument\(s\) `out`$"):
+        wrapper_api.pick("k.f", ("x", "w", "out"), instances, (f16, f16), {})
+
+
+def test_an_exact_dtype_wins_over_one_a_binding_also_takes() -> None:
+    """uint16 arrays fit a bf16 instance (as bits) and a uint16 one: the uint16 one is picked;
+    bfloat16 arrays only the bf16 one."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    instances = ((gscale_float, ("bfloat16", "bfloat16")), (gscale_half, ("uint16", "uint16")))
+    u16 = np.zeros(3, np.uint16)
+    assert _pick(instances, u16, u16) == "gscale_half"
+    b16 = np.zeros(3, ml_dtypes.bfloat16)
+    assert _pick(instances, b16, b16) == "gscale_float"

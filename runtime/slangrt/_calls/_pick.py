@@ -34,12 +34,18 @@ def pick(
         _call(name, instances[chosen][0], args, kwargs)
         return
     fits = [i for i in instances if all(_takes(w, given.get(a)) for a, w in zip(arrays, i[1]))]
+    if len(fits) > 1:  # uint16 bits fit a bf16 instance and a uint16 one: the exact dtypes win
+        exact = [i for i in fits if all(_exactly(w, given.get(a)) for a, w in zip(arrays, i[1]))]
+        fits = exact if len(exact) == 1 else fits
     if len(fits) == 1:
         if len(_PICKED) >= _PICKED_MAX:
             _PICKED.clear()
         _PICKED[key] = instances.index(fits[0])
         _call(name, fits[0][0], args, kwargs)
         return
+    missing = [a for a in arrays[len(args) :] if a not in kwargs]
+    if not fits and missing:  # the arrays given were read as other arguments', so no dtype fits
+        raise TypeError(f"{name}(): missing the array argument(s) {', '.join(f'`{a}`' for a in missing)}")
     shown = ", ".join(f"{a} {d}" for a, d in given.items() if d is not None)
     shown = shown or f"arrays without a dtype ({', '.join(given) or 'none given'})"
     if not fits:
@@ -103,6 +109,12 @@ def _takes(want: str | None, got: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+def _exactly(want: str | None, got: Any) -> bool:
+    """Whether an array of dtype ``got`` is of the binding's own dtype ``want`` (not one it also
+    takes, as a bf16 binding takes uint16 bits); no dtype on either side counts as exact."""
+    return want is None or got is None or str(got) == want
 
 
 def _listed(arrays: Sequence[str], instances: Sequence[Instance]) -> str:
