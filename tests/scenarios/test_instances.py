@@ -378,3 +378,49 @@ def test_an_instance_of_a_type_that_is_none_says_which_instance_failed(tmp_path:
     message = str(info.value)
     assert "while compiling the instance `negate<flaot>`" in message, message
     assert "each type argument must name a type" in message, message
+
+
+MIS = """\
+// slang-entries: mis<f16> mis<bf16> mis<f32>
+// Bindings:
+//   binding 0: x  S, [n]  read
+//   binding 1: y  S, [n]  written
+//   binding 2: z  T, [n]  written
+// Dispatch: ceil(n / 64) groups of 64
+[[vk::push_constant]] cbuffer C { uint n; };
+interface IS { associatedtype W : __BuiltinType; static float ld(W w); static W st(float v); }
+struct f16 : IS { typealias W = float;
+    static float ld(float w) { return w; } static float st(float v) { return v; } }
+struct bf16 : IS { typealias W = uint;
+    static float ld(uint w) { return asfloat(w); } static uint st(float v) { return asuint(v); } }
+struct f32 : IS { typealias W = float;
+    static float ld(float w) { return w; } static float st(float v) { return v; } }
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void mis<S : IS>(uint3 t : SV_DispatchThreadID, uniform StructuredBuffer<S.W> x,
+    uniform RWStructuredBuffer<S.W> y, uniform RWStructuredBuffer<float> z)
+{ if (t.x < n) { y[t.x] = S.st(2.0f * S.ld(x[t.x])); z[t.x] = 1.0f; } }
+"""
+
+
+def test_instances_whose_storage_contradicts_the_type_parameter_each_fail_the_build(tmp_path: Path) -> None:
+    """f16 held as float (another format), bf16 held in 32-bit words (two elements read as
+    one): every instance's problems at once, each naming its instance; f32 builds. `T` is no
+    parameter of the generic: a warning, the dtype from the code."""
+    root = _project(tmp_path / "p", {"mis.slang": MIS})
+    with pytest.raises(HatchSlangError) as info:
+        pipeline.build(load_project_config(root))
+    said = str(info.value)
+    assert "shaders/mis.slang:3: binding `x` is declared f16 but the shader's `x` holds f32" in said
+    assert "holds f32 (in instance `mis<f16>`)" in said
+    assert (
+        "shaders/mis.slang:3: binding `x` is of the type parameter `S`, bf16 in this instance (2 bytes an "
+        "element), but the shader's `x` holds u32: no view reads 2-byte elements (hold bf16 as uint16_t"
+    ) in said
+    assert "(in instance `mis<bf16>`)" in said and "mis<f32>" not in said
+    (root / "shaders" / "mis.slang").write_text(MIS.replace("mis<f16> mis<bf16> ", ""))
+    output = pipeline.build(load_project_config(root))
+    assert any(
+        "mis.slang:5: warning: binding `z` gives `T` where its dtype goes, which is no type parameter" in w
+        for w in output.warnings
+    ), output.warnings
