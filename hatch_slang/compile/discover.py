@@ -156,24 +156,31 @@ class _Function:
     line: int | None = None  # where its name is
     existential: tuple[str, ...] = ()  # its parameters of an interface type (`uniform IOp op`)
     type_params: tuple[str, ...] = ()  # its generic parameters' names (`f<T : IFloat, let N : int>`: T, N)
+    value_params: frozenset[str] = frozenset()  # those of them that are values (`let N : int`)
 
 
-def _generic_names(inner: list[tuple[str, str, int]]) -> tuple[str, ...]:
+def _generic_names(inner: list[tuple[str, str, int]]) -> tuple[tuple[str, ...], frozenset[str]]:
     """The parameter names of a generic parameter list's tokens (``T : IFloat, let N : int``:
-    ``T``, ``N``): each part's first name after ``let``, ``typename`` or ``each``."""
+    ``T``, ``N``): each part's first name after ``let``, ``typename`` or ``each``; and those
+    that are values (``let``)."""
     names: list[str] = []
-    depth, first = 0, True
+    values: set[str] = set()
+    depth, first, value = 0, True, False
     for kind, text, _ in inner:
         if kind == "punct" and text in "(<[":
             depth += 1
         elif kind == "punct" and text in ")>]":
             depth -= 1
         elif kind == "punct" and text == "," and depth == 0:
-            first = True
-        elif kind == "ident" and depth == 0 and first and text not in ("let", "typename", "each"):
+            first, value = True, False
+        elif kind == "ident" and depth == 0 and first and text == "let":
+            value = True
+        elif kind == "ident" and depth == 0 and first and text not in ("typename", "each"):
             names.append(text)
+            if value:
+                values.add(text)
             first = False
-    return tuple(names)
+    return tuple(names), frozenset(values)
 
 
 def _angle_end(tokens: list[tuple[str, str, int]], i: int) -> int | None:
@@ -228,6 +235,22 @@ def _existential(params: list[tuple[str, str, int]], interfaces: set[str]) -> tu
     return tuple(out)
 
 
+def _attribute(tokens: list[tuple[str, str, int]], i: int) -> tuple[int, str | None]:
+    """The attribute (or indexing) whose ``[`` is at ``tokens[i]``: where it ends, and what it
+    says of an entry point: ``"numthreads"``, the stage a ``[shader("...")]`` names, or None."""
+    end = _close(tokens, i)
+    inner = tokens[i + 1 : end - 1]
+    if len(inner) >= 2 and inner[0][1] == "[" and inner[-1][1] == "]":
+        inner = inner[1:-1]  # `[[shader("compute")]]`, `[[numthreads(8, 8, 1)]]`
+    prev = tokens[i - 1] if i else ("punct", ";", 0)
+    # `a[i]`, `f(x)[0]`: indexing, no attribute.
+    if (prev[0] in ("ident", "number") and prev[1] not in _NOT_A_TYPE) or prev[1] == ")" or not inner:
+        return end, None
+    if inner[0][1] == "shader":
+        return end, next((t for k, t, _ in inner if k == "string"), "").strip("\"'").strip()
+    return end, "numthreads" if inner[0][1] == "numthreads" else None
+
+
 def _functions(source: str) -> list[_Function]:
     """Functions defined in ``source``, with what their attributes say, in order of appearance."""
     source = "\n".join(source_lines(source))  # Slang's lines: `//` ends at a lone `\r` too
@@ -235,35 +258,28 @@ def _functions(source: str) -> list[_Function]:
     interfaces = {tokens[k + 1][1] for k, t in enumerate(tokens[:-1]) if t[1] == "interface"}
     found: list[_Function] = []
     compute = numthreads = generic = False  # attributes seen since the last declaration ended
-    other, outer = "", tuple[str, ...]()  # another stage; `__generic<T>`'s parameter names
+    other, outer = "", (tuple[str, ...](), frozenset[str]())  # another stage; `__generic<T>`'s parameters
     i = 0
     while i < len(tokens):
         kind, text, at = tokens[i]
         if text == "[" and kind == "punct":
-            end = _close(tokens, i)
-            inner = tokens[i + 1 : end - 1]
-            if len(inner) >= 2 and inner[0][1] == "[" and inner[-1][1] == "]":
-                inner = inner[1:-1]  # `[[shader("compute")]]`, `[[numthreads(8, 8, 1)]]`
-            prev = tokens[i - 1] if i else ("punct", ";", 0)
-            # `a[i]`, `f(x)[0]`: indexing, no attribute.
-            indexing = (prev[0] in ("ident", "number") and prev[1] not in _NOT_A_TYPE) or prev[1] == ")"
-            if not indexing and inner and inner[0][1] == "shader":
-                stage = next((t for k, t, _ in inner if k == "string"), "")
-                compute = compute or stage.strip("\"'").strip() == "compute"
-                other = other or ("" if compute else stage.strip("\"'").strip())
-            elif not indexing and inner and inner[0][1] == "numthreads":
+            end, said = _attribute(tokens, i)
+            if said == "numthreads":
                 numthreads = True
+            elif said is not None:
+                compute = compute or said == "compute"
+                other = other or ("" if compute else said)
             i = end  # other attributes (`[[vk::binding(0)]]`...) say nothing about entry points
             continue
         if kind == "punct" and text in ";{}=":  # a declaration ended, or a body starts
             compute = numthreads = generic = False
-            other, outer = "", ()
+            other, outer = "", ((), frozenset())
             i += 1
             continue
         if text == "__generic" and i + 1 < len(tokens) and tokens[i + 1][1] == "<":
             generic = True  # `__generic<T> void f(...)`
             close = _angle_end(tokens, i + 1)
-            outer = _generic_names(tokens[i + 2 : close - 1]) if close else ()
+            outer = _generic_names(tokens[i + 2 : close - 1]) if close else ((), frozenset())
             i = close or i + 1
             continue
         params = _parameters_at(tokens, i) if kind == "ident" and i > 0 else None
@@ -276,14 +292,12 @@ def _functions(source: str) -> list[_Function]:
                 if after in ("{", ":", "throws", "->") or compute or numthreads or other:
                     line = source.count("\n", 0, at) + 1
                     typed = _existential(tokens[params + 1 : end - 1], interfaces)
-                    names = outer + _generic_names(tokens[i + 2 : params - 1])
-                    found.append(
-                        _Function(
-                            text, compute, numthreads, other, generic or params > i + 1, line, typed, names
-                        )
-                    )
+                    own = _generic_names(tokens[i + 2 : params - 1])
+                    generic = generic or params > i + 1
+                    names = (outer[0] + own[0], outer[1] | own[1])
+                    found.append(_Function(text, compute, numthreads, other, generic, line, typed, *names))
                     compute = numthreads = generic = False
-                    other, outer = "", ()
+                    other, outer = "", ((), frozenset())
                 i = end
                 continue
         i += 1
@@ -369,8 +383,8 @@ def refuse_generic(
         if f is not None:
             what, a, b = "is generic (it has type or value parameters)", "float", "half"
             if len(f.type_params) > 1:  # one argument per parameter: `f<float, 4>`
-                a = ", ".join(["float", *(f"{p}1" for p in f.type_params[1:])])
-                b = ", ".join(["half", *(f"{p}2" for p in f.type_params[1:])])
+                a = ", ".join(_example(f, p, "float", "4") for p in f.type_params)
+                b = ", ".join(_example(f, p, "half", "8") for p in f.type_params)
             if not f.generic:
                 typed = ", ".join(f"`{p}`" for p in f.existential)
                 what = f"takes parameters of an interface type ({typed}), each built for a type that conforms"
@@ -391,6 +405,15 @@ def refuse_generic(
                 f'(`{option_name(HookSettings, "instances")} = {{ {name} = ["{a}", "{b}"] }}`)'
                 + (" (one type per parameter, in order)" if "," in a else ""),
             )
+
+
+def _example(f: _Function, param: str, type_: str, value: str) -> str:
+    """An example argument for a generic parameter: ``value`` for a value parameter; ``type_``
+    for the first type parameter and a placeholder named after any other."""
+    if param in f.value_params:
+        return value
+    types = [p for p in f.type_params if p not in f.value_params]
+    return type_ if types and param == types[0] else f"{param}{'1' if type_ == 'float' else '2'}"
 
 
 def _instances(
