@@ -329,7 +329,11 @@ def _rmsnorm(
     return make
 
 
-def _softmax16(fmt: str, rows: int, cols: int, rng: np.random.Generator, th: Torch) -> Callable[[], Bench]:
+def _softmax(fmt: str, rows: int, cols: int, rng: np.random.Generator, th: Torch) -> Callable[[], Bench]:
+    """softmax in f32, f16 or bf16; f32 through the generic's own name (the rows' names of the
+    non-generic kernel)."""
+    name = "softmax" if fmt == "f32" else f"softmax_{fmt}"
+
     def make() -> Bench:
         x = _held(rng.standard_normal((rows, cols), dtype=F32) * 4, fmt)
         tx = T(x)
@@ -340,11 +344,11 @@ def _softmax16(fmt: str, rows: int, cols: int, rng: np.random.Generator, th: Tor
         if th:
             xx = _torch_held(th, x)
             torch_fn = lambda: th.torch.softmax(xx, dim=-1)  # noqa: E731
-        call = getattr(_kernels("softmax"), f"softmax_{fmt}")
+        call = getattr(_kernels("softmax"), name)
         return Bench(
-            f"softmax.softmax_{fmt}",
+            f"softmax.{name}",
             f"rows={rows} n={cols}",
-            4 * rows * cols,
+            2 * x.itemsize * rows * cols,
             lambda: call(tx),
             {"x": (tx, want)},
             tol=TOL[fmt],
@@ -356,12 +360,36 @@ def _softmax16(fmt: str, rows: int, cols: int, rng: np.random.Generator, th: Tor
 
 def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterator[Factory]:
     """(kernel name, factory): each case's arrays are made (and freed) in turn."""
-    n = sizes["n"]
+    yield from _generic_cases(sizes, rng, th)
+    yield from _pointwise_cases(sizes, rng, th)
+    yield from _row_cases(sizes, rng, th)
+    yield from _gemv_cases(sizes, rng, th)
+    yield from _moe_cases(sizes, rng, th)
+    yield from _moe_step_cases(sizes, rng, th)
 
+
+def _suffix(fmt: str) -> str:
+    """A generic kernel's instance for ``fmt``: f32 through the generic's own name (the rows'
+    names of the non-generic kernel, as before), the others by the instance's."""
+    return "" if fmt == "f32" else f"_{fmt}"
+
+
+def _generic_cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterator[Factory]:
+    """elementwise, rmsnorm and softmax, each in f32, f16 and bf16."""
+    n, (rows, cols) = sizes["n"], sizes["rows"]
     for fmt in ("f32", *HALF_FORMATS):
-        suffix = "" if fmt == "f32" else f"_{fmt}"  # f32 through the generic's own name, as before
         for entry in ("add_inplace", "scaled_add_inplace", "mul_inplace", "silu_mul_inplace"):
-            yield f"elementwise.{entry}{suffix}", _elementwise(entry, fmt, n, rng, th)
+            yield f"elementwise.{entry}{_suffix(fmt)}", _elementwise(entry, fmt, n, rng, th)
+    for fmt in ("f32", *HALF_FORMATS):
+        yield f"rmsnorm.rmsnorm_batch{_suffix(fmt)}", _rmsnorm(False, fmt, rows, cols, rng, th)
+        yield f"rmsnorm.add_rmsnorm_batch{_suffix(fmt)}", _rmsnorm(True, fmt, rows, cols, rng, th)
+    for fmt in ("f32", *HALF_FORMATS):
+        yield f"softmax.softmax{_suffix(fmt)}", _softmax(fmt, rows, cols, rng, th)
+
+
+def _pointwise_cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterator[Factory]:
+    """gelu."""
+    n = sizes["n"]
 
     def gelu() -> Bench:
         x = rng.standard_normal(n, dtype=F32)
@@ -378,34 +406,9 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
 
     yield "gelu.gelu", gelu
 
-    rows, cols = sizes["rows"]
 
-    for fmt in ("f32", *HALF_FORMATS):
-        suffix = "" if fmt == "f32" else f"_{fmt}"  # f32 through the generic's own name, as before
-        yield f"rmsnorm.rmsnorm_batch{suffix}", _rmsnorm(False, fmt, rows, cols, rng, th)
-        yield f"rmsnorm.add_rmsnorm_batch{suffix}", _rmsnorm(True, fmt, rows, cols, rng, th)
-
-    def softmax() -> Bench:
-        x = (rng.standard_normal((rows, cols), dtype=F32) * 4).astype(F32)
-        tx = T(x)
-        e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
-        want = e / e.sum(axis=-1, keepdims=True)
-        torch_fn = None
-        if th:
-            xx = th.tensor(x)
-            torch_fn = lambda: th.torch.softmax(xx, dim=-1)  # noqa: E731
-        return Bench(
-            "softmax.softmax",
-            f"rows={rows} n={cols}",
-            8 * rows * cols,
-            lambda: _kernels("softmax").softmax(tx),
-            {"x": (tx, want)},
-            torch=torch_fn,
-        )
-
-    yield "softmax.softmax", softmax
-    for fmt in HALF_FORMATS:
-        yield f"softmax.softmax_{fmt}", _softmax16(fmt, rows, cols, rng, th)
+def _row_cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterator[Factory]:
+    """rope and argmax."""
 
     def rope() -> Bench:
         tokens, heads, head_dim = sizes["rope"]
@@ -450,6 +453,9 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
 
     yield "argmax.argmax", argmax
 
+
+def _gemv_cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterator[Factory]:
+    """The f32 and Q4_0 GEMVs, at each of the sizes' shapes."""
     for g_rows, g_cols in sizes["gemv"]:
 
         def gemv_f32(g_rows: int = g_rows, g_cols: int = g_cols) -> Bench:
@@ -474,6 +480,10 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
 
     for g_rows, g_cols in sizes["gemv"]:
         yield from gemv_q4_0(rng, th, g_rows, g_cols)
+
+
+def _moe_cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterator[Factory]:
+    """The MoE expert GEMVs."""
 
     def moe_gemv(quant: bool) -> Bench:
         experts, m_rows, m_cols, used = sizes["moe_q4" if quant else "moe_f32"]
@@ -507,6 +517,10 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
 
     yield "moe_gemv.moe_gemv_f32", lambda: moe_gemv(False)
     yield "moe_gemv.moe_gemv_q4_0", lambda: moe_gemv(True)
+
+
+def _moe_step_cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterator[Factory]:
+    """MoE routing, then combining and one FFN step (:func:`_moe_combine_cases`)."""
 
     def moe_route() -> Bench:
         tokens, experts, used = sizes["route"]
@@ -543,6 +557,11 @@ def cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterato
         )
 
     yield "moe_route.moe_route", moe_route
+    yield from _moe_combine_cases(sizes, rng, th)
+
+
+def _moe_combine_cases(sizes: dict[str, Any], rng: np.random.Generator, th: Torch) -> Iterator[Factory]:
+    """MoE combining, then one FFN step of the MoE kernels."""
 
     def moe_combine() -> Bench:
         hidden, tokens, used = sizes["combine"]
@@ -680,6 +699,24 @@ def render(rows: list[Row], header: dict[str, str], base_gb_s: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _baseline(th: Torch, n: int, reps: int) -> tuple[float, str]:
+    """The same-run ceiling of a streaming kernel, in GB/s, and how it was measured: PyTorch's
+    ``a.add_(b)`` on CUDA, else NumPy's ``a += b`` on the host (the ceiling for a CPU device such
+    as lavapipe)."""
+    if th:
+        a, b = th.torch.randn(n, device="cuda"), th.torch.randn(n, device="cuda")
+        gb_s = 12 * n / (th.time_us(lambda: a.add_(b), reps) * 1e3)
+        return gb_s, f"PyTorch a.add_(b) over {n} floats: {gb_s:.0f} GB/s ({th.reason})"
+    x, y = np.ones(n, F32), np.ones(n, F32)
+    times = []
+    for _ in range(max(reps, 5)):
+        start = time.perf_counter()
+        np.add(x, y, out=x)
+        times.append(time.perf_counter() - start)
+    gb_s = 12 * n / (min(times) * 1e9)
+    return gb_s, f"NumPy a += b on the host over {n} floats: {gb_s:.1f} GB/s (PyTorch: {th.reason})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", choices=("auto", "small", "large"), default="auto")
@@ -698,22 +735,7 @@ def main() -> int:
     th = Torch(not args.no_torch)
     rng = np.random.default_rng(0)
 
-    n = sizes["n"]
-    if th:
-        a, b = th.torch.randn(n, device="cuda"), th.torch.randn(n, device="cuda")
-        base_gb_s = 12 * n / (th.time_us(lambda: a.add_(b), reps) * 1e3)
-        baseline = f"PyTorch a.add_(b) over {n} floats: {base_gb_s:.0f} GB/s ({th.reason})"
-        del a, b
-    else:
-        # No CUDA: NumPy's `a += b` on the host, the ceiling for a CPU device such as lavapipe.
-        a, b = np.ones(n, F32), np.ones(n, F32)
-        times = []
-        for _ in range(max(reps, 5)):
-            start = time.perf_counter()
-            np.add(a, b, out=a)
-            times.append(time.perf_counter() - start)
-        base_gb_s = 12 * n / (min(times) * 1e9)
-        baseline = f"NumPy a += b on the host over {n} floats: {base_gb_s:.1f} GB/s (PyTorch: {th.reason})"
+    base_gb_s, baseline = _baseline(th, sizes["n"], reps)
 
     rows: list[Row] = []
     for name, make in cases(sizes, rng, th):

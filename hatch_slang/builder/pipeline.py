@@ -214,7 +214,8 @@ def _parse(
     config: BuildConfig, srcs: list[Source], errors: dict[str, list[HatchSlangError]], *, every: bool = False
 ) -> list[Shader]:
     """The shaders whose comments parsed; the others' problems go into ``errors`` (by file).
-    With ``every`` (all the project's shaders), names the ``instances`` option lists in vain."""
+    With ``every`` (all the project's shaders), the names options ``instances`` and ``constants``
+    give that no entry has (:func:`unused_option_names`)."""
     shaders: list[Shader] = []
     for src in srcs:
         try:
@@ -222,12 +223,12 @@ def _parse(
         except HatchSlangError as e:
             _collect(errors.setdefault(src.rel, []), e)
     if every and not errors:
-        for unused in unused_instances(config, shaders):
+        for unused in unused_option_names(config, shaders):
             _collect(errors.setdefault("", []), unused)
     return shaders
 
 
-def unused_instances(config: BuildConfig, shaders: list[Shader]) -> list[HatchSlangError]:
+def unused_option_names(config: BuildConfig, shaders: list[Shader]) -> list[HatchSlangError]:
     """An error for each entry the ``instances`` option (project-wide, or an override's) lists
     that no shader it applies to has as a generic entry (or one with interface-typed
     parameters), and for each entry's table of option ``constants`` that names no entry of
@@ -412,7 +413,7 @@ def inspect(config: BuildConfig, name: str, *, cache: BuildCache | None = None) 
     specs, _ = checked_specs(config, [shader], errors, strict=False, cache=cache)
     _raise(errors.get(shader.rel, []))
     # What a build would refuse in the options (a name they give that no entry has), said here.
-    unused = unused_instances(config, _parse(config, every, {}))
+    unused = unused_option_names(config, _parse(config, every, {}))
     return replace(specs[0][0], warnings=(*specs[0][0].warnings, *(str(e) for e in unused)))
 
 

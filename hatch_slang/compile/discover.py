@@ -388,13 +388,10 @@ def refuse_generic(
             if not f.generic:
                 typed = ", ".join(f"`{p}`" for p in f.existential)
                 what = f"takes parameters of an interface type ({typed}), each built for a type that conforms"
-                a = ", ".join(
-                    f"TypeA{k}" if len(f.existential) > 1 else "TypeA"
-                    for k in range(1, len(f.existential) + 1)
-                )
-                b = ", ".join(
-                    f"TypeB{k}" if len(f.existential) > 1 else "TypeB"
-                    for k in range(1, len(f.existential) + 1)
+                numbered = len(f.existential) > 1  # one conforming type per parameter
+                a, b = (
+                    ", ".join(f"Type{x}{k if numbered else ''}" for k in range(1, len(f.existential) + 1))
+                    for x in "AB"
                 )
             raise ShaderError(
                 rel,

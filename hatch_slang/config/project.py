@@ -101,9 +101,8 @@ class BuildConfig:
         """The instances the ``instances`` options add to one shader's generic entries: the
         project-wide ones, then every matching override's (a list adds to the list before it)."""
         out = {k: tuple(v) for k, v in self.instances.items()}
-        real = path.resolve()
         for k, override in enumerate(self.overrides):
-            if override.instances and real in self._matching(k):
+            if override.instances and self.applies(k, path):
                 for name, texts in override.instances.items():
                     out[name] = tuple(dict.fromkeys((*out.get(name, ()), *texts)))
         return out
@@ -126,9 +125,8 @@ class BuildConfig:
         """The compile options of one shader: the project-wide ones, then every override whose
         globs match it, in the order they are written (a later define or constant of a name wins)."""
         options = self.compile
-        real = path.resolve()
         for k, override in enumerate(self.overrides):
-            if real in self._matching(k):
+            if self.applies(k, path):
                 defines = {**dict(options.defines), **override.defines}
                 options = replace(
                     options.with_constants(override.constants),

@@ -304,12 +304,11 @@ def read_entry(reflection_json: str, entry: str, spirv: bytes | Module) -> Refle
     all_bindings = [b for b in (_binding(p) for p in _parameters(data)) if b is not None]
     module = read_module(spirv) if isinstance(spirv, bytes) else spirv
     used = used_bindings(module)
+    names = spirv_names(module)
     return ReflectedEntry(
         name=entry,
         threads=(threads + (1, 1, 1))[:3],  # type: ignore[arg-type]
-        bindings=tuple(
-            in_use(b, spirv_names(module)) for b in _merge([b for b in all_bindings if b.key in used])
-        ),
+        bindings=tuple(in_use(b, names) for b in _merge([b for b in all_bindings if b.key in used])),
         used=tuple(sorted(used)),
         constants=_constants(data.get("parameters", [])),
         blocks=_blocks(data.get("parameters", []))

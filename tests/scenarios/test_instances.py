@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -424,3 +425,34 @@ def test_instances_whose_storage_contradicts_the_type_parameter_each_fail_the_bu
         "mis.slang:5: warning: binding `z` gives `T` where its dtype goes, which is no type parameter" in w
         for w in output.warnings
     ), output.warnings
+
+
+def test_two_interface_typed_parameters_without_instances_show_one_type_each(tmp_path: Path) -> None:
+    two = OP.replace("uniform IUnary op)", "uniform IUnary op, uniform IUnary then)").replace(
+        "op.apply(y[t.x])", "then.apply(op.apply(y[t.x]))"
+    )
+    root = _project(tmp_path / "p", {"op.slang": two})
+    with pytest.raises(HatchSlangError) as info:
+        pipeline.build(load_project_config(root))
+    said = str(info.value)
+    assert "`// slang-entries: run<TypeA1, TypeA2> run<TypeB1, TypeB2>`" in said, said
+    assert said.endswith("(one type per parameter, in order)")
+
+
+def test_show_gives_each_instance_s_dtype_and_the_keywords_that_pick(types: BuiltPackage) -> None:
+    def show(name: str) -> dict[str, Any]:
+        result = CliRunner().invoke(main, ["show", "--root", str(types.root), "--json", name])
+        assert result.exit_code == 0, result.output
+        return dict(json.loads(result.output[result.output.index("{") :]))
+
+    axpy = show("instances_axpy")
+    x = next(b for b in axpy["bindings"] if b["name"] == "x")
+    assert x["dtypes"] == ["f32", "f16", "bf16"]
+    push = [b["register"] for b in axpy["bindings"] if b["role"] == "params"]
+    assert push == ["push"]  # the push-constant block has no register
+    [g] = show("instances_chain")["generics"]
+    assert g["keywords"] == ["first", "then"]
+    text = CliRunner().invoke(main, ["show", "--root", str(types.root), "instances_chain"]).output
+    assert "`instances_chain` picks one by its keywords `first=`, `then=`" in text
+    text = CliRunner().invoke(main, ["show", "--root", str(types.root), "instances_axpy"]).output
+    assert "f32 | f16 | bf16 [n]" in text

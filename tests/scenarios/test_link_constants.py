@@ -279,6 +279,10 @@ def test_a_table_for_no_entry_fails_the_build(tmp_path: Path) -> None:
         HatchSlangError, match=r"option `constants` has a table for `kk`, which is no entry of a shader"
     ):
         build(root)
+    # `show` builds one shader: it says so as a warning.
+    shown = CliRunner().invoke(main, ["show", "--root", str(root), "k"])
+    assert shown.exit_code == 0, shown.output
+    assert "warning: option `constants` has a table for `kk`, which is no entry" in shown.output
     root = project(tmp_path / "b", KERNEL, 'constants = { SCALE = 1.0, "k<half>" = { BLOCK = 1 } }')
     with pytest.raises(
         HatchSlangError, match=r"`k<half>` is no entry name \(an entry's name as its wrapper is called"

@@ -95,3 +95,17 @@ def test_show_without_a_dispatch_line_says_the_caller_passes_grid(project: Path)
     assert entry["grid"] is None and entry["grid_from"] == "caller (grid=)"
     grid = {"name": "grid", "kind": "grid=(x, y, z)", "from": "caller (no Dispatch line)"}
     assert entry["arguments"][-1] == grid
+
+
+def test_sizes_read_off_the_arrays_are_no_arguments(project: Path) -> None:
+    """A size in a shape that no params field holds is read off the arrays: `show` lists it apart
+    from the arguments, which the wrapper takes (it has no parameter of that name)."""
+    path = project / "shaders" / "k.slang"
+    path.write_text(path.read_text().replace("//   t0: x  f32, [n]", "//   t0: x  f32, [n][m]"))
+    result = CliRunner().invoke(main, ["show", "k", "--root", str(project), "--json"])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["entries"]
+    assert entry["sizes"] == [{"name": "m", "of": "x", "from": "comment line 4"}]
+    assert "m" not in {a["name"] for a in entry["arguments"]}
+    text = CliRunner().invoke(main, ["show", "k", "--root", str(project)]).stdout
+    assert "  sizes read off the arrays (no arguments): m (of x)" in text
