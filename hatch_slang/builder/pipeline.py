@@ -23,6 +23,7 @@ from hatch_slang.builder.output import Drift as Drift
 from hatch_slang.builder.output import drift as drift
 from hatch_slang.builder.output import generated_files as generated_files
 from hatch_slang.builder.output import write_output as write_output
+from hatch_slang.codegen import torch_ops
 from hatch_slang.codegen import wrappers as codegen
 from hatch_slang.compile.cache import BuildCache, default_cache_dir
 from hatch_slang.compile.compiler import CompileJob, CompileResult, CompilerPool, compiler_fingerprint
@@ -308,13 +309,14 @@ def _specs(
 
 
 def _generate(
-    spec: ShaderSpec, templates: codegen.Templates, result: CompileResult, root: Path
+    spec: ShaderSpec, templates: codegen.Templates, result: CompileResult, config: BuildConfig
 ) -> ShaderOutput:
     module = spec.shader.module
-    files = {f"{module}.py": codegen.render_module(spec, templates).encode()}
+    ns = torch_ops.namespace(config.package, module) if config.torch_ops else None
+    files = {f"{module}.py": codegen.render_module(spec, templates, ns).encode()}
     for entry in spec.entries:
         files[codegen.spv_name(module, entry.name)] = entry.spirv
-    warnings = (*spec.warnings, *_outside_includes(spec.shader, result, root))
+    warnings = (*spec.warnings, *_outside_includes(spec.shader, result, config.root))
     return ShaderOutput(module, files, codegen.manifest_entry(spec), warnings, result.compiler)
 
 
@@ -370,7 +372,7 @@ def build(
     specs, compiled = checked_specs(
         config, shaders, errors, strict=config.strict, cache=cache, progress=progress
     )
-    outputs = {spec.shader.rel: _generate(spec, templates, result, config.root) for spec, result in specs}
+    outputs = {spec.shader.rel: _generate(spec, templates, result, config) for spec, result in specs}
     _raise([e for rel in sorted(errors, key=lambda r: PurePosixPath(r).parts) for e in errors[rel]])
     built = [outputs[s.rel] for s in chosen]
 

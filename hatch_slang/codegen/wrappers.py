@@ -24,7 +24,7 @@ from slangrt.dtypes import DTYPES
 from slangrt.spirv import SpecConstant
 
 from hatch_slang import __version__
-from hatch_slang.codegen import generics, images, layout, structs
+from hatch_slang.codegen import generics, images, layout, structs, torch_ops
 from hatch_slang.config.settings import TEMPLATE_FILES, HookSettings, option_name, where
 from hatch_slang.errors import ConfigError, ShaderError
 from hatch_slang.spec.model import (
@@ -117,18 +117,34 @@ def _default_template(name: str) -> str:
     return (Path(__file__).resolve().parents[2] / "templates" / name).read_text(encoding="utf-8")
 
 
+# The module-level name of a module's torch custom ops (option `torch-ops`).
+TORCH_OPS = "torch_ops"
+
+
 def spv_name(module: str, entry: str) -> str:
     return f"{module}.{entry}.spv"
 
 
-def render_module(spec: ShaderSpec, templates: Templates) -> str:
+def render_module(spec: ShaderSpec, templates: Templates, torch_namespace: str | None = None) -> str:
+    """The wrapper module of ``spec``; ``torch_namespace``: its wrappers are torch custom ops
+    too, in that namespace (option ``torch-ops``: the module's ``torch_ops``)."""
     own = Names.of(spec)
     functions = "".join(_render_function(spec, e, templates, own) for e in spec.entries)
     functions += "".join(
         generics.render(p, spec.shader.module, lambda e: _parameters(e, own.own), own.own, own.helpers)
         for p in own.pickers
     )
-    names = _list_items([_lit(n) for n in own.functions] + [_lit(n) for n in own.structs.values()])
+    exported = [*own.functions, *own.structs.values()]
+    if torch_namespace is not None:
+        if TORCH_OPS in own.taken:
+            raise ShaderError(
+                spec.shader.rel,
+                None,
+                f"option `torch-ops` names the module's torch ops `{TORCH_OPS}`, which an entry or an "
+                "argument of it is called too; rename it",
+            )
+        exported.append(TORCH_OPS)
+    names = _list_items([_lit(n) for n in exported])
     text = templates.module.substitute(
         version=__version__,
         api=WRAPPER_API,
@@ -151,6 +167,8 @@ def render_module(spec: ShaderSpec, templates: Templates) -> str:
             for (_, s), name in own.samplers.items()
         )
     text += structs.definitions(list(own.structs), own.structs, own.own["np"], spec.shader.module)
+    if torch_namespace is not None:
+        text += torch_ops.render(spec.entries, own.pickers, own.helpers, TORCH_OPS, torch_namespace, _lit)
     try:  # a last guard: a module that cannot be imported must never be written
         tree = ast.parse(text, f"{spec.shader.module}.py")
     except SyntaxError as e:

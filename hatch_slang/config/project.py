@@ -91,6 +91,7 @@ class BuildConfig:
     warnings: tuple[str, ...] = ()
     # Project-wide instances of generic entries: entry -> type-argument texts (`"half, 4"`).
     instances: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    torch_ops: bool = False  # each module's wrappers as torch custom ops too (option `torch-ops`)
     _matches: dict[int, frozenset[Path]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -425,6 +426,7 @@ def parse_config(root: Path, raw: Mapping[str, Any]) -> BuildConfig:
         ).with_constants(settings.constants),
         templates=templates,
         strict=settings.strict,
+        torch_ops=settings.torch_ops,
         overrides=overrides,
         warnings=tuple(warnings),
         instances=dict(settings.instances),

@@ -171,6 +171,11 @@ class HookSettings:
     strict: bool = option(
         True, doc="comment/reflection disagreements fail the build (else: warnings, reflection wins)"
     )
+    torch_ops: bool = option(
+        False,
+        doc="each generated module gets `torch_ops`: its wrappers as torch custom ops "
+        "(`torch.library.custom_op`, registered on first use), opaque to `torch.compile`",
+    )
 
 
 Model = TypeVar("Model")

@@ -60,6 +60,10 @@ class Settings:
     host_import: bool = False
     #: SLANGRT_STAGING=1: staging transfers even where device memory is host-visible.
     staging: bool = False
+    #: SLANGRT_CUDA: memory and semaphores shared with CUDA. "auto" (unset): on an NVIDIA device
+    #: where ``cuda.bindings`` is installed (the ``[cuda]`` extra); "1": exportable wherever the
+    #: device has the extensions; "0": never.
+    cuda: str = "auto"
 
     @property
     def timeout_ns(self) -> int:
@@ -108,6 +112,15 @@ def _copy_threads(env: Mapping[str, str]) -> int:
     return 1 if cpus < 4 else min(16, cpus)
 
 
+def _cuda(env: Mapping[str, str]) -> str:
+    raw = env.get("SLANGRT_CUDA", "").strip().lower()
+    if raw in ("", "auto"):
+        return "auto"
+    if raw in ("1", "0"):
+        return raw
+    raise SlangRTError(f"SLANGRT_CUDA={raw!r}: expected auto, 1 or 0")
+
+
 def read(env: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``env`` (default ``os.environ``); SlangRTError for a malformed number."""
     e = os.environ if env is None else env
@@ -127,6 +140,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         copy_threads=_copy_threads(e),
         host_import=_flag(e, "SLANGRT_HOST_IMPORT"),
         staging=_flag(e, "SLANGRT_STAGING"),
+        cuda=_cuda(e),
     )
 
 

@@ -53,6 +53,9 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   names (``op="Square"``); another value is a ``TypeError`` listing the types. With several
   such parameters, ``keyword`` and ``value`` are tuples (their names, the values given) and each
   choice's types a tuple, one type each. Added in API 2.
+- :class:`TorchOps` ``(namespace, specs)``: a module's wrappers as torch custom ops (the hook
+  option ``torch-ops``; ``specs``: ``(name, wrapper, schema, mutated arguments)`` each),
+  registered on first use (``slangrt._cuda._ops``). Added in API 2.
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
@@ -64,6 +67,7 @@ from __future__ import annotations
 from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
 from ._calls._lastcall import LastCall
 from ._calls._pick import choose, pick
+from ._cuda._ops import TorchOps
 
 API_VERSION = 2
 
@@ -71,6 +75,7 @@ __all__ = [
     "API_VERSION",
     "Dims",
     "LastCall",
+    "TorchOps",
     "WrapperAPIError",
     "ceil",
     "choose",

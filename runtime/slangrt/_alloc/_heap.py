@@ -48,13 +48,25 @@ def _block_size(slot: int) -> int:
 # -- blocks and allocations --------------------------------------------------------------------
 
 
-def _create_buffer(core: Core, size: int, what: str) -> Any:
+def _create_buffer(core: Core, size: int, what: str, export: bool = False) -> Any:
     vk = _vk.vk()
     ffi = vk.ffi
+    external = (
+        ffi.new(
+            "VkExternalMemoryBufferCreateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+                "handleTypes": vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+            },
+        )
+        if export
+        else ffi.NULL
+    )
     info = ffi.new(
         "VkBufferCreateInfo*",
         {
             "sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+            "pNext": external,
             "size": size,
             "usage": core.buffer_usage,
             "sharingMode": vk.VK_SHARING_MODE_EXCLUSIVE,
@@ -67,9 +79,11 @@ def _create_buffer(core: Core, size: int, what: str) -> Any:
     return out_buffer[0]
 
 
-def _allocate_memory(core: Core, buffer: Any, type_index: int, size: int, what: str) -> Any:
+def _allocate_memory(
+    core: Core, buffer: Any, type_index: int, size: int, what: str, export: bool = False
+) -> tuple[Any, int]:
     """Memory of type ``type_index`` for ``buffer`` (with device addresses where the device
-    has them)."""
+    has them; ``export``: exportable as an opaque fd), and its size."""
     vk = _vk.vk()
     ffi = vk.ffi
     lib = vk.lib
@@ -77,16 +91,28 @@ def _allocate_memory(core: Core, buffer: Any, type_index: int, size: int, what: 
     lib.vkGetBufferMemoryRequirements(core.handle, buffer, req)
     if not req.memoryTypeBits & (1 << type_index):
         raise MemoryError(f"memory type {type_index} cannot hold a buffer for {what}")
+    exported = (
+        ffi.new(
+            "VkExportMemoryAllocateInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
+                "handleTypes": vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+            },
+        )
+        if export
+        else ffi.NULL
+    )
     flags = (
         ffi.new(
             "VkMemoryAllocateFlagsInfo*",
             {
                 "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+                "pNext": exported,
                 "flags": _MEMORY_ALLOCATE_DEVICE_ADDRESS,
             },
         )
         if core.device_address
-        else ffi.NULL
+        else exported
     )
     alloc = ffi.new(
         "VkMemoryAllocateInfo*",
@@ -103,15 +129,29 @@ def _allocate_memory(core: Core, buffer: Any, type_index: int, size: int, what: 
         raise _vk.error_for(
             _vk.result_name(result), f"allocating {req.size} bytes of device memory for {what}", size
         )
-    return out_memory[0]
+    return out_memory[0], int(req.size)
 
 
 class Block:
     """One ``VkDeviceMemory`` with one ``VkBuffer`` over all of it, mapped if host-visible."""
 
-    __slots__ = ("address", "buffer", "free_slots", "memory", "serial", "size", "slot", "used", "view")
+    __slots__ = (
+        "address",
+        "buffer",
+        "free_slots",
+        "memory",
+        "memory_size",
+        "serial",
+        "shared",
+        "size",
+        "slot",
+        "used",
+        "view",
+    )
 
-    def __init__(self, core: Core, type_index: int, size: int, mapped: bool, what: str) -> None:
+    def __init__(
+        self, core: Core, type_index: int, size: int, mapped: bool, what: str, export: bool = False
+    ) -> None:
         vk = _vk.vk()
         lib = vk.lib
         handle = core.handle
@@ -124,9 +164,15 @@ class Block:
         self.buffer: Any = None
         self.memory: Any = None
         self.view: np.ndarray[Any, np.dtype[np.uint8]] | None = None
+        self.memory_size = 0  # the VkDeviceMemory's size (what CUDA imports)
+        # Where exportable (``export``): False until CUDA imports it, then the import
+        # (``slangrt._cuda``: ``close()`` frees it, before the memory goes).
+        self.shared: Any = False if export else None
         try:
-            self.buffer = _create_buffer(core, size, what)
-            self.memory = _allocate_memory(core, self.buffer, type_index, size, what)
+            self.buffer = _create_buffer(core, size, what, export)
+            self.memory, self.memory_size = _allocate_memory(
+                core, self.buffer, type_index, size, what, export
+            )
             _vk.check(
                 lib.vkBindBufferMemory(handle, self.buffer, self.memory, 0), f"binding memory for {what}"
             )
@@ -152,6 +198,9 @@ class Block:
 
     def destroy(self, core: Core) -> None:
         self.view = None
+        shared, self.shared = self.shared, None
+        if shared:
+            shared.close()  # CUDA's mapping of it first
         if not core.alive:
             return  # vkDestroyDevice released everything made from it
         lib = _vk.vk().lib
@@ -310,8 +359,12 @@ def bind_range(alloc: Allocation, nbytes: int) -> int:
 class Heap:
     """Allocations of one kind of memory on one device."""
 
-    def __init__(self, core: Core, queue: Queue, kind: Kind, type_index: int, mapped: bool) -> None:
+    def __init__(
+        self, core: Core, queue: Queue, kind: Kind, type_index: int, mapped: bool, export: bool = False
+    ) -> None:
         self._core = core
+        #: Blocks are exportable to CUDA as opaque fds (``slangrt._cuda``).
+        self.export = export
         self._queue = queue
         self.kind = kind
         self.type_index = type_index
@@ -367,7 +420,7 @@ class Heap:
         return Allocation(self, block, 0, slot, nbytes)
 
     def _new_block(self, size: int, what: str) -> Block:
-        return Block(self._core, self.type_index, size, self.mapped, what)
+        return Block(self._core, self.type_index, size, self.mapped, what, self.export)
 
     def release(self, alloc: Allocation) -> None:
         core = self._core

@@ -190,7 +190,7 @@ class Memory:
         # Direct mode: tensors are mapped and read and written by the host in place.
         self.direct = direct is not None
         self.host_cached = bool(memory_types[host_type] & cached)
-        self.device = Heap(core, queue, "device", device_type, mapped=self.direct)
+        self.device = Heap(core, queue, "device", device_type, mapped=self.direct, export=core.export_memory)
         self.host = Heap(core, queue, "host", host_type, mapped=True)
         self.params = Params(self.host)
         self.memory_types = memory_types  # each type's property flags (images choose: ``_images``)

@@ -13,6 +13,7 @@ import array
 import math
 import operator
 import struct
+import sys as _sys
 import threading
 from collections.abc import Mapping
 from fractions import Fraction
@@ -238,7 +239,7 @@ def pack(
 class Dims:
     """Dimension names bound while checking one call's arguments."""
 
-    __slots__ = ("descriptors", "kernel", "pointers", "shapes", "values", "writebacks", "written")
+    __slots__ = ("cuda", "descriptors", "kernel", "pointers", "shapes", "values", "writebacks", "written")
 
     def __init__(self, kernel: str) -> None:
         self.kernel = kernel
@@ -250,6 +251,7 @@ class Dims:
         self.written: list[tuple[str, Bound]] = []  # the arguments for written bindings
         self.pointers: list[tuple[str, Tensor]] = []  # tensors passed to pointer parameters
         self.descriptors = False  # an image, sampler or texel buffer was checked (never kept)
+        self.cuda: Any = None  # the call's torch CUDA arguments (slangrt._cuda._call.CudaCall)
 
     def _err(self, msg: str) -> str:
         return f"{self.kernel}(): {msg}"
@@ -385,7 +387,7 @@ class Dims:
             got_dtype, got_shape = value._dtype, value._shape  # native byte order, always
         else:
             if not isinstance(value, Tensor | np.ndarray):
-                value = self._host_array(name, value, writable)
+                value = self._other_array(name, value, writable)
             got_dtype, got_shape = value.dtype, value.shape
         if dtype is not None:
             self._check_dtype(name, dtype, got_dtype)
@@ -556,6 +558,18 @@ class Dims:
                 )
             )
 
+    def _other_array(self, name: str, value: object, writable: bool) -> npt.NDArray[Any] | Tensor:
+        """A torch CUDA tensor as the slangrt tensor it binds as (``slangrt._cuda``), else a
+        host array."""
+        torch = _sys.modules.get("torch")
+        if torch is not None and isinstance(value, torch.Tensor) and value.is_cuda:
+            from .._cuda._call import CudaCall
+
+            if self.cuda is None:
+                self.cuda = CudaCall(self.kernel, value)
+            return self.cuda.bind(name, value, writable)  # type: ignore[no-any-return]
+        return self._host_array(name, value, writable)
+
     def _host_array(self, name: str, value: object, writable: bool) -> npt.NDArray[Any]:
         """A NumPy array over another host array's memory (no copy), else a TypeError."""
         tp = type(value)
@@ -672,9 +686,14 @@ class Dims:
                         )
                     )
                 refs.append(t)
-        kernel.dispatch(buffers, grid, push, refs)
+        if self.cuda is not None:
+            self.cuda.run(kernel, lambda k: k.dispatch(buffers, grid, push, refs))
+        else:
+            kernel.dispatch(buffers, grid, push, refs)
         for original, copy in self.writebacks:
             original[...] = copy
+        if self.cuda is not None:
+            return
         if last is not None and push is None and not refs and not self.writebacks and not self.descriptors:
             last.keep(args, scalars, kernel, buffers, grid)
 

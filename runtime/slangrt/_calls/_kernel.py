@@ -169,6 +169,7 @@ class Kernel:
         #: The specialization constants' values this kernel was made with (by name; {}: defaults).
         self.constants: Mapping[str, bool | int | float] = spec.values if spec else {}
         self._specialized: dict[Any, Kernel] = {}
+        self._on: dict[int, Kernel] = {}  # this kernel on other devices (``on``)
         self.name = sig.name
         self.entry = sig.entry
         self.bindings: tuple[BindingSpec, ...] = sig.bindings
@@ -227,6 +228,27 @@ class Kernel:
             if len(self._specialized) >= _SPECIALIZED:
                 del self._specialized[next(iter(self._specialized))]
             return self._specialized.setdefault(key, k)
+
+    def on(self, device: Device) -> Kernel:
+        """This kernel on ``device`` (itself if it runs there; else made once per device and
+        kept): a call on torch tensors runs on their GPU's device."""
+        if device is self.device:
+            return self
+        with self._lock:
+            found = self._on.get(id(device))
+            if found is None or found.device is not device:
+                threads, base = self._base
+                found = self._on[id(device)] = Kernel(
+                    self._sig.spirv,
+                    self.entry,
+                    self.bindings,
+                    threads,
+                    device=device,
+                    name=self.name,
+                    push_size=self.push_size,
+                    constants=base or None,
+                )
+            return found
 
     @property
     def device(self) -> Device:

@@ -95,8 +95,17 @@ def _dtypes(arrays: Sequence[str], args: Sequence[object], kwargs: Mapping[str, 
             found[a] = value._dtype
         else:
             dtype = getattr(value, "dtype", None)
-            found[a] = dtype if isinstance(dtype, np.dtype) else None
+            found[a] = dtype if isinstance(dtype, np.dtype) else _foreign(dtype)
     return found
+
+
+def _foreign(dtype: object) -> np.dtype[Any] | None:
+    """The NumPy dtype of another library's dtype (torch's: ``torch.float16``), else None."""
+    if dtype is None or type(dtype).__module__ != "torch":
+        return None
+    from .._cuda._call import numpy_dtype_of
+
+    return numpy_dtype_of(dtype)
 
 
 def _takes(want: str | None, got: Any) -> bool:

@@ -10,6 +10,7 @@ far (at once), and closing the device destroys everything newest first.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +27,12 @@ from .._vulkan._instance import DeviceInfo, Instance, Probe, compute_queue_famil
 from .._vulkan._pcache import PipelineCache
 from .._vulkan._queue import Queue
 
-__all__ = ["Parts", "open_device"]
+__all__ = ["Parts", "cuda_wanted", "open_device"]
 
 _DEVICE_EXTENSIONS_WANTED = ("VK_KHR_portability_subset",)  # required where present
+_MEMORY_FD = "VK_KHR_external_memory_fd"
+_SEMAPHORE_FD = "VK_KHR_external_semaphore_fd"
+_NVIDIA = 0x10DE
 # Not defined by the ``vulkan`` package.
 _BUFFER_USAGE_SHADER_DEVICE_ADDRESS = 0x20000
 
@@ -61,6 +65,9 @@ def open_device(owner: object, instance: Instance, info: DeviceInfo) -> Parts:
         )
     extensions, host_import = _extensions(pd, info, probe)
     core = _create_core(pd, info, probe, family, extensions)
+    # Memory and semaphores CUDA can import (slangrt.cuda): exportable from the start.
+    core.export_memory = _MEMORY_FD in extensions
+    core.export_semaphore = _SEMAPHORE_FD in extensions
     # From here on the finalizer frees whatever was made; if the rest fails, at once.
     finalizer = weakref.finalize(owner, core.destroy)
     try:
@@ -94,7 +101,23 @@ def _extensions(pd: Any, info: DeviceInfo, probe: Probe) -> tuple[list[str], boo
     host_import = "VK_EXT_external_memory_host" in dev_exts
     if host_import:
         extensions.append("VK_EXT_external_memory_host")
+    if cuda_wanted(info):
+        extensions += [e for e in (_MEMORY_FD, _SEMAPHORE_FD) if e in dev_exts and e not in extensions]
     return extensions, host_import
+
+
+def cuda_wanted(info: DeviceInfo) -> bool:
+    """Whether the device's memory and semaphores are made exportable to CUDA (SLANGRT_CUDA):
+    by default on an NVIDIA device where ``cuda.bindings`` (the ``[cuda]`` extra) is installed."""
+    mode = _settings.get().cuda
+    if mode != "auto":
+        return mode == "1"
+    if info.vendor_id != _NVIDIA:
+        return False
+    try:
+        return importlib.util.find_spec("cuda.bindings") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _create_core(pd: Any, info: DeviceInfo, probe: Probe, family: int, extensions: list[str]) -> Core:

@@ -25,7 +25,7 @@ from ..dtypes import DTYPES
 from ._device import Device
 from ._device import device as default_device
 
-__all__ = ["Tensor"]
+__all__ = ["Tensor", "storage_view"]
 
 
 def _normalize_shape(shape: SupportsIndex | Sequence[SupportsIndex]) -> tuple[int, ...]:
@@ -104,6 +104,27 @@ def _index_key(key: object) -> tuple[object, ...]:
 def _bytes_of(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.uint8]]:
     """A flat uint8 view of a C-contiguous array (0-d and empty arrays included)."""
     return arr.reshape(-1).view(np.uint8)
+
+
+def storage_view(
+    storage: _Storage, dev: Device, start: int, shape: tuple[int, ...], dtype: np.dtype[Any]
+) -> Tensor:
+    """A tensor of ``shape`` and ``dtype`` over ``storage``'s bytes from ``start`` (its memory seen
+    again from a CUDA address: ``slangrt._cuda``)."""
+    t = object.__new__(Tensor)
+    parts = dev.parts
+    core = parts.core
+    t._shape = shape
+    t._dtype = dtype
+    t._device = dev
+    t._core = core
+    t._memory = parts.memory
+    t._size = math.prod(shape)
+    t._nbytes = t._size * dtype.itemsize
+    t._offset = start
+    t._alloc = View(storage.alloc, start, t._nbytes, core.storage_align, core.uniform_align)
+    t._storage = storage
+    return t
 
 
 class Tensor:
@@ -236,13 +257,22 @@ class Tensor:
 
     @classmethod
     def from_dlpack(cls, x: Any, device: Device | None = None) -> Tensor:
-        """A new tensor holding a copy of ``x``, any object with ``__dlpack__`` whose memory the
-        host can read (NumPy, PyTorch or JAX CPU arrays, another host-visible tensor)."""
+        """A tensor of ``x``, any object with ``__dlpack__``.
+
+        A CUDA array (a torch CUDA tensor, say; ``slangrt.cuda``) is the same memory where it
+        is in slangrt's shared memory (made by ``slangrt.cuda.empty`` or seen through
+        ``torch.from_dlpack``), else a copy made on the GPU; either way this returns once the
+        work queued on it so far is done. A host array (NumPy, PyTorch or JAX CPU arrays,
+        another host-visible tensor) is copied."""
         if not hasattr(x, "__dlpack__"):
             raise TypeError(
                 f"Tensor.from_dlpack takes an object with __dlpack__, got {type(x).__name__} "
                 "(for other arrays use Tensor.from_numpy)"
             )
+        if not isinstance(x, Tensor) and hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] == 2:
+            from .._cuda import _tensors
+
+            return _tensors.from_cuda(x, device)  # type: ignore[no-any-return]
         return cls.from_numpy(x.numpy() if isinstance(x, Tensor) else np.from_dlpack(x), device)
 
     # -- views -------------------------------------------------------------------------------
@@ -365,8 +395,15 @@ class Tensor:
     # -- DLPack ------------------------------------------------------------------------------
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        # kDLCPU where the host reads the tensor in place (lavapipe, integrated GPUs); else
-        # kDLVulkan, which __dlpack__ cannot export to host consumers.
+        # kDLCUDA where CUDA shares the device's memory (slangrt.cuda); else kDLCPU where the
+        # host reads the tensor in place (lavapipe, integrated GPUs); else kDLVulkan, which
+        # __dlpack__ cannot export.
+        if self._core.export_memory:
+            from .._cuda import _tensors
+
+            got = _tensors.dlpack_device(self)
+            if got is not None:
+                return got
         return (1, 0) if self._memory.direct else (7, self._device.info.index)
 
     def __dlpack__(
@@ -377,13 +414,23 @@ class Tensor:
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
     ) -> Any:
-        """Export the tensor's memory in place where the host can map it (``np.from_dlpack``).
+        """Export the tensor's memory in place: to CUDA (``torch.from_dlpack``: a CUDA tensor
+        over the same memory) where the device shares memory with CUDA (``slangrt.cuda``), else
+        to the host where it can map the memory (``np.from_dlpack``).
 
-        Waits for the work submitted on the tensor first. The consumer's array shares the
-        memory (and keeps it alive) but is not ordered with later kernels: synchronize before
-        reading what they write. Raises ``BufferError`` where the memory is not host-visible
-        (discrete GPUs): use :meth:`numpy` there.
+        To CUDA, the consumer's ``stream`` waits on the GPU for the kernels submitted on the
+        tensor so far; to the host, the export waits for them. Either way the consumer's array
+        shares the memory (and keeps it alive) but is not ordered with later kernels called on
+        this Tensor: pass the torch tensor to the wrappers instead (ordered with torch's
+        stream), or synchronize. Raises ``BufferError`` where neither can see the memory: use
+        :meth:`numpy` there.
         """
+        if self._core.export_memory and (dl_device is None or dl_device[0] == 2):
+            from .._cuda import _tensors
+
+            interop = _tensors.interop_of(self)
+            if interop is not None:
+                return _tensors.export(self, interop, stream, max_version)
         alloc = self._allocation()
         if not self._memory.direct:
             raise BufferError(

@@ -86,6 +86,9 @@ class Core:
         self.buffer_usage = 0
         # Buffers are made with VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT (bufferDeviceAddress on).
         self.device_address = False
+        # Device memory and the queue's semaphore exportable as opaque fds (slangrt.cuda).
+        self.export_memory = False
+        self.export_semaphore = False
         self.push_descriptor: Any = None  # vkCmdPushDescriptorSetKHR
         self.validation = False
         self.check_validation: Callable[[], None] = _no_validation

@@ -61,6 +61,9 @@ class DeviceInfo:
     # version ("Vulkan 1.3"); sorted. Empty for a device slangrt cannot use.
     features: tuple[str, ...] = ()
     max_push_constants_size: int = 0
+    #: The device's UUID (VkPhysicalDeviceIDProperties.deviceUUID) as 32 hex digits, the same
+    #: as CUDA's for the same GPU ("" where the driver does not say).
+    uuid: str = ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,14 +374,19 @@ def _describe(index: int, pd: Any) -> tuple[DeviceInfo, Probe | None]:
     ffi = vk.ffi
     props = vk.vkGetPhysicalDeviceProperties(pd)
     driver = ""
+    uuid = ""
     if _version_tuple(props.apiVersion)[:2] >= (1, 2):
         # Raw structs for the pNext chain: the package's constructors would not keep it alive.
         driver_props = ffi.new("VkPhysicalDeviceDriverProperties*")
         driver_props.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES
+        id_props = ffi.new("VkPhysicalDeviceIDProperties*")
+        id_props.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES
+        driver_props.pNext = id_props
         props2 = ffi.new("VkPhysicalDeviceProperties2*")
         props2.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
         props2.pNext = driver_props
         vk.lib.vkGetPhysicalDeviceProperties2(pd, props2)
+        uuid = bytes(ffi.buffer(id_props.deviceUUID, 16)).hex()
         name = ffi.string(driver_props.driverName).decode("utf-8", "replace")
         info = ffi.string(driver_props.driverInfo).decode("utf-8", "replace")
         driver = f"{name} {info}".strip()
@@ -422,6 +430,7 @@ def _describe(index: int, pd: Any) -> tuple[DeviceInfo, Probe | None]:
         max_storage_buffer_range=int(limits.maxStorageBufferRange),
         features=tuple(sorted(probe.tokens)) if probe is not None else (),
         max_push_constants_size=int(limits.maxPushConstantsSize),
+        uuid=uuid,
     )
     return info, probe
 

@@ -29,7 +29,8 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from .._errors import DeviceLostError, DispatchTimeoutError, SlangRTError
@@ -49,6 +50,8 @@ _KEEP_MAX = 64
 _clock = time.perf_counter
 # Semaphore reads between two looks at the clock while a wait polls.
 _POLLS = range(16)
+# How often the keeper thread looks for a serial promised to CUDA and never submitted.
+_KEEPER_S = 0.02
 
 
 def _used(owner: Any, uses: Sequence[Any], serial: int) -> None:  # (see Queue.submit)
@@ -80,7 +83,7 @@ class Queue:
         self.timeout_ns = timeout_ns
         self.spin_s = spin_s
         self.delay_s = delay_s
-        self.semaphore: Any = _vk.create_timeline_semaphore(handle)
+        self.semaphore: Any = _vk.create_timeline_semaphore(handle, core.export_semaphore)
         self._semaphores = ffi.new("VkSemaphore[1]", [self.semaphore])
         # One submit info, refilled under the lock for every submission (its command buffers
         # pointer set to the caller's array), and the arrays it points into.
@@ -122,6 +125,13 @@ class Queue:
         self._seq = itertools.count()
         # The thread in _flush_locked, else 0 (see wait(): a finalizer run there; and submit()).
         self._flusher = 0
+        # The submit info of a submission that waits on a semaphore (_waiting_info); the last
+        # serial promised to CUDA, and the thread that keeps such promises (see waiting).
+        self._waiting: tuple[Any, ...] | None = None
+        self._promised = 0
+        self._empty_info: tuple[Any, ...] | None = None  # an empty submission's (_keep_promise_locked)
+        self._keeper: threading.Thread | None = None
+        self._stop_keeper = threading.Event()
         if delay_s > 0.0:  # (made here, not under the lock by a call: see _flusher)
             self._start_helper()
 
@@ -135,6 +145,8 @@ class Queue:
         core = self._core
         if core.lost or core.closed:
             core.check_usable()
+        if getattr(self._local, "wait", None) is not None:
+            return self._submit_waiting(command_buffers, what, owner, uses)
         # Straight to the driver under self._lock alone while nothing is kept and no flush is
         # under way (_flusher: a flush submits without self._lock); else in order after them,
         # under self._submit_lock too. (``with``: an interrupt can't leave a lock held.)
@@ -158,6 +170,8 @@ class Queue:
         core = self._core
         if core.lost or core.closed:
             core.check_usable()
+        if getattr(self._local, "wait", None) is not None:
+            return self._submit_waiting(variant.command_buffers, what, variant, uses, variant, key)
         delay = self.delay_s
         # Kept while a burst goes on: the queue not quiet for `delay` and the caller not waiting
         # for each call (all earlier work seen finished: every microsecond counts there).
@@ -180,6 +194,164 @@ class Queue:
             self._flush_locked()
         return serial
 
+    @contextmanager
+    def waiting(self, semaphore: Any, value: int, promise: Callable[[int], None]) -> Iterator[None]:
+        """Inside the block, every submission of this thread waits on the GPU for the timeline
+        ``semaphore`` to reach ``value`` (one signalled by CUDA: ``slangrt._cuda``; None: waits
+        for nothing), and is handed to the driver at once (never kept), after whatever was kept
+        before it.
+
+        ``promise(serial)`` is called with each such submission's serial just before the driver
+        gets it (a CUDA stream made to wait for it). From then on the serial is owed: should the
+        submission fail or be cut short by an interrupt, the keeper thread signals it from the
+        host once the work before it is done, so that nothing waits for it for ever."""
+        self._start_keeper()
+        local = self._local
+        before = getattr(local, "wait", None)
+        local.wait = (semaphore, value, promise)
+        try:
+            yield
+        finally:
+            local.wait = before
+
+    def _start_keeper(self) -> None:
+        if self._keeper is None:
+            with self._lock:
+                if self._keeper is None:
+                    self._keeper = threading.Thread(
+                        target=self._keeper_loop, name="slangrt-promises", daemon=True
+                    )
+                    self._keeper.start()
+
+    def _keeper_loop(self) -> None:
+        # Signals from the host a serial promised to CUDA that no submission took (see waiting).
+        while not self._closing:
+            self._stop_keeper.wait(_KEEPER_S)
+            if self._promised > self.flushed and not self._closing:
+                try:
+                    self.keep_promise()
+                except Exception as exc:  # (a lost device: CUDA's wait is the driver's to end)
+                    _log.warning("slangrt: could not signal a serial promised to CUDA: %s", exc)
+
+    def keep_promise(self) -> None:
+        """If a serial promised to CUDA was not handed to the driver, hand the driver an empty
+        submission that signals it (after the work before it); where the driver refuses, signal
+        it from the host once that work is done."""
+        with self._submit_lock:
+            self._flush_locked()
+            with self._lock:
+                if self._keep_promise_locked():
+                    return
+                promised = self._promised
+                self.submitted = max(self.submitted, promised)
+                self._flusher = threading.get_ident()  # submissions wait for _submit_lock
+            try:
+                self._lost_submission(promised)
+            finally:
+                self._flusher = 0
+
+    def _keep_promise_locked(self) -> bool:
+        # With self._lock held and nothing kept (or only after it): a promised serial no
+        # submission took is signalled by an empty submission of its own. Never by a submission
+        # that waits for CUDA: the stream that waits for the serial signals that submission's wait
+        # only after it (a deadlock). False if the driver refused it.
+        self._repair()
+        promised = self._promised
+        if promised <= self.flushed:
+            return True
+        if self.submitted >= promised:  # a kept submission has it (flushed next)
+            return True
+        info = self._empty_info
+        if info is None:
+            vk = _vk.vk()
+            ffi = self._ffi
+            value = ffi.new("uint64_t[1]")
+            timeline = ffi.new(
+                "VkTimelineSemaphoreSubmitInfo*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                    "signalSemaphoreValueCount": 1,
+                    "pSignalSemaphoreValues": value,
+                },
+            )
+            submit = ffi.new(
+                "VkSubmitInfo*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                    "pNext": timeline,
+                    "signalSemaphoreCount": 1,
+                    "pSignalSemaphores": self._semaphores,
+                },
+            )
+            info = self._empty_info = (submit, timeline, value)
+        info[2][0] = promised
+        self._calling = promised  # (see _submit_one: repaired if cut short)
+        self._result = None
+        self._result = self._lib.vkQueueSubmit(self._queue, 1, info[0], self._null)
+        if self._result:
+            self._calling = 0
+            return False
+        self.submitted = self.flushed = promised
+        self._calling = 0
+        return True
+
+    def _submit_waiting(
+        self, cbs: Any, what: str, owner: Any, uses: Sequence[Any], variant: Any = None, key: Any = None
+    ) -> int:
+        # submit()/submit_kernel() inside waiting(): after every kept submission (their serials
+        # are lower), straight to the driver with the wait (0: ``variant`` retired).
+        wait = self._local.wait
+        with self._submit_lock:
+            while True:
+                self._flush_locked()
+                with self._lock:
+                    if self._kept:  # kept by other threads meanwhile: theirs go first
+                        continue
+                    if variant is not None and variant.key is not key:
+                        return 0
+                    return self._submit_one(cbs, what, owner, uses, wait)
+
+    def _waiting_info(self, cbs: Any, serial: int, wait: tuple[Any, int, Any]) -> Any:
+        # The submit info of one command buffer that waits for ``wait`` and signals ``serial``
+        # (made once, refilled under the lock).
+        got = self._waiting
+        if got is None:
+            vk = _vk.vk()
+            ffi = self._ffi
+            sems = ffi.new("VkSemaphore[1]")
+            values = ffi.new("uint64_t[2]")  # [0]: the wait's value, [1]: the signal's
+            stages = ffi.new("VkPipelineStageFlags[1]", [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT])
+            timeline = ffi.new(
+                "VkTimelineSemaphoreSubmitInfo*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                    "waitSemaphoreValueCount": 1,
+                    "pWaitSemaphoreValues": values,
+                    "signalSemaphoreValueCount": 1,
+                    "pSignalSemaphoreValues": values + 1,
+                },
+            )
+            info = ffi.new(
+                "VkSubmitInfo*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                    "pNext": timeline,
+                    "waitSemaphoreCount": 1,
+                    "pWaitSemaphores": sems,
+                    "pWaitDstStageMask": stages,
+                    "commandBufferCount": 1,
+                    "signalSemaphoreCount": 1,
+                    "pSignalSemaphores": self._semaphores,
+                },
+            )
+            got = self._waiting = (info, sems, values, stages, timeline)
+        info, sems, values = got[0], got[1], got[2]
+        sems[0] = wait[0]
+        values[0] = wait[1]
+        values[1] = serial
+        info.pCommandBuffers = cbs
+        return info
+
     def retire(self, variant: Any) -> int:
         """Take a kernel's command buffer out of use (``key`` None: :meth:`submit_kernel` submits it
         no more); returns its last serial, to wait for before recording it again or freeing it."""
@@ -187,20 +359,36 @@ class Queue:
             variant.key = None
             return int(variant.serial)
 
-    def _submit_one(self, cbs: Any, what: str, owner: Any = None, uses: Sequence[Any] = ()) -> int:
+    def _submit_one(
+        self,
+        cbs: Any,
+        what: str,
+        owner: Any = None,
+        uses: Sequence[Any] = (),
+        wait: tuple[Any, int, Callable[[int], None]] | None = None,
+    ) -> int:
         # With self._lock held, nothing kept and no flush under way (or self._submit_lock held
         # too): one command buffer straight to the driver (``owner``, ``uses``: see submit).
         # Interrupt-safe: what it uses is marked first (late, never early: a serial the driver
         # never got goes to the next one); the call's line notes it, with no point to raise at.
         if self._calling:
             self._repair()
+        if wait is not None and self._promised > self.flushed and not self._keep_promise_locked():
+            self._fail(self._result or -1, f"signalling a serial promised to CUDA before {what}")
         serial = self.submitted + 1
         _used(owner, uses, serial)
-        self._signal_value[0] = serial
-        if cbs is not self._last_submitted:  # (a VkCommandBuffer[1]: commandBufferCount is 1)
-            self._submit_info.pCommandBuffers = cbs
-            self._last_submitted = cbs
-        self._result, submit, info = None, self._lib.vkQueueSubmit, self._submit_info
+        if wait is None or wait[0] is None:
+            self._signal_value[0] = serial
+            if cbs is not self._last_submitted:  # (a VkCommandBuffer[1]: commandBufferCount is 1)
+                self._submit_info.pCommandBuffers = cbs
+                self._last_submitted = cbs
+            info = self._submit_info
+        else:
+            info = self._waiting_info(cbs, serial, wait)
+        if wait is not None:
+            self._promised = serial  # (before CUDA may wait for it: see waiting)
+            wait[2](serial)
+        self._result, submit = None, self._lib.vkQueueSubmit
         try:
             self._calling = serial; self._result = submit(self._queue, 1, info, self._null)  # noqa: E702  # fmt: skip
         except BaseException:
@@ -545,9 +733,10 @@ class Queue:
         with self._wake:
             self._closing = True
             self._wake.notify()
-        helper = self._helper
-        if helper is not None and helper is not threading.current_thread():
-            helper.join(timeout=1.0)
+        self._stop_keeper.set()
+        for thread in (self._helper, self._keeper):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=1.0)
 
     def destroy(self) -> None:
         """Stop the helper; forget pending callbacks (the device frees all); destroy the semaphore."""

@@ -185,14 +185,26 @@ def timeline_submits(semaphores: Any, n: int) -> tuple[Any, Any, Any, Any]:
     return infos, cbs, values, timelines
 
 
-def create_timeline_semaphore(device: Any) -> Any:
-    """A timeline semaphore of ``device``, at 0."""
+def create_timeline_semaphore(device: Any, export: bool = False) -> Any:
+    """A timeline semaphore of ``device``, at 0; ``export``: exportable as an opaque fd."""
     v = vk()
     ffi = v.ffi
+    exported = (
+        ffi.new(
+            "VkExportSemaphoreCreateInfo*",
+            {
+                "sType": v.VK_STRUCTURE_TYPE_EXPORT_SEMAPHORE_CREATE_INFO,
+                "handleTypes": v.VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT,
+            },
+        )
+        if export
+        else ffi.NULL
+    )
     type_info = ffi.new(
         "VkSemaphoreTypeCreateInfo*",
         {
             "sType": v.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+            "pNext": exported,
             "semaphoreType": v.VK_SEMAPHORE_TYPE_TIMELINE,
             "initialValue": 0,
         },

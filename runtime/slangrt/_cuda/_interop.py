@@ -1,0 +1,439 @@
+"""One Vulkan device's memory and queue shared with CUDA (the same GPU, found by UUID).
+
+- **Memory.** The device heap's blocks are exportable (``_open``: ``SLANGRT_CUDA``); a block is
+  imported into CUDA the first time a tensor in it is seen from CUDA (an opaque fd,
+  ``cuImportExternalMemory``, one mapped buffer over the whole block), so a tensor's CUDA
+  address is its block's plus its offset, and a CUDA address inside a block leads back to it.
+- **Order.** Each CUDA stream that calls reach has a Vulkan timeline semaphore imported into
+  CUDA (:class:`Stream`): the call signals it on the stream (after what torch queued there) and
+  the kernel's submission waits for that value on the GPU. The queue's own timeline semaphore is
+  imported too: the stream waits for the kernel's serial on the GPU, enqueued by the queue just
+  before the submission (``Queue.waiting``, which also keeps that promise if the submission is
+  cut short). No host wait anywhere.
+- **Copies.** A CUDA tensor outside shared memory is copied on the stream into a pooled shared
+  buffer, and back after the kernel where it is written; a pool belongs to one stream, so stream
+  order alone keeps its reuse safe.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import threading
+import weakref
+from typing import Any
+
+from .._alloc._heap import Allocation, Block
+from .._errors import SlangRTError, UnsupportedFeatureError
+from .._vulkan import _vk
+from . import _driver
+
+__all__ = ["POOL_KEEP", "Import", "Interop", "Stream", "memory_fd", "of"]
+
+_interops: dict[int, Interop] = {}
+_lock = threading.Lock()
+# Pooled copy buffers kept per stream and size, at most (more are made while in use at once).
+POOL_KEEP = 8
+
+
+def of(dev: Any) -> Interop:
+    """The interop of the open slangrt ``Device`` ``dev`` (made on first use)."""
+    core = dev.parts.core
+    got = _interops.get(id(core))
+    if got is not None and got.core is core:
+        return got
+    with _lock:
+        got = _interops.get(id(core))
+        if got is None or got.core is not core:
+            got = Interop(dev)
+            _interops[id(core)] = got
+        return got
+
+
+def memory_fd(core: Any, memory: Any, get_fd: Any = None) -> int:
+    """A new file descriptor of exportable device memory (``vkGetMemoryFdKHR``; the caller owns
+    it). ``get_fd``: the function, where the caller has it already."""
+    vk = _vk.vk()
+    ffi = vk.ffi
+    if get_fd is None:
+        fn = vk.lib.vkGetDeviceProcAddr(core.handle, b"vkGetMemoryFdKHR")
+        if fn == ffi.NULL:
+            raise UnsupportedFeatureError(f"{core.name}: vkGetMemoryFdKHR is missing")
+        get_fd = ffi.cast("PFN_vkGetMemoryFdKHR", fn)
+    info = ffi.new(
+        "VkMemoryGetFdInfoKHR*",
+        {
+            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR,
+            "memory": memory,
+            "handleType": vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+        },
+    )
+    fd = ffi.new("int*")
+    _vk.check(get_fd(core.handle, info, fd), "exporting device memory as a file descriptor")
+    return int(fd[0])
+
+
+class Import:
+    """A block's memory mapped into CUDA: ``base`` is its first byte's CUDA address."""
+
+    __slots__ = ("__weakref__", "base", "block", "exports", "ext", "interop", "size", "views")
+
+    def __init__(self, interop: Interop, block: Block, ext: Any, base: int) -> None:
+        self.interop = interop
+        self.block = block
+        self.ext = ext
+        self.base = base
+        self.size = block.size
+        # The tensors' storages seen from CUDA, by their allocation's offset in the block: how a
+        # CUDA address inside the block leads back to the storage it belongs to.
+        self.exports: dict[int, weakref.ref[Any]] = {}
+        # Views of those storages that calls bound, by the storage's offset (``_call``): dropped
+        # when CUDA lets go of the storage (``forget_views``), so that they do not keep it.
+        self.views: dict[int, dict[Any, Any]] = {}
+
+    def storage_at(self, offset: int, nbytes: int) -> Any:
+        """The live exported storage whose allocation holds bytes ``[offset, offset + nbytes)``
+        of the block, else None."""
+        slot = self.block.slot
+        start = offset - offset % slot if slot else 0
+        ref = self.exports.get(start)
+        storage = ref() if ref is not None else None
+        if storage is None:
+            return None
+        alloc = storage.alloc
+        if alloc.released or alloc.offset != start or offset + nbytes > start + alloc.capacity:
+            return None
+        return storage
+
+    def close(self) -> None:
+        """Unmap and release (the block's memory goes next; nothing in CUDA may still use it)."""
+        self.interop._forget(self)
+
+
+class Stream:
+    """A CUDA stream's ordering with the Vulkan queue: a timeline semaphore CUDA signals on the
+    stream and Vulkan waits for, and the copy buffers pooled for calls on the stream."""
+
+    __slots__ = ("ext", "handle", "lock", "pool", "signal_args", "value", "vk_semaphore")
+
+    def __init__(self, handle: int, vk_semaphore: Any, ext: Any, d: Any) -> None:
+        self.handle = handle
+        self.vk_semaphore = vk_semaphore
+        self.ext = ext
+        self.value = 0  # the last value a signal of which was enqueued
+        self.lock = threading.Lock()
+        params = d.CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS()
+        self.signal_args = ([ext], [params], params)
+        self.pool: dict[int, list[Any]] = {}  # size -> free slangrt Tensors (uint8)
+
+    def signal(self) -> int:
+        """Enqueue a signal of the next value on the stream; return the value (Vulkan may wait
+        for it only once this returned)."""
+        d = _driver.driver()
+        exts, plist, params = self.signal_args
+        with self.lock:  # values in stream order: one thread at a time takes and enqueues
+            value = self.value + 1
+            self.value = value  # (taken first: a failure leaves a gap, never a repeat)
+            params.params.fence.value = value
+            _driver.check(
+                d.cuSignalExternalSemaphoresAsync(exts, plist, 1, self.handle), "signalling Vulkan from CUDA"
+            )
+        return value
+
+
+class Interop:
+    """What CUDA shares with one slangrt device (see the module)."""
+
+    def __init__(self, dev: Any) -> None:
+        parts = dev.parts
+        core = parts.core
+        core.check_usable()
+        self.device = dev
+        self.core = core
+        self.queue = parts.queue
+        self.memory = parts.memory
+        name = dev.info.name
+        if not core.export_memory or not core.export_semaphore:
+            missing = [
+                e
+                for e, ok in (
+                    ("VK_KHR_external_memory_fd", core.export_memory),
+                    ("VK_KHR_external_semaphore_fd", core.export_semaphore),
+                )
+                if not ok
+            ]
+            raise UnsupportedFeatureError(
+                f"{name} cannot share memory with CUDA: it was opened without {' and '.join(missing)} "
+                "(an NVIDIA GPU with cuda-python installed opens with both; SLANGRT_CUDA=0 turns them off)"
+            )
+        d = self.d = _driver.driver()
+        ordinal = _driver.ordinal_of_uuid(dev.info.uuid) if dev.info.uuid else None
+        if ordinal is None:
+            raise UnsupportedFeatureError(f"{name} is no CUDA device (no CUDA device has its UUID)")
+        self.ordinal = ordinal
+        cu_dev = _driver.check(d.cuDeviceGet(ordinal), "getting the CUDA device")
+        self._cu_dev = cu_dev
+        self.ctx = _driver.check(d.cuDevicePrimaryCtxRetain(cu_dev), "retaining CUDA's primary context")
+        self._lock = threading.RLock()
+        self._bases: list[int] = []  # sorted CUDA addresses of imported blocks
+        self._imports: list[Import] = []  # in the order of _bases
+        self._streams: dict[int, Stream] = {}
+        self._held: list[tuple[Stream, int, Any]] = []  # see hold_until
+        self._fns = (
+            self._proc("vkGetMemoryFdKHR", "PFN_vkGetMemoryFdKHR"),
+            self._proc("vkGetSemaphoreFdKHR", "PFN_vkGetSemaphoreFdKHR"),
+        )
+        self.current()
+        # The queue's semaphore in CUDA, and the wait params for it (refilled per wait).
+        self.queue_ext = self._import_semaphore(self.queue.semaphore, "the queue's timeline semaphore")
+        wait = d.CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS()
+        self._wait_args = ([self.queue_ext], [wait], wait)
+        self._wait_lock = threading.Lock()
+        self.closed = False
+        core.attach(self)
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    def _proc(self, name: str, ctype: str) -> Any:
+        vk = _vk.vk()
+        fn = vk.lib.vkGetDeviceProcAddr(self.core.handle, name.encode())
+        if fn == vk.ffi.NULL:
+            raise UnsupportedFeatureError(f"{self.device.info.name}: {name} is missing")
+        return vk.ffi.cast(ctype, fn)
+
+    def current(self) -> None:
+        """Make the device's primary context current in this thread (torch's, the same)."""
+        _driver.check(self.d.cuCtxSetCurrent(self.ctx), "making the CUDA context current")
+
+    def _fd_of_memory(self, memory: Any) -> int:
+        return memory_fd(self.core, memory, self._fns[0])
+
+    def _import_semaphore(self, semaphore: Any, what: str) -> Any:
+        vk = _vk.vk()
+        ffi = vk.ffi
+        d = self.d
+        info = ffi.new(
+            "VkSemaphoreGetFdInfoKHR*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR,
+                "semaphore": semaphore,
+                "handleType": vk.VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT,
+            },
+        )
+        fd = ffi.new("int*")
+        _vk.check(self._fns[1](self.core.handle, info, fd), f"exporting {what}")
+        desc = d.CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC()
+        desc.type = d.CUexternalSemaphoreHandleType.CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+        desc.handle.fd = int(fd[0])
+        try:
+            return _driver.check(d.cuImportExternalSemaphore(desc), f"importing {what} into CUDA")
+        except BaseException:
+            os.close(int(fd[0]))  # (CUDA owns the fd only once the import succeeded)
+            raise
+
+    # -- memory ----------------------------------------------------------------------------------
+
+    def block_import(self, block: Block) -> Import:
+        """``block`` mapped into CUDA (imported on first use)."""
+        shared = block.shared
+        if shared:
+            assert isinstance(shared, Import)
+            return shared
+        if shared is None:
+            raise SlangRTError(
+                "this tensor's memory is not exportable to CUDA (made before the device could share "
+                "memory, or a host buffer)"
+            )
+        with self._lock:
+            if block.shared:
+                return block.shared  # type: ignore[no-any-return]
+            self.current()
+            d = self.d
+            fd = self._fd_of_memory(block.memory)
+            desc = d.CUDA_EXTERNAL_MEMORY_HANDLE_DESC()
+            desc.type = d.CUexternalMemoryHandleType.CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD
+            desc.handle.fd = fd
+            desc.size = block.memory_size
+            try:
+                ext = _driver.check(d.cuImportExternalMemory(desc), "importing device memory into CUDA")
+            except BaseException:
+                os.close(fd)
+                raise
+            buf = d.CUDA_EXTERNAL_MEMORY_BUFFER_DESC()
+            buf.offset = 0
+            buf.size = block.size
+            try:
+                ptr = _driver.check(
+                    d.cuExternalMemoryGetMappedBuffer(ext, buf), "mapping device memory in CUDA"
+                )
+            except BaseException:
+                d.cuDestroyExternalMemory(ext)
+                raise
+            imp = Import(self, block, ext, int(ptr))
+            i = bisect.bisect(self._bases, imp.base)
+            self._bases.insert(i, imp.base)
+            self._imports.insert(i, imp)
+            block.shared = imp
+            return imp
+
+    def address(self, alloc: Allocation) -> int:
+        """The CUDA address of ``alloc``'s first byte."""
+        return self.block_import(alloc.block).base + alloc.offset
+
+    def export(self, storage: Any) -> int:
+        """The CUDA address of a tensor storage's memory, which CUDA addresses inside it now lead
+        back to (``find``, ``Import.storage_at``)."""
+        alloc = storage.alloc
+        imp = self.block_import(alloc.block)
+        imp.exports[alloc.offset] = weakref.ref(storage)
+        return imp.base + int(alloc.offset)
+
+    def forget_views(self, storage: Any) -> None:
+        """Drop the views calls made of ``storage`` (CUDA let go of it)."""
+        shared = storage.alloc.block.shared
+        if shared:
+            shared.views.pop(storage.alloc.offset, None)
+
+    def hold_until(self, stream: Stream, obj: Any) -> None:
+        """Keep ``obj`` (a storage or tensor whose memory CUDA used on ``stream``) until the work
+        queued on the stream so far is done: its memory goes back only then (``reap``)."""
+        try:
+            self.current()
+            value = stream.signal()
+        except Exception:  # CUDA gone (exit): nothing runs on the stream any more
+            return
+        with self._lock:
+            self._held.append((stream, value, obj))
+
+    def reap(self) -> None:
+        """Let go of what ``hold_until`` kept whose stream work is done (no wait)."""
+        if not self._held:
+            return
+        vk = _vk.vk()
+        out = vk.ffi.new("uint64_t*")
+        seen: dict[int, int] = {}
+        with self._lock:
+            keep = []
+            for stream, value, obj in self._held:
+                got = seen.get(id(stream))
+                if got is None:
+                    vk.lib.vkGetSemaphoreCounterValue(self.core.handle, stream.vk_semaphore, out)
+                    got = seen[id(stream)] = int(out[0])
+                if got < value:
+                    keep.append((stream, value, obj))
+            self._held = keep  # (the rest go when this list does)
+
+    def find(self, ptr: int, nbytes: int) -> tuple[Import, int] | None:
+        """The imported block holding CUDA bytes ``[ptr, ptr + nbytes)``, and ``ptr``'s offset
+        in it; None if no block holds them all."""
+        bases = self._bases
+        i = bisect.bisect(bases, ptr) - 1
+        if i < 0:
+            return None
+        try:
+            imp = self._imports[i]
+        except IndexError:  # changed meanwhile
+            return None
+        offset = ptr - imp.base
+        if offset + nbytes > imp.size:
+            return None
+        return imp, offset
+
+    def _forget(self, imp: Import) -> None:
+        with self._lock:
+            i = bisect.bisect_left(self._bases, imp.base)
+            if i < len(self._imports) and self._imports[i] is imp:
+                del self._bases[i]
+                del self._imports[i]
+            if self.closed:
+                return
+            d = self.d
+            try:
+                self.current()
+                d.cuMemFree(imp.base)
+                d.cuDestroyExternalMemory(imp.ext)
+            except Exception:  # CUDA torn down at exit: the process frees it
+                pass
+
+    # -- streams ---------------------------------------------------------------------------------
+
+    def stream(self, handle: int) -> Stream:
+        """The ordering of CUDA stream ``handle`` with the queue (made on first use)."""
+        got = self._streams.get(handle)
+        if got is not None:
+            return got
+        with self._lock:
+            got = self._streams.get(handle)
+            if got is None:
+                self.current()
+                sem = _vk.create_timeline_semaphore(self.core.handle, export=True)
+                try:
+                    ext = self._import_semaphore(sem, "a stream's timeline semaphore")
+                except BaseException:
+                    _vk.vk().lib.vkDestroySemaphore(self.core.handle, sem, _vk.vk().ffi.NULL)
+                    raise
+                got = self._streams[handle] = Stream(handle, sem, ext, self.d)
+            return got
+
+    def stream_waits(self, handle: int, serial: int) -> None:
+        """Enqueue on stream ``handle`` a wait for the queue to reach ``serial``."""
+        exts, plist, params = self._wait_args
+        with self._wait_lock:
+            params.params.fence.value = serial
+            _driver.check(
+                self.d.cuWaitExternalSemaphoresAsync(exts, plist, 1, handle), "ordering CUDA after Vulkan"
+            )
+
+    def idle(self, handle: int) -> bool:
+        """Whether everything queued on stream ``handle`` has finished (a query, no wait)."""
+        return not int(self.d.cuStreamQuery(handle)[0])
+
+    def copy(self, dst: int, src: int, nbytes: int, handle: int) -> None:
+        """A device-to-device copy of ``nbytes`` on stream ``handle``."""
+        if nbytes:
+            _driver.check(self.d.cuMemcpyDtoDAsync(dst, src, nbytes, handle), "copying on the CUDA stream")
+
+    # -- teardown ---------------------------------------------------------------------------------
+
+    def destroy(self) -> None:
+        """With the device (after the queue drained): CUDA's work is waited for, then every
+        import is released."""
+        if self.closed:
+            return
+        d = self.d
+        with self._lock:
+            try:
+                self.current()
+                d.cuCtxSynchronize()
+            except Exception:
+                pass
+            self._held = []
+            imports, self._imports, self._bases = self._imports, [], []
+            for imp in imports:
+                imp.block.shared = False
+                self._release(imp)
+            streams, self._streams = self._streams, {}
+            self.closed = True
+        for s in streams.values():
+            for tensors in s.pool.values():
+                tensors.clear()
+            with contextlib.suppress(Exception):
+                d.cuDestroyExternalSemaphore(s.ext)
+            if self.core.alive:
+                _vk.vk().lib.vkDestroySemaphore(self.core.handle, s.vk_semaphore, _vk.vk().ffi.NULL)
+        try:
+            d.cuDestroyExternalSemaphore(self.queue_ext)
+            d.cuDevicePrimaryCtxRelease(self._cu_dev)
+        except Exception:
+            pass
+        with _lock:
+            if _interops.get(id(self.core)) is self:
+                del _interops[id(self.core)]
+
+    def _release(self, imp: Import) -> None:
+        try:
+            self.d.cuMemFree(imp.base)
+            self.d.cuDestroyExternalMemory(imp.ext)
+        except Exception:
+            pass
