@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.spec.model import EntrySpec, ParamSlot
 
 from . import layout
@@ -105,6 +106,7 @@ def render(
         specs.append(
             layout.tuple_of([lit(python), python, lit(text), layout.tuple_of([lit(m) for m in mutated])])
         )
-    head = "\n\n# The wrappers as torch custom ops (option `torch-ops`; registered on first use).\n"
+    option = option_name(HookSettings, "torch_ops")
+    head = f"\n\n# The wrappers as torch custom ops (option `{option}`; registered on first use).\n"
     body = layout.call(f"{helpers}.TorchOps", [lit(ns), layout.tuple_of(specs)], split=True)
     return head + "".join(skipped) + "\n".join(layout.lines(body, f"{name} = ")) + "\n"

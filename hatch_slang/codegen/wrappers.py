@@ -140,8 +140,8 @@ def render_module(spec: ShaderSpec, templates: Templates, torch_namespace: str |
             raise ShaderError(
                 spec.shader.rel,
                 None,
-                f"option `torch-ops` names the module's torch ops `{TORCH_OPS}`, which an entry or an "
-                "argument of it is called too; rename it",
+                f"option `{option_name(HookSettings, 'torch_ops')}` names the module's torch ops "
+                f"`{TORCH_OPS}`, which an entry or an argument of it is called too; rename it",
             )
         exported.append(TORCH_OPS)
     names = _list_items([_lit(n) for n in exported])

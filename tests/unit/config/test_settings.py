@@ -194,7 +194,7 @@ def test_hatchling_options_are_accepted_ours_are_named(tmp_path: Path) -> None:
     assert str(info.value) == (
         "Unknown option(s) `optimisation`, `path` for build hook `slang`; known options: shaders, "
         "package, include-dirs, defines, optimization, compiler-args, constants, instances, overrides, "
-        "templates, strict"
+        "templates, strict, torch-ops"
     )
 
 

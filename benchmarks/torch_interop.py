@@ -1,0 +1,225 @@
+"""Kernels on torch CUDA tensors (``slangrt.cuda``) against the same ops in torch, in one process.
+
+    python benchmarks/torch_interop.py [--quick] [--json FILE]
+
+Needs an NVIDIA GPU, torch with CUDA, ``cuda.bindings`` (the runtime's ``[cuda]`` extra) and the
+kernel library built into ``hatch_slang/kernels``; it imports ``hatch_slang.kernels`` and
+``slangrt`` from this checkout. Rows (us per call unless said; ratios only within this run):
+
+- ``tiny``: ``add_inplace`` on 1024 floats against ``a.add_(b)``: ``host`` is the time a loop
+  of calls takes per call before anything waits (what the caller sees), ``stream`` the time per
+  call until the GPU has finished them all (a loop, one synchronize at the end), ``sync`` a call
+  followed by ``torch.cuda.synchronize()`` each time; on tensors in slangrt's memory (``shared``)
+  and on tensors torch allocated (``copied``: each call copies them in and out on the GPU);
+- ``parts``: where a call's host time goes, each part timed alone in a loop: the stream's
+  semaphore signal and wait (CUDA driver calls), the same call on ``slangrt.Tensor`` arguments
+  (argument checks and the Vulkan submission, no CUDA), and a device-to-device copy;
+- ``crossing``: a GPU round trip between the APIs alone (CUDA signals, Vulkan waits and signals,
+  CUDA waits), per round trip with the host waiting for each: the floor under ``sync``;
+- ``large``: ``add_inplace`` on 64 Mi floats (768 MB moved) on shared tensors against
+  ``a.add_(b)``: GPU bandwidth over 20 back-to-back calls, timed with CUDA events;
+- ``host round trip``: the same large and tiny calls the way one goes without sharing
+  (``.cpu().numpy()``, the call on NumPy arrays, back with ``.copy_()``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "runtime")]
+
+import slangrt  # noqa: E402
+import slangrt.cuda as sc  # noqa: E402
+
+
+def _why_not() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    return sc.unavailable_reason()
+
+
+def per_call(fn: Callable[[], Any], n: int, sync: Callable[[], None]) -> tuple[float, float]:
+    """(host us per call, us per call until the GPU is done) over ``n`` calls after a warm-up."""
+    for _ in range(max(20, n // 10)):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    t1 = time.perf_counter()
+    sync()
+    t2 = time.perf_counter()
+    return (t1 - t0) / n * 1e6, (t2 - t0) / n * 1e6
+
+
+def each_synced(fn: Callable[[], Any], n: int, sync: Callable[[], None]) -> float:
+    """us per call with a synchronize after each."""
+    for _ in range(10):
+        fn()
+        sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+        sync()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def tiny_rows(ew: Any, torch: Any, n: int, out: dict[str, float]) -> None:
+    sync = torch.cuda.synchronize
+    ta, tb = torch.zeros(1024, device="cuda"), torch.ones(1024, device="cuda")
+    sa, sb = sc.zeros((1024,), torch.float32), sc.zeros((1024,), torch.float32)
+    cases = {
+        "torch a.add_(b)": lambda: ta.add_(tb),
+        "shared": lambda: ew.add_inplace_f32(sa, sb),
+        "copied": lambda: ew.add_inplace_f32(ta, tb),
+    }
+    for name, fn in cases.items():
+        host, stream = per_call(fn, n, sync)
+        out[f"tiny {name} host"] = host
+        out[f"tiny {name} stream"] = stream
+        out[f"tiny {name} sync"] = each_synced(fn, max(50, n // 10), sync)
+
+
+def part_rows(ew: Any, torch: Any, n: int, out: dict[str, float]) -> None:
+    from slangrt._cuda import _interop
+    from slangrt._cuda._call import torch_stream
+
+    sync = torch.cuda.synchronize
+    io = _interop.of(slangrt.device())
+    handle = torch_stream(0)
+    stream = io.stream(handle)
+    out["parts stream signal (cuSignalExternalSemaphoresAsync)"] = per_call(stream.signal, n, sync)[0]
+    out["parts stream wait (cuWaitExternalSemaphoresAsync)"] = per_call(
+        lambda: io.stream_waits(handle, io.queue.flushed), n, sync
+    )[0]
+    out["parts current stream and idle query"] = per_call(lambda: io.idle(torch_stream(0)), n, sync)[0]
+    a = slangrt.Tensor.zeros((1024,), np.float32)
+    b = slangrt.Tensor.zeros((1024,), np.float32)
+    dev = slangrt.device()
+    out["parts the call on slangrt.Tensors (checks, submission)"] = per_call(
+        lambda: ew.add_inplace_f32(a, b), n, dev.synchronize
+    )[0]
+    x, y = torch.zeros(1024, device="cuda"), torch.ones(1024, device="cuda")
+    out["parts one copy (cuMemcpyDtoDAsync, 4 KB)"] = per_call(
+        lambda: io.copy(x.data_ptr(), y.data_ptr(), 4096, handle), n, sync
+    )[0]
+
+
+def crossing_row(torch: Any, n: int, out: dict[str, float]) -> None:
+    from slangrt._cuda import _interop
+    from slangrt._cuda._call import torch_stream
+
+    dev = slangrt.device()
+    io = _interop.of(dev)
+    handle = torch_stream(0)
+    stream = io.stream(handle)
+    contexts = dev.parts.contexts
+
+    def round_trip() -> None:
+        k = stream.signal()
+        ctx = contexts.begin()
+        with io.queue.waiting(stream.vk_semaphore, k, lambda s: io.stream_waits(handle, s)):
+            contexts.submit(ctx, "an empty round trip", ())
+        torch.cuda.synchronize()
+
+    out["crossing GPU round trip, CUDA -> Vulkan -> CUDA"] = each_synced(round_trip, n, lambda: None)
+
+
+def large_rows(ew: Any, torch: Any, reps: int, out: dict[str, float]) -> None:
+    n = 64 << 20
+    a, b = sc.zeros((n,), torch.float32), sc.zeros((n,), torch.float32)
+    ta, tb = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
+    moved = 3 * 4 * n  # read a and b, write a
+
+    def gpu_us(fn: Callable[[], Any]) -> float:
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        return float(start.elapsed_time(end)) * 1e3 / reps
+
+    t_torch = gpu_us(lambda: ta.add_(tb))
+    t_shared = gpu_us(lambda: ew.add_inplace_f32(a, b))
+    out["large torch a.add_(b) GPU us"] = t_torch
+    out["large shared GPU us"] = t_shared
+    out["large torch GB/s"] = moved / t_torch / 1e3
+    out["large shared GB/s"] = moved / t_shared / 1e3
+    out["large shared vs torch bandwidth"] = t_torch / t_shared
+
+
+def host_round_trip_rows(ew: Any, torch: Any, n_tiny: int, out: dict[str, float]) -> None:
+    sync = torch.cuda.synchronize
+    for label, n, calls in (("tiny", 1024, n_tiny), ("large", 64 << 20, 5)):
+        a, b = torch.zeros(n, device="cuda"), torch.ones(n, device="cuda")
+
+        def through_host(a: Any = a, b: Any = b) -> None:
+            ha, hb = a.cpu().numpy(), b.cpu().numpy()
+            ew.add_inplace_f32(ha, hb)
+            a.copy_(torch.from_numpy(ha))
+
+        out[f"host round trip {label} sync"] = each_synced(through_host, calls, sync)
+        out[f"host round trip {label} shared sync"] = each_synced(
+            lambda a=a, b=b: ew.add_inplace_f32(a, b), calls, sync
+        )
+
+
+def render(rows: dict[str, float], header: dict[str, str]) -> str:
+    lines = [f"{k}: {v}" for k, v in header.items()]
+    lines += ["", "| figure | value |", "| --- | ---: |"]
+    lines += [f"| {k} | {v:.2f} |" for k, v in rows.items()]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
+    ap.add_argument("--json", type=Path, help="write the figures here too")
+    args = ap.parse_args()
+    why = _why_not()
+    if why is not None:
+        print(f"torch_interop.py needs CUDA shared with slangrt: {why}", file=sys.stderr)
+        return 2
+    import torch
+
+    from hatch_slang.kernels import elementwise as ew
+
+    n = 200 if args.quick else 3000
+    rows: dict[str, float] = {}
+    tiny_rows(ew, torch, n, rows)
+    part_rows(ew, torch, n, rows)
+    crossing_row(torch, max(50, n // 10), rows)
+    large_rows(ew, torch, 5 if args.quick else 20, rows)
+    host_round_trip_rows(ew, torch, max(20, n // 30), rows)
+    header = {
+        "GPU": torch.cuda.get_device_name(0),
+        "Vulkan device": slangrt.device().info.name,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+    print(render(rows, header))
+    if args.json:
+        args.json.write_text(json.dumps({**header, **rows}, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
