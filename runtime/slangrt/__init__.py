@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._calls._graph import Graph, Recorded, record, recorded
 from ._calls._kernel import BindingSpec, Kernel
+from ._cuda import _tensors as _cuda_tensors  # noqa: F401 (Tensor's DLPack to and from CUDA)
 from ._devices._device import Device, DeviceInfo, device, devices
 from ._devices._image import Image
 from ._devices._sampler import Sampler

@@ -18,13 +18,15 @@ PACKAGE = REPO / "runtime" / "slangrt"
 
 # slangrt's rooms (folders and top-level modules) from the top; a room imports only rooms below
 # its layer. Generated wrappers reach the runtime through wrapper_api; calls (kernels, wrappers'
-# library, recorded graphs) stand on devices and tensors, which stand on recording (dispatches,
+# library, recorded graphs) stand on CUDA's share of a device (torch tensors, their streams: what
+# slangrt.cuda offers) and on devices and tensors, which stand on recording (dispatches,
 # batches, pipelines), which stands on memory, which stands on the Vulkan device itself. The
 # bottom: what both distributions read (SPIR-V, the manifest, files, dtypes) and the settings.
 LAYERS = [
     {"wrapper_api"},
-    {"__init__"},
+    {"__init__", "cuda"},
     {"_calls"},
+    {"_cuda"},
     {"_devices"},
     {"_recording"},
     {"_alloc"},

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._devices import _tensor as _tensor_module
 from .._errors import SlangRTError
 from . import _dlpack, _driver, _interop
 from ._call import device_for, numpy_dtype_of, torch_stream
@@ -86,7 +87,7 @@ def _released(interop: _interop.Interop, storage: Any) -> None:
 def from_cuda(x: Any, device: Any) -> Any:
     """``Tensor.from_dlpack`` of a CUDA array: a view of the same memory where it is in slangrt's
     shared memory, else a copy made on the GPU; returns once the work queued on it is done."""
-    from .._devices._tensor import Tensor, storage_view
+    Tensor, storage_view = _tensor_module.Tensor, _tensor_module.storage_view
 
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
@@ -129,3 +130,6 @@ def from_cuda(x: Any, device: Any) -> Any:
     _driver.check(d.cuStreamSynchronize(handle), "waiting for the CUDA stream")
     del keep
     return out
+
+
+_tensor_module.CUDA[0] = sys.modules[__name__]  # Tensor's DLPack reaches CUDA through this module

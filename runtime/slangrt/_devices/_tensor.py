@@ -53,6 +53,11 @@ def _normalize_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     return dt.newbyteorder("=")
 
 
+# The CUDA side of DLPack (``slangrt._cuda._tensors``, a layer above this one, puts itself here
+# when it is imported, which ``import slangrt`` does): None until then.
+CUDA: list[Any] = [None]
+
+
 def _release(alloc: Allocation) -> None:
     alloc.release()
 
@@ -269,10 +274,14 @@ class Tensor:
                 f"Tensor.from_dlpack takes an object with __dlpack__, got {type(x).__name__} "
                 "(for other arrays use Tensor.from_numpy)"
             )
-        if not isinstance(x, Tensor) and hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] == 2:
-            from .._cuda import _tensors
-
-            return _tensors.from_cuda(x, device)  # type: ignore[no-any-return]
+        cuda = CUDA[0]
+        if (
+            cuda is not None
+            and not isinstance(x, Tensor)
+            and hasattr(x, "__dlpack_device__")
+            and x.__dlpack_device__()[0] == 2
+        ):
+            return cuda.from_cuda(x, device)  # type: ignore[no-any-return]
         return cls.from_numpy(x.numpy() if isinstance(x, Tensor) else np.from_dlpack(x), device)
 
     # -- views -------------------------------------------------------------------------------
@@ -398,10 +407,9 @@ class Tensor:
         # kDLCUDA where CUDA shares the device's memory (slangrt.cuda); else kDLCPU where the
         # host reads the tensor in place (lavapipe, integrated GPUs); else kDLVulkan, which
         # __dlpack__ cannot export.
-        if self._core.export_memory:
-            from .._cuda import _tensors
-
-            got = _tensors.dlpack_device(self)
+        cuda = CUDA[0]
+        if cuda is not None and self._core.export_memory:
+            got: tuple[int, int] | None = cuda.dlpack_device(self)
             if got is not None:
                 return got
         return (1, 0) if self._memory.direct else (7, self._device.info.index)
@@ -425,12 +433,11 @@ class Tensor:
         stream), or synchronize. Raises ``BufferError`` where neither can see the memory: use
         :meth:`numpy` there.
         """
-        if self._core.export_memory and (dl_device is None or dl_device[0] == 2):
-            from .._cuda import _tensors
-
-            interop = _tensors.interop_of(self)
+        cuda = CUDA[0]
+        if cuda is not None and self._core.export_memory and (dl_device is None or dl_device[0] == 2):
+            interop = cuda.interop_of(self)
             if interop is not None:
-                return _tensors.export(self, interop, stream, max_version)
+                return cuda.export(self, interop, stream, max_version)
         alloc = self._allocation()
         if not self._memory.direct:
             raise BufferError(

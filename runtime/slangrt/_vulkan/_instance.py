@@ -369,10 +369,10 @@ def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
     return Probe(frozenset(tokens), core, enable, extensions)
 
 
-def _describe(index: int, pd: Any) -> tuple[DeviceInfo, Probe | None]:
+def _driver_and_uuid(pd: Any, props: Any) -> tuple[str, str]:
+    """The driver's name and version, and the device's UUID (32 hex digits; "" before 1.2)."""
     vk = _vk.vk()
     ffi = vk.ffi
-    props = vk.vkGetPhysicalDeviceProperties(pd)
     driver = ""
     uuid = ""
     if _version_tuple(props.apiVersion)[:2] >= (1, 2):
@@ -392,6 +392,14 @@ def _describe(index: int, pd: Any) -> tuple[DeviceInfo, Probe | None]:
         driver = f"{name} {info}".strip()
     if not driver:
         driver = f"driver version {props.driverVersion:#x}"
+    return driver, uuid
+
+
+def _describe(index: int, pd: Any) -> tuple[DeviceInfo, Probe | None]:
+    vk = _vk.vk()
+    ffi = vk.ffi
+    props = vk.vkGetPhysicalDeviceProperties(pd)
+    driver, uuid = _driver_and_uuid(pd, props)
     mem = vk.vkGetPhysicalDeviceMemoryProperties(pd)
     local_heaps = [
         int(mem.memoryHeaps[i].size)

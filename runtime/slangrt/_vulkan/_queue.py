@@ -125,6 +125,11 @@ class Queue:
         self._seq = itertools.count()
         # The thread in _flush_locked, else 0 (see wait(): a finalizer run there; and submit()).
         self._flusher = 0
+        self._init_promises()
+        if delay_s > 0.0:  # (made here, not under the lock by a call: see _flusher)
+            self._start_helper()
+
+    def _init_promises(self) -> None:
         # The submit info of a submission that waits on a semaphore (_waiting_info); the last
         # serial promised to CUDA, and the thread that keeps such promises (see waiting).
         self._waiting: tuple[Any, ...] | None = None
@@ -132,8 +137,6 @@ class Queue:
         self._empty_info: tuple[Any, ...] | None = None  # an empty submission's (_keep_promise_locked)
         self._keeper: threading.Thread | None = None
         self._stop_keeper = threading.Event()
-        if delay_s > 0.0:  # (made here, not under the lock by a call: see _flusher)
-            self._start_helper()
 
     # -- submitting ----------------------------------------------------------------------------
 
