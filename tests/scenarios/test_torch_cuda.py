@@ -216,7 +216,7 @@ def test_errors_name_the_argument_and_what_to_do() -> None:
     with pytest.raises(TypeError, match="argument `a` must have dtype float32, got int32"):
         ew.add_inplace_f32(torch.zeros(8, device="cuda", dtype=torch.int32), torch.zeros(8, device="cuda"))
     x = torch.zeros(8, device="cuda")
-    with pytest.raises(ValueError, match="argument `b` has 4 elements, expected 8"):
+    with pytest.raises(ValueError, match=r"argument `b` has 4 elements \(`n`\), expected 8"):
         ew.add_inplace_f32(x, x[:4])
     w = torch.zeros(8, device="cuda", requires_grad=True)
     with pytest.raises(ValueError, match="argument `a` is a leaf tensor that requires grad"):
