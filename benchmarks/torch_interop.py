@@ -42,7 +42,8 @@ import slangrt  # noqa: E402
 import slangrt.cuda as sc  # noqa: E402
 
 
-def _why_not() -> str | None:
+def why_not() -> str | None:
+    """Why torch tensors cannot reach slangrt's kernels here (None: they can)."""
     try:
         import torch
     except ImportError:
@@ -194,7 +195,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     args = ap.parse_args()
-    why = _why_not()
+    why = why_not()
     if why is not None:
         print(f"torch_interop.py needs CUDA shared with slangrt: {why}", file=sys.stderr)
         return 2

@@ -25,6 +25,7 @@ from slangrt import _settings
 from slangrt._cuda import _dlpack
 from slangrt._cuda._interop import memory_fd
 from slangrt._vulkan import _vk
+from test_submit import Add
 
 N = 1000
 GRID = (-(-N // 64), 1, 1)
@@ -176,17 +177,6 @@ def _extensions(dev: slangrt.Device) -> set[str]:
 # -- the queue's waits and promises ---------------------------------------------------------------
 
 
-class _Add:
-    def __init__(self, dev: slangrt.Device) -> None:
-        self.kernel = slangrt.Kernel(spirv("add"), "add", ADD_BINDINGS, (64, 1, 1), device=dev, name="add")
-        self.a = slangrt.Tensor.from_numpy(np.zeros(N, np.float32), device=dev)
-        self.b = slangrt.Tensor.from_numpy(np.ones(N, np.float32), device=dev)
-        self.n = slangrt.Tensor.from_numpy(np.array([N], np.uint32), device=dev)
-
-    def __call__(self) -> None:
-        self.kernel.dispatch({0: self.a, 1: self.b, 2: self.n}, GRID)
-
-
 def _signal(dev: slangrt.Device, semaphore: object, value: int) -> None:
     vk = _vk.vk()
     info = vk.ffi.new(
@@ -213,7 +203,7 @@ def dev() -> slangrt.Device:
 @needs_device
 @pytest.mark.gpu
 def test_a_waiting_submission_runs_only_once_its_semaphore_is_signalled(dev: slangrt.Device) -> None:
-    add = _Add(dev)
+    add = Add(dev)
     q = dev.parts.queue
     sem = _vk.create_timeline_semaphore(dev.parts.core.handle)
     promised: list[int] = []
@@ -232,31 +222,38 @@ def test_a_waiting_submission_runs_only_once_its_semaphore_is_signalled(dev: sla
         _vk.vk().lib.vkDestroySemaphore(dev.parts.core.handle, sem, _vk.vk().ffi.NULL)
 
 
-@needs_device
-@pytest.mark.gpu
-def test_a_promise_cut_short_is_kept(dev: slangrt.Device) -> None:
-    """The stream was told to wait for the serial, then the call was interrupted before the
-    driver got the submission: the serial is signalled anyway (by the keeper thread, with an empty
-    submission), and the next submission that waits takes a later serial."""
-    add = _Add(dev)
-    q = dev.parts.queue
+def _cut_short(dev: slangrt.Device, add: Add) -> int:
+    """A call whose serial the other API was told to wait for, interrupted before the driver got
+    it; returns the serial."""
     promised: list[int] = []
 
     def promise_then_interrupt(serial: int) -> None:
         promised.append(serial)
         raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt), q.waiting(None, 0, promise_then_interrupt):
+    with pytest.raises(KeyboardInterrupt), dev.parts.queue.waiting(None, 0, promise_then_interrupt):
         add()
     assert len(promised) == 1
+    return promised[0]
+
+
+@needs_device
+@pytest.mark.gpu
+def test_a_promise_cut_short_is_kept(dev: slangrt.Device) -> None:
+    """The stream was told to wait for the serial, then the call was interrupted before the
+    driver got the submission: the serial is signalled anyway (by the keeper thread, with an empty
+    submission), and the next submission that waits takes a later serial."""
+    add = Add(dev)
+    q = dev.parts.queue
+    promised = _cut_short(dev, add)
     deadline = time.monotonic() + 10.0
-    while _counter(dev) < promised[0]:
+    while _counter(dev) < promised:
         assert time.monotonic() < deadline, "the promised serial was never signalled"
         time.sleep(0.01)
     later: list[int] = []
     with q.waiting(None, 0, later.append):
         add()
-    assert later[0] > promised[0]
+    assert later[0] > promised
     np.testing.assert_array_equal(add.a.numpy(), np.ones(N, np.float32))  # the cut-short call never ran
 
 
@@ -266,23 +263,16 @@ def test_the_next_waiting_submission_keeps_a_broken_promise_first(dev: slangrt.D
     """Before the keeper gets to it: a submission that waits for another API may not take the
     promised serial itself (that API's stream waits for the serial before it signals the wait: a
     deadlock), so an empty submission signals it first."""
-    add = _Add(dev)
+    add = Add(dev)
     q = dev.parts.queue
     q._start_keeper()
     q._stop_keeper.set()  # (the keeper out of the way)
     q._keeper.join(5)
-    promised: list[int] = []
-
-    def promise_then_interrupt(serial: int) -> None:
-        promised.append(serial)
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt), q.waiting(None, 0, promise_then_interrupt):
-        add()
+    promised = _cut_short(dev, add)
     later: list[int] = []
     with q.waiting(None, 0, later.append):
         add()
-    assert later == [promised[0] + 1]
+    assert later == [promised + 1]
     dev.synchronize()
     assert _counter(dev) >= later[0]
     np.testing.assert_array_equal(add.a.numpy(), np.ones(N, np.float32))

@@ -20,21 +20,18 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.torch_interop import why_not
+
 
 def _why_not() -> str | None:
-    try:
-        import torch
-    except ImportError:
-        return "torch is not installed"
-    if not torch.cuda.is_available():
-        return "torch sees no CUDA device"
+    why = why_not()
+    if why is not None:
+        return why
     try:
         importlib.import_module("hatch_slang.kernels.elementwise")
     except ImportError as e:
         return f"the kernel library is not built ({e}): pip install . or hatch-slang build"
-    import slangrt.cuda
-
-    return slangrt.cuda.unavailable_reason()
+    return None
 
 
 WHY = _why_not()

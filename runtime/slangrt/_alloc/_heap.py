@@ -51,16 +51,11 @@ def _block_size(slot: int) -> int:
 def _create_buffer(core: Core, size: int, what: str, export: bool = False) -> Any:
     vk = _vk.vk()
     ffi = vk.ffi
-    external = (
-        ffi.new(
-            "VkExternalMemoryBufferCreateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
-                "handleTypes": vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-            },
-        )
-        if export
-        else ffi.NULL
+    external = _vk.exported(
+        "VkExternalMemoryBufferCreateInfo",
+        "VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO",
+        "VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT",
+        export,
     )
     info = ffi.new(
         "VkBufferCreateInfo*",
@@ -91,34 +86,29 @@ def _allocate_memory(
     lib.vkGetBufferMemoryRequirements(core.handle, buffer, req)
     if not req.memoryTypeBits & (1 << type_index):
         raise MemoryError(f"memory type {type_index} cannot hold a buffer for {what}")
-    exported = (
-        ffi.new(
-            "VkExportMemoryAllocateInfo*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
-                "handleTypes": vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-            },
-        )
-        if export
-        else ffi.NULL
-    )
     flags = (
         ffi.new(
             "VkMemoryAllocateFlagsInfo*",
             {
                 "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
-                "pNext": exported,
                 "flags": _MEMORY_ALLOCATE_DEVICE_ADDRESS,
             },
         )
         if core.device_address
-        else exported
+        else None
+    )
+    chain = _vk.exported(
+        "VkExportMemoryAllocateInfo",
+        "VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO",
+        "VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT",
+        export,
+        flags,
     )
     alloc = ffi.new(
         "VkMemoryAllocateInfo*",
         {
             "sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-            "pNext": flags,
+            "pNext": chain,
             "allocationSize": req.size,
             "memoryTypeIndex": type_index,
         },

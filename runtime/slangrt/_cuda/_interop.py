@@ -61,16 +61,27 @@ def memory_fd(core: Any, memory: Any, get_fd: Any = None) -> int:
         if fn == ffi.NULL:
             raise UnsupportedFeatureError(f"{core.name}: vkGetMemoryFdKHR is missing")
         get_fd = ffi.cast("PFN_vkGetMemoryFdKHR", fn)
-    info = ffi.new(
-        "VkMemoryGetFdInfoKHR*",
-        {
-            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR,
-            "memory": memory,
-            "handleType": vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-        },
+    return _fd(core, get_fd, "VkMemoryGetFdInfoKHR", "memory", memory, "exporting device memory")
+
+
+def _fd(core: Any, get_fd: Any, info_type: str, key: str, handle: Any, what: str) -> int:
+    """``get_fd`` (vkGetMemoryFdKHR or vkGetSemaphoreFdKHR) of ``handle`` as an opaque fd."""
+    vk = _vk.vk()
+    ffi = vk.ffi
+    memory = key == "memory"
+    stype = (
+        vk.VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR
+        if memory
+        else vk.VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR
     )
+    handle_type = (
+        vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT
+        if memory
+        else vk.VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT
+    )
+    info = ffi.new(f"{info_type}*", {"sType": stype, key: handle, "handleType": handle_type})
     fd = ffi.new("int*")
-    _vk.check(get_fd(core.handle, info, fd), "exporting device memory as a file descriptor")
+    _vk.check(get_fd(core.handle, info, fd), f"{what} as a file descriptor")
     return int(fd[0])
 
 
@@ -210,26 +221,17 @@ class Interop:
         return memory_fd(self.core, memory, self._fns[0])
 
     def _import_semaphore(self, semaphore: Any, what: str) -> Any:
-        vk = _vk.vk()
-        ffi = vk.ffi
         d = self.d
-        info = ffi.new(
-            "VkSemaphoreGetFdInfoKHR*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR,
-                "semaphore": semaphore,
-                "handleType": vk.VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT,
-            },
+        fd = _fd(
+            self.core, self._fns[1], "VkSemaphoreGetFdInfoKHR", "semaphore", semaphore, f"exporting {what}"
         )
-        fd = ffi.new("int*")
-        _vk.check(self._fns[1](self.core.handle, info, fd), f"exporting {what}")
         desc = d.CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC()
         desc.type = d.CUexternalSemaphoreHandleType.CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
-        desc.handle.fd = int(fd[0])
+        desc.handle.fd = fd
         try:
             return _driver.check(d.cuImportExternalSemaphore(desc), f"importing {what} into CUDA")
         except BaseException:
-            os.close(int(fd[0]))  # (CUDA owns the fd only once the import succeeded)
+            os.close(fd)  # (CUDA owns the fd only once the import succeeded)
             raise
 
     # -- memory ----------------------------------------------------------------------------------

@@ -185,26 +185,34 @@ def timeline_submits(semaphores: Any, n: int) -> tuple[Any, Any, Any, Any]:
     return infos, cbs, values, timelines
 
 
+def exported(struct: str, stype: str, handle_types: str, export: bool, chained: Any = None) -> Any:
+    """The ``struct`` (``VkExportMemoryAllocateInfo``, ...) that makes an object exportable as
+    ``handle_types`` (names of the ``vulkan`` package's constants), ahead of ``chained``; where
+    not ``export``, ``chained`` itself (NULL if None)."""
+    v = vk()
+    ffi = v.ffi
+    after = ffi.NULL if chained is None else chained
+    if not export:
+        return after
+    fields = {"sType": getattr(v, stype), "pNext": after, "handleTypes": getattr(v, handle_types)}
+    return ffi.new(f"{struct}*", fields)
+
+
 def create_timeline_semaphore(device: Any, export: bool = False) -> Any:
     """A timeline semaphore of ``device``, at 0; ``export``: exportable as an opaque fd."""
     v = vk()
     ffi = v.ffi
-    exported = (
-        ffi.new(
-            "VkExportSemaphoreCreateInfo*",
-            {
-                "sType": v.VK_STRUCTURE_TYPE_EXPORT_SEMAPHORE_CREATE_INFO,
-                "handleTypes": v.VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT,
-            },
-        )
-        if export
-        else ffi.NULL
+    exported_info = exported(
+        "VkExportSemaphoreCreateInfo",
+        "VK_STRUCTURE_TYPE_EXPORT_SEMAPHORE_CREATE_INFO",
+        "VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT",
+        export,
     )
     type_info = ffi.new(
         "VkSemaphoreTypeCreateInfo*",
         {
             "sType": v.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
-            "pNext": exported,
+            "pNext": exported_info,
             "semaphoreType": v.VK_SEMAPHORE_TYPE_TIMELINE,
             "initialValue": 0,
         },
