@@ -216,8 +216,13 @@ def test_errors_name_the_argument_and_what_to_do() -> None:
     with pytest.raises(ValueError, match=r"argument `b` has 4 elements \(`n`\), expected 8"):
         ew.add_inplace_f32(x, x[:4])
     w = torch.zeros(8, device="cuda", requires_grad=True)
-    with pytest.raises(ValueError, match="argument `a` is a leaf tensor that requires grad"):
+    with pytest.raises(ValueError, match=r"argument `a` is a leaf tensor that requires grad.*a\.detach\(\)"):
         ew.add_inplace_f32(w, torch.zeros(8, device="cuda"))
+    y = w * 2
+    z = y * y  # saves y for backward
+    ew.add_inplace_f32(y, torch.ones(8, device="cuda"))  # written as torch's in-place ops would be
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
     with (
         pytest.raises(slangrt.UnsupportedFeatureError, match="torch CUDA tensors cannot be recorded"),
         slangrt.batch(),

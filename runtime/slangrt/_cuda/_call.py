@@ -99,6 +99,7 @@ class CudaCall:
     """The torch CUDA arguments of one call and how they are bound."""
 
     __slots__ = (
+        "autograd",
         "copies_in",
         "copies_out",
         "interop",
@@ -122,6 +123,7 @@ class CudaCall:
         self.copies_out: list[tuple[int, int, int]] = []
         self.pooled: list[tuple[int, _Pooled]] = []
         self.torch_written: list[tuple[str, int, int]] = []
+        self.autograd: list[Any] = []  # written tensors autograd tracks (their version bumped)
 
     def _err(self, msg: str) -> str:
         return f"{self.kernel}(): {msg}"
@@ -146,10 +148,15 @@ class CudaCall:
                     f"stride {tuple(value.stride())}); pass {name}.contiguous()"
                 )
             )
-        if writable and value.requires_grad and value.is_leaf:
-            raise ValueError(
-                self._err(f"argument `{name}` is a leaf tensor that requires grad; the kernel writes it")
-            )
+        if writable and value.requires_grad:
+            if value.is_leaf:
+                raise ValueError(
+                    self._err(
+                        f"argument `{name}` is a leaf tensor that requires grad; the kernel writes it "
+                        f"(pass {name}.detach(), or a copy)"
+                    )
+                )
+            self.autograd.append(value)
         shape = tuple(value.shape)
         nbytes = value.numel() * dtype.itemsize
         ptr = value.data_ptr()
@@ -232,6 +239,11 @@ class CudaCall:
                 dispatch(kernel)
             for dst, src, n in self.copies_out:
                 interop.copy(dst, src, n, handle)
+            if self.autograd:  # as torch's own in-place ops do: a saved tensor written is an error
+                from torch.autograd.graph import increment_version
+
+                for t in self.autograd:
+                    increment_version(t)
         finally:
             self._give_back()
 
