@@ -276,3 +276,71 @@ def test_the_next_waiting_submission_keeps_a_broken_promise_first(dev: slangrt.D
     dev.synchronize()
     assert _counter(dev) >= later[0]
     np.testing.assert_array_equal(add.a.numpy(), np.ones(N, np.float32))
+
+
+class _Word:
+    """A fence as ``Queue.waiting`` takes it: a command buffer that writes the serial (its low 32
+    bits) into a tensor after the work before it, recorded for each serial."""
+
+    def __init__(self, dev: slangrt.Device) -> None:
+        from slangrt._alloc._contexts import Context
+
+        self.dev = dev
+        self.word = slangrt.Tensor.zeros((1,), np.uint32, device=dev)
+        self.contexts: list[Context] = []
+        self.serials: list[int] = []
+
+    def __call__(self, serial: int) -> object:
+        from slangrt._alloc._contexts import Context
+
+        vk = _vk.vk()
+        core = self.dev.parts.core
+        ctx = Context(core)
+        begin = vk.ffi.new(
+            "VkCommandBufferBeginInfo*", {"sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO}
+        )
+        vk.lib.vkBeginCommandBuffer(ctx.cb, begin)
+        core.barrier_after_compute(ctx.cb)  # after the kernel submitted with it
+        alloc = self.word._allocation()
+        vk.lib.vkCmdFillBuffer(ctx.cb, alloc.buffer, alloc.offset, 4, serial)
+        vk.lib.vkEndCommandBuffer(ctx.cb)
+        self.contexts.append(ctx)
+        self.serials.append(serial)
+        return ctx.cb
+
+    def close(self) -> None:
+        self.dev.synchronize()
+        for ctx in self.contexts:
+            ctx.destroy(self.dev.parts.core.handle)
+
+
+@needs_device
+@pytest.mark.gpu
+def test_a_fence_goes_with_each_waiting_submission_and_with_a_promise_kept(dev: slangrt.Device) -> None:
+    add = Add(dev)
+    q = dev.parts.queue
+    word = _Word(dev)
+    try:
+        seen: list[int] = []
+        with q.waiting(None, 0, seen.append, word):
+            add()
+        assert word.serials == seen and len(seen) == 1
+        dev.synchronize()  # (the word is not among the submission's uses)
+        np.testing.assert_array_equal(word.word.numpy(), [seen[0]])
+        np.testing.assert_array_equal(add.a.numpy(), np.ones(N, np.float32))
+
+        def promise_then_interrupt(serial: int) -> None:
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt), q.waiting(None, 0, promise_then_interrupt, word):
+            add()
+        deadline = time.monotonic() + 10.0
+        while _counter(dev) < seen[0] + 1:
+            assert time.monotonic() < deadline, "the promised serial was never signalled"
+            time.sleep(0.01)
+        # the keeper's empty submission carried the fence: the word has the promised serial
+        dev.synchronize()
+        np.testing.assert_array_equal(word.word.numpy(), [seen[0] + 1])
+        np.testing.assert_array_equal(add.a.numpy(), np.ones(N, np.float32))
+    finally:
+        word.close()

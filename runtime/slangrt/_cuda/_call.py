@@ -25,7 +25,13 @@ from .._errors import SlangRTError, UnsupportedFeatureError
 from .._recording import _batch
 from . import _dlpack, _interop
 
-__all__ = ["CudaCall", "is_cuda_tensor", "numpy_dtype_of", "torch_stream"]
+__all__ = ["ORDER", "CudaCall", "is_cuda_tensor", "numpy_dtype_of", "torch_stream"]
+
+# How a call orders with torch's stream: "memory" (default: the stream waits on a word Vulkan
+# writes, Vulkan on a semaphore a helper thread signals once CUDA's event is done: ``_order``) or
+# "semaphore" (both directions on timeline semaphores shared by the APIs; slow on NVIDIA's driver,
+# kept for the benchmark's comparison).
+ORDER = ["memory"]
 
 _TORCH_DTYPES: dict[Any, np.dtype[Any] | None] = {}
 
@@ -99,6 +105,7 @@ class CudaCall:
     """The torch CUDA arguments of one call and how they are bound."""
 
     __slots__ = (
+        "_fence",
         "autograd",
         "copies_in",
         "copies_out",
@@ -124,6 +131,7 @@ class CudaCall:
         self.pooled: list[tuple[int, _Pooled]] = []
         self.torch_written: list[tuple[str, int, int]] = []
         self.autograd: list[Any] = []  # written tensors autograd tracks (their version bumped)
+        self._fence: Any = None
 
     def _err(self, msg: str) -> str:
         return f"{self.kernel}(): {msg}"
@@ -231,11 +239,17 @@ class CudaCall:
             interop.current()
             for dst, src, n in self.copies_in:
                 interop.copy(dst, src, n, handle)
-            if self.copies_in or not interop.idle(handle):
+            if not self.copies_in and interop.idle(handle):
+                semaphore, value = None, 0  # nothing queued on the stream: nothing to wait for
+            elif ORDER[0] == "semaphore":
                 semaphore, value = self.stream.vk_semaphore, self.stream.signal()
-            else:  # nothing queued on the stream: nothing to wait for (a crossing saved)
-                semaphore, value = None, 0
-            with interop.queue.waiting(semaphore, value, self._promise):
+            else:
+                order = interop.host_order()
+                semaphore, value = order.semaphore, order.after(handle)
+            fence = interop.fence() if ORDER[0] != "semaphore" else None
+            self._fence = fence
+            take = fence.take if fence is not None else None
+            with interop.queue.waiting(semaphore, value, self._promise, take):
                 dispatch(kernel)
             for dst, src, n in self.copies_out:
                 interop.copy(dst, src, n, handle)
@@ -248,7 +262,11 @@ class CudaCall:
             self._give_back()
 
     def _promise(self, serial: int) -> None:
-        self.interop.stream_waits(self.stream.handle, serial)
+        fence = self._fence
+        if fence is not None:
+            fence.stream_waits(self.stream.handle, serial)
+        else:
+            self.interop.stream_waits(self.stream.handle, serial)
 
     def _give_back(self) -> None:
         pool = self.stream.pool

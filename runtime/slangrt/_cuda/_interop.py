@@ -85,6 +85,16 @@ def _fd(core: Any, get_fd: Any, info_type: str, key: str, handle: Any, what: str
     return int(fd[0])
 
 
+def _imported(call: Any, desc: Any, fd: int) -> Any:
+    """``call(desc)`` (a CUDA import of ``fd``): CUDA owns the fd once the import succeeded; where
+    it failed the fd is closed here. (An interrupt as the call returns leaves it to CUDA or to the
+    process: closing an fd CUDA took would close whatever reuses its number.)"""
+    result = call(desc)
+    if int(result[0]):
+        os.close(fd)
+    return result
+
+
 class Import:
     """A block's memory mapped into CUDA: ``base`` is its first byte's CUDA address."""
 
@@ -203,6 +213,9 @@ class Interop:
         self._wait_lock = threading.Lock()
         self.closed = False
         core.attach(self)
+        # How calls order with streams (``_order``); made on first use.
+        self._fence: Any = None
+        self._host_order: Any = None
 
     # -- plumbing --------------------------------------------------------------------------------
 
@@ -228,11 +241,7 @@ class Interop:
         desc = d.CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC()
         desc.type = d.CUexternalSemaphoreHandleType.CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
         desc.handle.fd = fd
-        try:
-            return _driver.check(d.cuImportExternalSemaphore(desc), f"importing {what} into CUDA")
-        except BaseException:
-            os.close(fd)  # (CUDA owns the fd only once the import succeeded)
-            raise
+        return _driver.check(_imported(d.cuImportExternalSemaphore, desc, fd), f"importing {what} into CUDA")
 
     # -- memory ----------------------------------------------------------------------------------
 
@@ -257,11 +266,9 @@ class Interop:
             desc.type = d.CUexternalMemoryHandleType.CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD
             desc.handle.fd = fd
             desc.size = block.memory_size
-            try:
-                ext = _driver.check(d.cuImportExternalMemory(desc), "importing device memory into CUDA")
-            except BaseException:
-                os.close(fd)
-                raise
+            ext = _driver.check(
+                _imported(d.cuImportExternalMemory, desc, fd), "importing device memory into CUDA"
+            )
             buf = d.CUDA_EXTERNAL_MEMORY_BUFFER_DESC()
             buf.offset = 0
             buf.size = block.size
@@ -387,6 +394,36 @@ class Interop:
                 self.d.cuWaitExternalSemaphoresAsync(exts, plist, 1, handle), "ordering CUDA after Vulkan"
             )
 
+    def fence(self) -> Any:
+        """The device's fence word (``_order.Fence``), where CUDA can wait on 64-bit words; else
+        None (streams wait on the queue's semaphore instead)."""
+        if self._fence is None:
+            with self._lock:
+                if self._fence is None:
+                    d = self.d
+                    attr = d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS
+                    ok = _driver.check(
+                        d.cuDeviceGetAttribute(attr, self._cu_dev), "asking for stream memory ops"
+                    )
+                    if ok:
+                        from .._devices._tensor import Tensor
+                        from ._order import Fence
+
+                        self._fence = Fence(self, Tensor.zeros((1,), "uint64", self.device))
+                    else:
+                        self._fence = False
+        return self._fence or None
+
+    def host_order(self) -> Any:
+        """CUDA -> Vulkan through the host (``_order.HostOrder``), made on first use."""
+        if self._host_order is None:
+            with self._lock:
+                if self._host_order is None:
+                    from ._order import HostOrder
+
+                    self._host_order = HostOrder(self)
+        return self._host_order
+
     def idle(self, handle: int) -> bool:
         """Whether everything queued on stream ``handle`` has finished (a query, no wait)."""
         return not int(self.d.cuStreamQuery(handle)[0])
@@ -404,12 +441,16 @@ class Interop:
         if self.closed:
             return
         d = self.d
+        if self._host_order is not None:
+            self._host_order.destroy()
         with self._lock:
             try:
                 self.current()
                 d.cuCtxSynchronize()
             except Exception:
                 pass
+            if self._fence:
+                self._fence.destroy()
             self._held = []
             imports, self._imports, self._bases = self._imports, [], []
             for imp in imports:

@@ -135,6 +135,7 @@ class Queue:
         self._waiting: tuple[Any, ...] | None = None
         self._promised = 0
         self._empty_info: tuple[Any, ...] | None = None  # an empty submission's (_keep_promise_locked)
+        self._fence: Callable[[int], Any] | None = None  # the last fence given (see waiting)
         self._keeper: threading.Thread | None = None
         self._stop_keeper = threading.Event()
 
@@ -198,20 +199,29 @@ class Queue:
         return serial
 
     @contextmanager
-    def waiting(self, semaphore: Any, value: int, promise: Callable[[int], None]) -> Iterator[None]:
+    def waiting(
+        self,
+        semaphore: Any,
+        value: int,
+        promise: Callable[[int], None],
+        fence: Callable[[int], Any] | None = None,
+    ) -> Iterator[None]:
         """Inside the block, every submission of this thread waits on the GPU for the timeline
-        ``semaphore`` to reach ``value`` (one signalled by CUDA: ``slangrt._cuda``; None: waits
-        for nothing), and is handed to the driver at once (never kept), after whatever was kept
-        before it.
+        ``semaphore`` to reach ``value`` (one another API or thread signals: ``slangrt._cuda``;
+        None: waits for nothing), and is handed to the driver at once (never kept), after
+        whatever was kept before it.
 
         ``promise(serial)`` is called with each such submission's serial just before the driver
-        gets it (a CUDA stream made to wait for it). From then on the serial is owed: should the
-        submission fail or be cut short by an interrupt, the keeper thread signals it from the
-        host once the work before it is done, so that nothing waits for it for ever."""
+        gets it (a CUDA stream made to wait for it); ``fence(serial)``, where given, returns a
+        command buffer submitted after the submission's own that makes the serial known where the
+        stream waits for it (``_cuda._order.Fence``). From then on the serial is owed: should the
+        submission fail or be cut short by an interrupt, an empty submission (with the fence's
+        command buffer) signals it, made by the next submission that waits, or by the keeper
+        thread, so that nothing waits for it for ever."""
         self._start_keeper()
         local = self._local
         before = getattr(local, "wait", None)
-        local.wait = (semaphore, value, promise)
+        local.wait = (semaphore, value, promise, fence)
         try:
             yield
         finally:
@@ -286,8 +296,12 @@ class Queue:
                     "pSignalSemaphores": self._semaphores,
                 },
             )
-            info = self._empty_info = (submit, timeline, value)
+            info = self._empty_info = (submit, timeline, value, ffi.new("VkCommandBuffer[1]"))
         info[2][0] = promised
+        fence = self._fence
+        if fence is not None:  # the serial made known where the stream waits for it
+            info[3][0] = fence(promised)
+            info[0].commandBufferCount, info[0].pCommandBuffers = 1, info[3]
         self._calling = promised  # (see _submit_one: repaired if cut short)
         self._result = None
         self._result = self._lib.vkQueueSubmit(self._queue, 1, info[0], self._null)
@@ -314,14 +328,16 @@ class Queue:
                         return 0
                     return self._submit_one(cbs, what, owner, uses, wait)
 
-    def _waiting_info(self, cbs: Any, serial: int, wait: tuple[Any, int, Any]) -> Any:
-        # The submit info of one command buffer that waits for ``wait`` and signals ``serial``
-        # (made once, refilled under the lock).
+    def _waiting_info(self, cbs: Any, serial: int, wait: tuple[Any, int, Any, Any], fence: Any) -> Any:
+        # The submit info of a command buffer (and the fence's after it, where given) that waits
+        # for ``wait`` (where it names a semaphore) and signals ``serial`` (made once, refilled
+        # under the lock).
         got = self._waiting
         if got is None:
             vk = _vk.vk()
             ffi = self._ffi
             sems = ffi.new("VkSemaphore[1]")
+            both = ffi.new("VkCommandBuffer[2]")
             values = ffi.new("uint64_t[2]")  # [0]: the wait's value, [1]: the signal's
             stages = ffi.new("VkPipelineStageFlags[1]", [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT])
             timeline = ffi.new(
@@ -347,12 +363,19 @@ class Queue:
                     "pSignalSemaphores": self._semaphores,
                 },
             )
-            got = self._waiting = (info, sems, values, stages, timeline)
-        info, sems, values = got[0], got[1], got[2]
-        sems[0] = wait[0]
+            got = self._waiting = (info, sems, values, stages, timeline, both)
+        info, sems, values, both = got[0], got[1], got[2], got[5]
+        waits = wait[0] is not None
+        sems[0] = wait[0] if waits else self._null
+        info.waitSemaphoreCount = 1 if waits else 0
+        got[4].waitSemaphoreValueCount = 1 if waits else 0
         values[0] = wait[1]
         values[1] = serial
-        info.pCommandBuffers = cbs
+        both[0] = cbs[0]
+        if fence is not None:
+            both[1] = fence
+        info.commandBufferCount = 2 if fence is not None else 1
+        info.pCommandBuffers = both
         return info
 
     def retire(self, variant: Any) -> int:
@@ -368,7 +391,7 @@ class Queue:
         what: str,
         owner: Any = None,
         uses: Sequence[Any] = (),
-        wait: tuple[Any, int, Callable[[int], None]] | None = None,
+        wait: tuple[Any, int, Callable[[int], None], Callable[[int], Any] | None] | None = None,
     ) -> int:
         # With self._lock held, nothing kept and no flush under way (or self._submit_lock held
         # too): one command buffer straight to the driver (``owner``, ``uses``: see submit).
@@ -380,17 +403,19 @@ class Queue:
             self._fail(self._result or -1, f"signalling a serial promised to CUDA before {what}")
         serial = self.submitted + 1
         _used(owner, uses, serial)
-        if wait is None or wait[0] is None:
+        if wait is None:
             self._signal_value[0] = serial
             if cbs is not self._last_submitted:  # (a VkCommandBuffer[1]: commandBufferCount is 1)
                 self._submit_info.pCommandBuffers = cbs
                 self._last_submitted = cbs
             info = self._submit_info
         else:
-            info = self._waiting_info(cbs, serial, wait)
-        if wait is not None:
             self._promised = serial  # (before CUDA may wait for it: see waiting)
             wait[2](serial)
+            fence = wait[3]
+            if fence is not None:
+                self._fence = fence
+            info = self._waiting_info(cbs, serial, wait, fence(serial) if fence is not None else None)
         self._result, submit = None, self._lib.vkQueueSubmit
         try:
             self._calling = serial; self._result = submit(self._queue, 1, info, self._null)  # noqa: E702  # fmt: skip
