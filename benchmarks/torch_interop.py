@@ -14,8 +14,11 @@ kernel library built into ``hatch_slang/kernels``; it imports ``hatch_slang.kern
 - ``parts``: where a call's host time goes, each part timed alone in a loop: the stream's
   semaphore signal and wait (CUDA driver calls), the same call on ``slangrt.Tensor`` arguments
   (argument checks and the Vulkan submission, no CUDA), and a device-to-device copy;
-- ``crossing``: a GPU round trip between the APIs alone (CUDA signals, Vulkan waits and signals,
-  CUDA waits), per round trip with the host waiting for each: the floor under ``sync``;
+- ``memory`` and ``semaphore``: how a call orders with torch's stream, the default (the stream
+  waits on a word Vulkan writes, Vulkan on its own semaphore a helper thread signals once CUDA's
+  event is done) and timeline semaphores shared by both APIs in both directions;
+- ``crossing``: a GPU round trip between the APIs on shared semaphores alone (CUDA signals,
+  Vulkan waits and signals, CUDA waits), per round trip with the host waiting for each;
 - ``large``: ``add_inplace`` on 64 Mi floats (768 MB moved) on shared tensors against
   ``a.add_(b)``: GPU bandwidth over 20 back-to-back calls, timed with CUDA events;
 - ``host round trip``: the same large and tiny calls the way one goes without sharing
@@ -79,15 +82,16 @@ def each_synced(fn: Callable[[], Any], n: int, sync: Callable[[], None]) -> floa
     return (time.perf_counter() - t0) / n * 1e6
 
 
-def tiny_rows(ew: Any, torch: Any, n: int, out: dict[str, float]) -> None:
+def tiny_rows(ew: Any, torch: Any, n: int, out: dict[str, float], order: str) -> None:
     sync = torch.cuda.synchronize
     ta, tb = torch.zeros(1024, device="cuda"), torch.ones(1024, device="cuda")
     sa, sb = sc.zeros((1024,), torch.float32), sc.zeros((1024,), torch.float32)
     cases = {
-        "torch a.add_(b)": lambda: ta.add_(tb),
-        "shared": lambda: ew.add_inplace_f32(sa, sb),
-        "copied": lambda: ew.add_inplace_f32(ta, tb),
+        f"shared ({order})": lambda: ew.add_inplace_f32(sa, sb),
+        f"copied ({order})": lambda: ew.add_inplace_f32(ta, tb),
     }
+    if order == "memory":
+        cases = {"torch a.add_(b)": lambda: ta.add_(tb), **cases}
     for name, fn in cases.items():
         host, stream = per_call(fn, n, sync)
         out[f"tiny {name} host"] = host
@@ -108,6 +112,14 @@ def part_rows(ew: Any, torch: Any, n: int, out: dict[str, float]) -> None:
         lambda: io.stream_waits(handle, io.queue.flushed), n, sync
     )[0]
     out["parts current stream and idle query"] = per_call(lambda: io.idle(torch_stream(0)), n, sync)[0]
+    order, fence = io.host_order(), io.fence()
+    out["parts event recorded and handed to the helper (default order)"] = per_call(
+        lambda: order.after(handle), n, sync
+    )[0]
+    if fence is not None:
+        out["parts stream waits on the fence word (cuStreamWaitValue64)"] = per_call(
+            lambda: fence.stream_waits(handle, io.queue.flushed), n, sync
+        )[0]
     a = slangrt.Tensor.zeros((1024,), np.float32)
     b = slangrt.Tensor.zeros((1024,), np.float32)
     dev = slangrt.device()
@@ -140,7 +152,7 @@ def crossing_row(torch: Any, n: int, out: dict[str, float]) -> None:
     out["crossing GPU round trip, CUDA -> Vulkan -> CUDA"] = each_synced(round_trip, n, lambda: None)
 
 
-def large_rows(ew: Any, torch: Any, reps: int, out: dict[str, float]) -> None:
+def large_rows(ew: Any, torch: Any, reps: int, out: dict[str, float], order: str) -> None:
     n = 64 << 20
     a, b = sc.zeros((n,), torch.float32), sc.zeros((n,), torch.float32)
     ta, tb = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
@@ -160,14 +172,15 @@ def large_rows(ew: Any, torch: Any, reps: int, out: dict[str, float]) -> None:
 
     t_torch = gpu_us(lambda: ta.add_(tb))
     t_shared = gpu_us(lambda: ew.add_inplace_f32(a, b))
-    out["large torch a.add_(b) GPU us"] = t_torch
-    out["large shared GPU us"] = t_shared
-    out["large torch GB/s"] = moved / t_torch / 1e3
-    out["large shared GB/s"] = moved / t_shared / 1e3
-    out["large shared vs torch bandwidth"] = t_torch / t_shared
+    out[f"large torch a.add_(b) GPU us ({order} run)"] = t_torch
+    out[f"large shared GPU us ({order})"] = t_shared
+    out[f"large torch GB/s ({order} run)"] = moved / t_torch / 1e3
+    out[f"large shared GB/s ({order})"] = moved / t_shared / 1e3
+    out[f"large shared vs torch bandwidth ({order})"] = t_torch / t_shared
 
 
 def host_round_trip_rows(ew: Any, torch: Any, n_tiny: int, out: dict[str, float]) -> None:
+    # (with the default order: the shared rows here are the default's)
     sync = torch.cuda.synchronize
     for label, n, calls in (("tiny", 1024, n_tiny), ("large", 64 << 20, 5)):
         a, b = torch.zeros(n, device="cuda"), torch.ones(n, device="cuda")
@@ -200,15 +213,19 @@ def main() -> int:
         print(f"torch_interop.py needs CUDA shared with slangrt: {why}", file=sys.stderr)
         return 2
     import torch
+    from slangrt._cuda._call import ORDER
 
     from hatch_slang.kernels import elementwise as ew
 
     n = 200 if args.quick else 3000
     rows: dict[str, float] = {}
-    tiny_rows(ew, torch, n, rows)
+    for order in ("memory", "semaphore"):  # the default, then shared semaphores both ways
+        ORDER[0] = order
+        tiny_rows(ew, torch, n if order == "memory" else n // 3, rows, order)
+        large_rows(ew, torch, 5 if args.quick else 20, rows, order)
+    ORDER[0] = "memory"
     part_rows(ew, torch, n, rows)
     crossing_row(torch, max(50, n // 10), rows)
-    large_rows(ew, torch, 5 if args.quick else 20, rows)
     host_round_trip_rows(ew, torch, max(20, n // 30), rows)
     header = {
         "GPU": torch.cuda.get_device_name(0),
