@@ -94,9 +94,9 @@ def tiny_rows(ew: Any, torch: Any, n: int, out: dict[str, float], order: str) ->
         cases = {"torch a.add_(b)": lambda: ta.add_(tb), **cases}
     for name, fn in cases.items():
         host, stream = per_call(fn, n, sync)
-        out[f"tiny {name} host"] = host
-        out[f"tiny {name} stream"] = stream
-        out[f"tiny {name} sync"] = each_synced(fn, max(50, n // 10), sync)
+        _put(out, f"tiny {name} host", host)
+        _put(out, f"tiny {name} stream", stream)
+        _put(out, f"tiny {name} sync", each_synced(fn, max(50, n // 10), sync))
 
 
 def part_rows(ew: Any, torch: Any, n: int, out: dict[str, float]) -> None:
@@ -176,7 +176,7 @@ def large_rows(ew: Any, torch: Any, reps: int, out: dict[str, float], order: str
     out[f"large shared GPU us ({order})"] = t_shared
     out[f"large torch GB/s ({order} run)"] = moved / t_torch / 1e3
     out[f"large shared GB/s ({order})"] = moved / t_shared / 1e3
-    out[f"large shared vs torch bandwidth ({order})"] = t_torch / t_shared
+    _put(out, f"large shared vs torch bandwidth ({order})", t_torch / t_shared)
 
 
 def host_round_trip_rows(ew: Any, torch: Any, n_tiny: int, out: dict[str, float]) -> None:
@@ -196,6 +196,16 @@ def host_round_trip_rows(ew: Any, torch: Any, n_tiny: int, out: dict[str, float]
         )
 
 
+def _put(out: dict[str, float], name: str, value: float) -> None:
+    """A figure, said as soon as it is measured (``--progress``)."""
+    out[name] = value
+    if PROGRESS[0]:
+        print(f"  {name}: {value:.2f}", file=sys.stderr, flush=True)
+
+
+PROGRESS = [False]
+
+
 def render(rows: dict[str, float], header: dict[str, str]) -> str:
     lines = [f"{k}: {v}" for k, v in header.items()]
     lines += ["", "| figure | value |", "| --- | ---: |"]
@@ -207,7 +217,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
+    ap.add_argument("--calls", type=int, default=3000, help="calls per tiny figure (default 3000)")
+    ap.add_argument("--progress", action="store_true", help="say each figure as it is measured")
     args = ap.parse_args()
+    PROGRESS[0] = args.progress
     why = why_not()
     if why is not None:
         print(f"torch_interop.py needs CUDA shared with slangrt: {why}", file=sys.stderr)
@@ -217,7 +230,7 @@ def main() -> int:
 
     from hatch_slang.kernels import elementwise as ew
 
-    n = 200 if args.quick else 3000
+    n = 200 if args.quick else args.calls
     rows: dict[str, float] = {}
     for order in ("memory", "semaphore"):  # the default, then shared semaphores both ways
         ORDER[0] = order

@@ -137,7 +137,8 @@ def test_exportable_memory_where_asked_and_kernels_right_on_it() -> None:
         assert block.shared is False  # exportable, not imported (no CUDA here)
         fd = memory_fd(core, block.memory)
         try:
-            assert os.fstat(fd).st_size >= block.memory_size > 0
+            os.fstat(fd)  # a live descriptor (its size is the driver's to say: NVIDIA's is 0)
+            assert block.memory_size >= block.size > 0
         finally:
             os.close(fd)
     finally:
@@ -329,18 +330,23 @@ def test_a_fence_goes_with_each_waiting_submission_and_with_a_promise_kept(dev: 
         np.testing.assert_array_equal(word.word.numpy(), [seen[0]])
         np.testing.assert_array_equal(add.a.numpy(), np.ones(N, np.float32))
 
+        promised: list[int] = []
+
         def promise_then_interrupt(serial: int) -> None:
+            promised.append(serial)
             raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt), q.waiting(None, 0, promise_then_interrupt, word):
             add()
+        # (reading the word above was a submission where the device's memory is not the host's)
+        assert promised and promised[0] > seen[0]
         deadline = time.monotonic() + 10.0
-        while _counter(dev) < seen[0] + 1:
+        while _counter(dev) < promised[0]:
             assert time.monotonic() < deadline, "the promised serial was never signalled"
             time.sleep(0.01)
         # the keeper's empty submission carried the fence: the word has the promised serial
         dev.synchronize()
-        np.testing.assert_array_equal(word.word.numpy(), [seen[0] + 1])
+        np.testing.assert_array_equal(word.word.numpy(), [promised[0]])
         np.testing.assert_array_equal(add.a.numpy(), np.ones(N, np.float32))
     finally:
         word.close()
