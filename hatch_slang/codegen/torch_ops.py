@@ -53,12 +53,19 @@ def schema(e: EntrySpec) -> tuple[str, tuple[str, ...]] | str:
         else:
             args.append(f"Tensor {b.name}")
     keywords: list[str] = []
-    for names, optional in ((e.params_required, False), (e.params_optional, True), (e.params_unread, True)):
+    defaults = {"int": "0", "float": "0.0", "bool": "False"}
+    for names, how in ((e.params_required, ""), (e.params_optional, "none"), (e.params_unread, "zero")):
         for name in names:
             kind = _scalar_type(slots[name])
             if kind is None:
                 return f"`{name}` is a vector, matrix, struct or pointer value"
-            keywords.append(f"{kind}? {name}=None" if optional else f"{kind} {name}")
+            # as the wrapper takes it: required, inferred when None, or 0 (a field never read)
+            text = {
+                "": f"{kind} {name}",
+                "none": f"{kind}? {name}=None",
+                "zero": f"{kind} {name}={defaults[kind]}",
+            }
+            keywords.append(text[how])
     keywords += [f"int {name}" for name in e.grid_only]
     if e.grid is None:
         keywords.append("int[] grid")

@@ -363,9 +363,9 @@ def _annotation(b: BufferSpec, own: dict[str, str]) -> str:
         return images.annotation(b, own)
     # bf16: ml_dtypes.bfloat16 or uint16 arrays, and NumPy has no such type to name
     element = "{Any}" if b.dtype is None or b.dtype == "bf16" else "{np}." + DTYPES[b.dtype].numpy
-    if b.struct is not None:  # a structured dtype's scalar type
-        element = "{np}.void"
-    return ("{npt}.NDArray[" + element + "] | {slangrt}.Tensor").format(**own)
+    if b.struct is not None:  # a structured dtype's scalar type (torch has none)
+        return ("{npt}.NDArray[{np}.void] | {slangrt}.Tensor").format(**own)
+    return ("{npt}.NDArray[" + element + "] | {slangrt}.Tensor | {slangrt}.TorchTensor").format(**own)
 
 
 def _parameters(e: EntrySpec, own: dict[str, str]) -> str:

@@ -12,7 +12,7 @@ from ._cuda import _tensors as _cuda_tensors  # noqa: F401 (Tensor's DLPack to a
 from ._devices._device import Device, DeviceInfo, device, devices
 from ._devices._image import Image
 from ._devices._sampler import Sampler
-from ._devices._tensor import Tensor
+from ._devices._tensor import Tensor, TorchTensor
 from ._errors import (
     DeviceLostError,
     DispatchTimeoutError,
@@ -44,6 +44,7 @@ __all__ = [
     "SlangRTError",
     "SpirvError",
     "Tensor",
+    "TorchTensor",
     "UnsupportedFeatureError",
     "UnsupportedKernelError",
     "ValidationError",

@@ -1,8 +1,10 @@
 """The contract between generated kernel wrappers and the runtime: what generated code may use.
 
 Modules that hatch-slang generates import this module (as ``_c``) and nothing else of slangrt
-but the public ``slangrt.Tensor``, ``slangrt.Image`` and ``slangrt.Sampler`` (in annotations, and
-a module-level default ``slangrt.Sampler(...)`` per sampler argument). It is versioned:
+but the public ``slangrt.Tensor``, ``slangrt.Image``, ``slangrt.Sampler`` and
+``slangrt.TorchTensor`` (in annotations, and a module-level default ``slangrt.Sampler(...)`` per
+sampler argument; ``TorchTensor``, a protocol that ``torch.Tensor`` matches, was added within
+API 2 and is only ever read by type checkers). It is versioned:
 :data:`API_VERSION` changes whenever a name here is removed or changes meaning, and hatch-slang
 declares the hatch-slang-runtime releases that provide the version it generates for as the
 wheel's ``Requires-Dist`` (API 2: ``hatch-slang-runtime>=0.2,<0.3``; API 1 was the 0.1 series).

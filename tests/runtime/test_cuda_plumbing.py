@@ -291,7 +291,10 @@ class _Word:
         self.contexts: list[Context] = []
         self.serials: list[int] = []
 
-    def __call__(self, serial: int) -> object:
+    def write_now(self, serial: int) -> None:
+        self.word.copy_from(np.array([serial], np.uint32))
+
+    def take(self, serial: int) -> object:
         from slangrt._alloc._contexts import Context
 
         vk = _vk.vk()
@@ -350,3 +353,47 @@ def test_a_fence_goes_with_each_waiting_submission_and_with_a_promise_kept(dev: 
         np.testing.assert_array_equal(add.a.numpy(), np.ones(N, np.float32))
     finally:
         word.close()
+
+
+@needs_device
+@pytest.mark.gpu
+@pytest.mark.parametrize("kept", [False, True], ids=["submitted", "kept"])
+def test_a_plain_submission_never_takes_a_promised_serial(kept: bool) -> None:
+    """After a promise cut short, the next submission is a plain one (a kernel on Tensors,
+    submitted at once, or one kept for a burst): the promised serial still goes to a submission
+    that writes the fence, before it, so the stream waiting on the word is let through."""
+    dev = slangrt.Device(slangrt.device().info.index)
+    add = Add(dev)
+    word = _Word(dev)
+    q = dev.parts.queue
+    try:
+        with q.waiting(None, 0, lambda serial: None, word):
+            add()  # (the fence given once)
+        dev.synchronize()
+        promised: list[int] = []
+
+        def promise_then_interrupt(serial: int) -> None:
+            promised.append(serial)
+            raise KeyboardInterrupt
+
+        q._stop_keeper.set()  # (the keeper out of the way: the plain submission must do it)
+        q._keeper.join(5)
+        with pytest.raises(KeyboardInterrupt), q.waiting(None, 0, promise_then_interrupt, word):
+            add()
+        if kept:  # what a burst does with a call: keep it, for one vkQueueSubmit later
+            contexts = dev.parts.contexts
+            ctx = contexts.begin()
+            _vk.check(_vk.vk().lib.vkEndCommandBuffer(ctx.cb), "recording")
+            with q._lock:
+                serial = q._keep(ctx.command_buffers, "a kept probe", ctx, ())
+            contexts.give_back(ctx)
+            assert serial == promised[0] + 1
+            q.flush()
+        add()  # plain
+        dev.synchronize()
+        assert promised[0] in word.serials
+        assert int(word.word.numpy()[0]) >= promised[0]
+        np.testing.assert_array_equal(add.a.numpy(), np.full(N, 2.0, np.float32))
+    finally:
+        word.close()
+        dev.close()

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from .._devices._sampler import Sampler
 from .._devices._tensor import Tensor
+from .._errors import UnsupportedFeatureError
 from .._recording._callkey import value_key
 from ..dtypes import DTYPES
 from . import _image_args, _values
@@ -566,7 +567,12 @@ class Dims:
             from .._cuda._call import CudaCall
 
             if self.cuda is None:
-                self.cuda = CudaCall(self.kernel, value)
+                try:
+                    self.cuda = CudaCall(self.kernel, value)
+                except UnsupportedFeatureError as e:
+                    raise UnsupportedFeatureError(
+                        self._err(f"argument `{name}` is a torch CUDA tensor, but {e}")
+                    ) from None
             return self.cuda.bind(name, value, writable)  # type: ignore[no-any-return]
         return self._host_array(name, value, writable)
 

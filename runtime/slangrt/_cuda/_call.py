@@ -1,16 +1,18 @@
 """A wrapper call on torch CUDA tensors: each argument bound in place (shared memory) or through
 a pooled copy, and the kernel ordered with torch's current stream on the GPU.
 
-The order of one call (``CudaCall.run``), on torch's current stream ``S``:
+The order of one call (``CudaCall.run``), on torch's current stream ``S`` (``_order``):
 
 1. copies of the arguments outside shared memory into pooled shared buffers, on ``S``;
-2. ``S`` signals its timeline semaphore to ``k`` (after everything torch queued before);
-3. the kernel's submission waits for ``k`` on the GPU, and ``S`` waits for the submission's
-   serial (enqueued by the queue just before the driver gets it: ``Queue.waiting``);
+2. unless ``S`` has nothing queued (and nothing was copied): an event recorded on ``S``, and the
+   value of the device's own semaphore that the helper thread signals once it is done;
+3. the kernel's submission waits for that value on the GPU and carries the fence's command
+   buffer; just before the driver gets it, ``S`` is made to wait for the fence word to reach the
+   submission's serial (``Queue.waiting``);
 4. copies back of the written arguments, on ``S``.
 
-Nothing waits on the host. Should the call be interrupted, the stream waits at most for a serial
-the queue has promised, which its keeper thread signals if no submission took it.
+The caller's thread waits for nothing. Should the call be interrupted, the stream waits at most
+for a serial the queue has promised, which the next submission or the keeper thread writes.
 """
 
 from __future__ import annotations
@@ -83,13 +85,20 @@ _VIEWS_KEPT = 16
 
 class _Pooled:
     """A pooled shared buffer for copies of torch's own tensors, and its views (kept: the same
-    view each call, as for shared tensors)."""
+    view each call, as for shared tensors). Dropped anywhere (a pool full, a call whose checks
+    failed after it was taken, an interrupt), its memory goes back only once the copies queued
+    on its stream so far are done (``Interop.drop``: CUDA may still be copying from it)."""
 
-    __slots__ = ("tensor", "views")
+    __slots__ = ("interop", "stream", "tensor", "views")
 
-    def __init__(self, tensor: Tensor) -> None:
+    def __init__(self, tensor: Tensor, interop: Any, stream: Any) -> None:
         self.tensor = tensor
+        self.interop = interop
+        self.stream = stream
         self.views: dict[tuple[int, tuple[int, ...], np.dtype[Any]], Tensor] = {}
+
+    def __del__(self) -> None:
+        self.interop.drop(self.stream, self.tensor)
 
     def view(self, nbytes: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tensor:
         key = (nbytes, shape, dtype)
@@ -211,7 +220,11 @@ class CudaCall:
     ) -> Tensor:
         size = _pool_size(nbytes)
         free = self.stream.pool.get(size)
-        pooled = free.pop() if free else _Pooled(Tensor.empty((size,), np.uint8, self.interop.device))
+        pooled: _Pooled
+        if free:
+            pooled = free.pop()
+        else:
+            pooled = _Pooled(Tensor.empty((size,), np.uint8, self.interop.device), self.interop, self.stream)
         self.pooled.append((size, pooled))
         address = self.interop.address(pooled.tensor._allocation())
         self.copies_in.append((address, ptr, nbytes))
@@ -269,14 +282,15 @@ class CudaCall:
             self.interop.stream_waits(self.stream.handle, serial)
 
     def _give_back(self) -> None:
+        # (a buffer not given back, by an interrupt here or a failed check before run(), is
+        # dropped: its memory goes back once its stream is done, see _Pooled)
         pool = self.stream.pool
-        for size, pooled in self.pooled:
+        taken = self.pooled
+        self.pooled = []
+        for size, pooled in taken:
             free = pool.setdefault(size, [])
             if len(free) < _interop.POOL_KEEP:
                 free.append(pooled)
-            else:
-                self.interop.hold_until(self.stream, pooled)
-        self.pooled = []
 
 
 def device_for(ordinal: int) -> Any:

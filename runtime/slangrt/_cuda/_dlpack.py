@@ -88,7 +88,7 @@ _pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char
 
 # What each exported capsule keeps alive until its deleter runs: by the managed struct's address.
 _live: dict[int, tuple[Any, Any, Callable[[], None]]] = {}
-_live_lock = threading.Lock()
+_live_lock = threading.RLock()  # (a collection inside it may run a deleter: reentrant)
 
 
 def _delete(address: int | None) -> None:

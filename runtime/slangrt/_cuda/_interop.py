@@ -4,15 +4,16 @@
   imported into CUDA the first time a tensor in it is seen from CUDA (an opaque fd,
   ``cuImportExternalMemory``, one mapped buffer over the whole block), so a tensor's CUDA
   address is its block's plus its offset, and a CUDA address inside a block leads back to it.
-- **Order.** Each CUDA stream that calls reach has a Vulkan timeline semaphore imported into
-  CUDA (:class:`Stream`): the call signals it on the stream (after what torch queued there) and
-  the kernel's submission waits for that value on the GPU. The queue's own timeline semaphore is
-  imported too: the stream waits for the kernel's serial on the GPU, enqueued by the queue just
-  before the submission (``Queue.waiting``, which also keeps that promise if the submission is
-  cut short). No host wait anywhere.
+- **Order.** How a call orders with a stream is ``_order``'s (a fence word the stream waits on, a
+  semaphore of the device's own a helper signals after CUDA's event); here are what it stands
+  on: each stream's record (:class:`Stream`: its pooled buffers, and a Vulkan timeline semaphore
+  imported into CUDA, for the shared-semaphore order and for knowing when the stream has passed
+  a point), and the queue's own semaphore imported too.
 - **Copies.** A CUDA tensor outside shared memory is copied on the stream into a pooled shared
-  buffer, and back after the kernel where it is written; a pool belongs to one stream, so stream
-  order alone keeps its reuse safe.
+  buffer, and back after the kernel where it is written; a pool belongs to one stream, so its
+  reuse by the next call there is ordered by the stream. Memory CUDA may still use (a pooled
+  buffer dropped, a tensor torch let go of) is only noted where it is dropped (:meth:`Interop.drop`)
+  and goes back once its stream has passed that point (:meth:`Interop.reap`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,27 @@ def _imported(call: Any, desc: Any, fd: int) -> Any:
     if int(result[0]):
         os.close(fd)
     return result
+
+
+def _not_exportable(dev: Any, missing: list[str]) -> str:
+    """Why a device opened without exportable memory or semaphores, and what to do."""
+    import importlib.util
+
+    name = dev.info.name
+    try:
+        bindings = importlib.util.find_spec("cuda.bindings") is not None
+    except (ImportError, ValueError):
+        bindings = False
+    if dev.info.vendor_id == 0x10DE and not bindings:
+        return (
+            f"{name} cannot share memory with CUDA: that needs cuda-python's cuda.bindings, "
+            "pip install 'hatch-slang-runtime[cuda]' (a device opened before it was installed, or "
+            "with SLANGRT_CUDA=0, has no exportable memory)"
+        )
+    return (
+        f"{name} cannot share memory with CUDA: it was opened without {' and '.join(missing)} "
+        "(an NVIDIA GPU with cuda-python installed opens with both; SLANGRT_CUDA=0 turns them off)"
+    )
 
 
 class Import:
@@ -184,10 +206,7 @@ class Interop:
                 )
                 if not ok
             ]
-            raise UnsupportedFeatureError(
-                f"{name} cannot share memory with CUDA: it was opened without {' and '.join(missing)} "
-                "(an NVIDIA GPU with cuda-python installed opens with both; SLANGRT_CUDA=0 turns them off)"
-            )
+            raise UnsupportedFeatureError(_not_exportable(dev, missing))
         d = self.d = _driver.driver()
         ordinal = _driver.ordinal_of_uuid(dev.info.uuid) if dev.info.uuid else None
         if ordinal is None:
@@ -201,6 +220,8 @@ class Interop:
         self._imports: list[Import] = []  # in the order of _bases
         self._streams: dict[int, Stream] = {}
         self._held: list[tuple[Stream, int, Any]] = []  # see hold_until
+        self._dropped: list[tuple[Any, Any]] = []  # see drop
+        self._never: list[Any] = []  # what could not be ordered on its stream (hold_until)
         self._fns = (
             self._proc("vkGetMemoryFdKHR", "PFN_vkGetMemoryFdKHR"),
             self._proc("vkGetSemaphoreFdKHR", "PFN_vkGetSemaphoreFdKHR"),
@@ -304,19 +325,34 @@ class Interop:
         if shared:
             shared.views.pop(storage.alloc.offset, None)
 
+    def drop(self, stream: Any, obj: Any) -> None:
+        """``obj`` (a storage or tensor whose memory CUDA used on ``stream``, a Stream or a raw
+        handle) is no longer needed: its memory goes back once the work queued on that stream
+        until now is done. Only noted here (a list append: this runs in finalizers and DLPack
+        deleters, anywhere, any thread); the next ``reap`` orders it on the stream."""
+        if not self.closed:
+            self._dropped.append((stream, obj))
+
     def hold_until(self, stream: Stream, obj: Any) -> None:
-        """Keep ``obj`` (a storage or tensor whose memory CUDA used on ``stream``) until the work
-        queued on the stream so far is done: its memory goes back only then (``reap``)."""
+        """Keep ``obj`` until the work queued on ``stream`` so far is done (``reap``)."""
         try:
             self.current()
             value = stream.signal()
-        except Exception:  # CUDA gone (exit): nothing runs on the stream any more
+        except Exception:
+            if not self.closed:  # never let memory go that CUDA may still use: keep it
+                self._never.append(obj)
             return
         with self._lock:
             self._held.append((stream, value, obj))
 
     def reap(self) -> None:
-        """Let go of what ``hold_until`` kept whose stream work is done (no wait)."""
+        """Order what was dropped on its stream, and let go of what is done (no wait)."""
+        dropped = self._dropped
+        while dropped:
+            stream, obj = dropped.pop()
+            if not isinstance(stream, Stream):
+                stream = self.stream(int(stream))
+            self.hold_until(stream, obj)
         if not self._held:
             return
         vk = _vk.vk()
@@ -436,22 +472,24 @@ class Interop:
     # -- teardown ---------------------------------------------------------------------------------
 
     def destroy(self) -> None:
-        """With the device (after the queue drained): CUDA's work is waited for, then every
-        import is released."""
+        """With the device (after the queue drained): a promise still open is kept while the
+        fence is there, CUDA's work is waited for, the helper stopped once it signalled all it was
+        handed, then every import is released."""
         if self.closed:
             return
         d = self.d
+        with contextlib.suppress(Exception):  # (a lost device: nothing more to order)
+            self.queue.keep_promise()
+        with contextlib.suppress(Exception):
+            self.current()
+            d.cuCtxSynchronize()
         if self._host_order is not None:
             self._host_order.destroy()
         with self._lock:
-            try:
-                self.current()
-                d.cuCtxSynchronize()
-            except Exception:
-                pass
             if self._fence:
+                self.queue._fence = None  # (no later promise may take it)
                 self._fence.destroy()
-            self._held = []
+            self._held, self._dropped, self._never = [], [], []
             imports, self._imports, self._bases = self._imports, [], []
             for imp in imports:
                 imp.block.shared = False

@@ -127,6 +127,14 @@ class Fence:
         self._slots.append(slot)
         return slot
 
+    def write_now(self, serial: int) -> None:
+        """Write ``serial`` into the word from the host (CUDA's copy, synchronous): where the
+        driver refused the submission that should have (``Queue.keep_promise``)."""
+        interop = self._interop
+        interop.current()
+        value = np.array([serial], np.uint64)
+        _driver.check(interop.d.cuMemcpyHtoD(self.address, value.ctypes.data, 8), "writing the fence word")
+
     def stream_waits(self, handle: int, serial: int) -> None:
         """Enqueue on stream ``handle`` a wait for the word to reach ``serial``."""
         _driver.check(self._wait(handle, self.address, serial, self._geq), "ordering CUDA after Vulkan")
@@ -212,6 +220,9 @@ class HostOrder:
         if thread is not None:
             self._items.put(None)
             thread.join(timeout=5.0)
+            if thread.is_alive():  # stuck on CUDA: leave it the semaphore it signals
+                _log.warning("slangrt: the CUDA order thread did not end; its semaphore is kept")
+                return
         d = self._interop.d
         for event in self._free:
             try:

@@ -62,26 +62,42 @@ def export(tensor: Any, interop: _interop.Interop, stream: Any, max_version: tup
     memory.flush_batch_using(alloc)
     handle = _stream_handle(stream)
     queue = interop.queue
-    last = alloc.last_use
+    interop.reap()
+    last = min(alloc.last_use, queue.submitted)  # (a serial the driver never got: the last one)
     if handle is not None and last > queue.completed and last > queue.poll():
-        queue.flush()  # (kept work reaches the driver before CUDA waits for it)
-        interop.current()
-        interop.stream_waits(handle, last)
-    release = functools.partial(_released, interop, storage)
+        _stream_after(interop, handle)
+    # Released on the consumer's stream (its work on the memory is ordered there).
+    release = functools.partial(_released, interop, storage, _LEGACY if handle is None else handle)
     versioned = max_version is not None and max_version[0] >= 1
     return _dlpack.export(
         address, tensor._shape, tensor._dtype, (_dlpack.KDL_CUDA, interop.ordinal), release, versioned
     )
 
 
-def _released(interop: _interop.Interop, storage: Any) -> None:
-    # The consumer is done with the memory: it goes back once the work torch queued on its current
-    # stream (where it most likely used it) is done.
+def _stream_after(interop: _interop.Interop, handle: int) -> None:
+    """Stream ``handle`` waits on the GPU for everything submitted so far: for an empty submission
+    that writes the fence word after it (``_order.Fence``), else for the queue's semaphore."""
+    interop.current()
+    fence = interop.fence()
+    queue = interop.queue
+    if fence is None:
+        queue.flush()  # (kept work reaches the driver before CUDA waits for it)
+        interop.stream_waits(handle, queue.submitted)
+        return
+    contexts = interop.device.parts.contexts
+    ctx = contexts.begin()
+    with queue.waiting(None, 0, lambda serial: fence.stream_waits(handle, serial), fence.take):
+        contexts.submit(ctx, "ordering CUDA after a tensor's kernels", ())
+
+
+def _released(interop: _interop.Interop, storage: Any, handle: int) -> None:
+    # The consumer is done with the memory (a DLPack deleter: anywhere, any thread, so nothing
+    # here but list and dict updates): it goes back once the work queued until now on the stream
+    # the consumer named is done (ordered by the next reap).
     if interop.closed:
         return
     interop.forget_views(storage)
-    handle = torch_stream(interop.ordinal) if "torch" in sys.modules else _LEGACY
-    interop.hold_until(interop.stream(handle), storage)
+    interop.drop(handle, storage)
 
 
 def from_cuda(x: Any, device: Any) -> Any:
@@ -116,6 +132,7 @@ def from_cuda(x: Any, device: Any) -> Any:
             f"Tensor.from_dlpack: the array is on CUDA device {ordinal}, which is {dev!r}, not {device!r}"
         )
     interop = _interop.of(dev)
+    interop.reap()
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     d = _driver.driver()
     interop.current()

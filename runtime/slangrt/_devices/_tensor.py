@@ -12,7 +12,7 @@ import math
 import operator
 import weakref
 from collections.abc import Sequence
-from typing import Any, SupportsIndex
+from typing import Any, Protocol, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
@@ -25,7 +25,7 @@ from ..dtypes import DTYPES
 from ._device import Device
 from ._device import device as default_device
 
-__all__ = ["Tensor", "storage_view"]
+__all__ = ["Tensor", "TorchTensor", "storage_view"]
 
 
 def _normalize_shape(shape: SupportsIndex | Sequence[SupportsIndex]) -> tuple[int, ...]:
@@ -538,3 +538,16 @@ class Tensor:
             raise SlangRTError("This tensor has been closed; its device memory is gone.")
         self._core.check_usable()
         return alloc
+
+
+class TorchTensor(Protocol):
+    """What generated wrappers' annotations call a torch tensor (``torch.Tensor`` matches it;
+    slangrt never imports torch): an array argument may be one, on the GPU (``slangrt.cuda``) or
+    on the host, its dtype and shape checked when the wrapper is called."""
+
+    @property
+    def is_cuda(self) -> bool: ...
+
+    def data_ptr(self) -> int: ...
+
+    def __dlpack_device__(self) -> Any: ...

@@ -135,7 +135,7 @@ class Queue:
         self._waiting: tuple[Any, ...] | None = None
         self._promised = 0
         self._empty_info: tuple[Any, ...] | None = None  # an empty submission's (_keep_promise_locked)
-        self._fence: Callable[[int], Any] | None = None  # the last fence given (see waiting)
+        self._fence: Any = None  # the last fence given (see waiting; None again once it is gone)
         self._keeper: threading.Thread | None = None
         self._stop_keeper = threading.Event()
 
@@ -204,7 +204,7 @@ class Queue:
         semaphore: Any,
         value: int,
         promise: Callable[[int], None],
-        fence: Callable[[int], Any] | None = None,
+        fence: Any = None,
     ) -> Iterator[None]:
         """Inside the block, every submission of this thread waits on the GPU for the timeline
         ``semaphore`` to reach ``value`` (one another API or thread signals: ``slangrt._cuda``;
@@ -212,11 +212,12 @@ class Queue:
         whatever was kept before it.
 
         ``promise(serial)`` is called with each such submission's serial just before the driver
-        gets it (a CUDA stream made to wait for it); ``fence(serial)``, where given, returns a
-        command buffer submitted after the submission's own that makes the serial known where the
-        stream waits for it (``_cuda._order.Fence``). From then on the serial is owed: should the
-        submission fail or be cut short by an interrupt, an empty submission (with the fence's
-        command buffer) signals it, made by the next submission that waits, or by the keeper
+        gets it (a CUDA stream made to wait for it). ``fence``, where given, makes the serial known
+        where the stream waits for it (``_cuda._order.Fence``): ``fence.take(serial)`` is a
+        command buffer submitted after the submission's own that writes it, ``fence.write_now``
+        writes it at once. From then on the serial is owed: should the submission fail or be cut
+        short by an interrupt, an empty submission with the fence's command buffer signals it,
+        made by the next submission of any kind (no other may take the serial) or by the keeper
         thread, so that nothing waits for it for ever."""
         self._start_keeper()
         local = self._local
@@ -260,6 +261,9 @@ class Queue:
                 self._flusher = threading.get_ident()  # submissions wait for _submit_lock
             try:
                 self._lost_submission(promised)
+                fence = self._fence
+                if fence is not None:  # (the stream waits on the fence, not on the semaphore)
+                    fence.write_now(promised)
             finally:
                 self._flusher = 0
 
@@ -300,7 +304,7 @@ class Queue:
         info[2][0] = promised
         fence = self._fence
         if fence is not None:  # the serial made known where the stream waits for it
-            info[3][0] = fence(promised)
+            info[3][0] = fence.take(promised)
             info[0].commandBufferCount, info[0].pCommandBuffers = 1, info[3]
         self._calling = promised  # (see _submit_one: repaired if cut short)
         self._result = None
@@ -391,7 +395,7 @@ class Queue:
         what: str,
         owner: Any = None,
         uses: Sequence[Any] = (),
-        wait: tuple[Any, int, Callable[[int], None], Callable[[int], Any] | None] | None = None,
+        wait: tuple[Any, int, Callable[[int], None], Any] | None = None,
     ) -> int:
         # With self._lock held, nothing kept and no flush under way (or self._submit_lock held
         # too): one command buffer straight to the driver (``owner``, ``uses``: see submit).
@@ -399,7 +403,8 @@ class Queue:
         # never got goes to the next one); the call's line notes it, with no point to raise at.
         if self._calling:
             self._repair()
-        if wait is not None and self._promised > self.flushed and not self._keep_promise_locked():
+        if self._promised > self.submitted and not self._keep_promise_locked():
+            # (no submission may take a promised serial but the empty one that writes the fence)
             self._fail(self._result or -1, f"signalling a serial promised to CUDA before {what}")
         serial = self.submitted + 1
         _used(owner, uses, serial)
@@ -410,12 +415,12 @@ class Queue:
                 self._last_submitted = cbs
             info = self._submit_info
         else:
-            self._promised = serial  # (before CUDA may wait for it: see waiting)
-            wait[2](serial)
             fence = wait[3]
             if fence is not None:
                 self._fence = fence
-            info = self._waiting_info(cbs, serial, wait, fence(serial) if fence is not None else None)
+            info = self._waiting_info(cbs, serial, wait, fence.take(serial) if fence is not None else None)
+            self._promised = serial  # (before CUDA may wait for it: see waiting)
+            wait[2](serial)
         self._result, submit = None, self._lib.vkQueueSubmit
         try:
             self._calling = serial; self._result = submit(self._queue, 1, info, self._null)  # noqa: E702  # fmt: skip
@@ -462,6 +467,8 @@ class Queue:
     def _keep(self, command_buffers: Any, what: str, owner: Any, uses: Sequence[Any]) -> int:
         # With self._lock held: the next serial, for a command buffer kept (marked first).
         self._repair()
+        if self._promised > self.submitted:  # a promised serial is the fence's to take, first
+            self._keep_fence()
         serial = self.submitted + 1
         _used(owner, uses, serial)
         self.submitted = serial
@@ -469,6 +476,19 @@ class Queue:
         self._kept_owners.append(command_buffers)
         self._kept_what.append((what, self._me()))
         return serial
+
+    def _keep_fence(self) -> None:
+        # (_keep) The promised serial, kept as a submission of the fence's command buffer (an empty
+        # one where there is no fence: the semaphore's signal is what the stream waits for then).
+        serial = self._promised
+        fence = self._fence
+        if fence is None:  # nothing to write: the next kept submission's signal keeps it
+            return
+        cbs = self._ffi.new("VkCommandBuffer[1]", [fence.take(serial)])
+        self.submitted = serial
+        self._kept.append(cbs[0])
+        self._kept_owners.append(cbs)
+        self._kept_what.append(("a serial promised to CUDA", self._me()))
 
     def flush(self) -> None:
         """Hand every kept command buffer to the driver, in one ``vkQueueSubmit`` (each with
