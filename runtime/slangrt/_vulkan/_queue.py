@@ -306,6 +306,8 @@ class Queue:
         if fence is not None:  # the serial made known where the stream waits for it
             info[3][0] = fence.take(promised)
             info[0].commandBufferCount, info[0].pCommandBuffers = 1, info[3]
+        else:
+            info[0].commandBufferCount = 0
         self._calling = promised  # (see _submit_one: repaired if cut short)
         self._result = None
         self._result = self._lib.vkQueueSubmit(self._queue, 1, info[0], self._null)
