@@ -44,6 +44,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "runtime")]
 import slangrt  # noqa: E402
 import slangrt.cuda as sc  # noqa: E402
 
+from benchmarks import kernels  # noqa: E402
+
 
 def why_not() -> str | None:
     """Why torch tensors cannot reach slangrt's kernels here (None: they can)."""
@@ -158,20 +160,9 @@ def large_rows(ew: Any, torch: Any, reps: int, out: dict[str, float], order: str
     ta, tb = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
     moved = 3 * 4 * n  # read a and b, write a
 
-    def gpu_us(fn: Callable[[], Any]) -> float:
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        return float(start.elapsed_time(end)) * 1e3 / reps
-
-    t_torch = gpu_us(lambda: ta.add_(tb))
-    t_shared = gpu_us(lambda: ew.add_inplace_f32(a, b))
+    gpu_us = kernels.Torch(enabled=True).time_us  # (CUDA events around `reps` calls, best of 3)
+    t_torch = gpu_us(lambda: ta.add_(tb), reps)
+    t_shared = gpu_us(lambda: ew.add_inplace_f32(a, b), reps)
     out[f"large torch a.add_(b) GPU us ({order} run)"] = t_torch
     out[f"large shared GPU us ({order})"] = t_shared
     out[f"large torch GB/s ({order} run)"] = moved / t_torch / 1e3

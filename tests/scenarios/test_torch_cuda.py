@@ -95,10 +95,10 @@ def test_a_torch_tensor_is_copied_into_a_new_slangrt_tensor() -> None:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("where", ["shared", "torch"])
+@pytest.mark.parametrize("where", ["slangrt_memory", "torch_memory"])
 def test_written_arguments_are_seen_by_torch(dtype: str, where: str) -> None:
     dt = getattr(torch, dtype)
-    if where == "shared":
+    if where == "slangrt_memory":
         a, b = sc.empty((100_003,), dt), sc.empty((100_003,), dt)
     else:
         a, b = torch.empty(100_003, device="cuda", dtype=dt), torch.empty(100_003, device="cuda", dtype=dt)
@@ -234,7 +234,7 @@ def test_errors_name_the_argument_and_what_to_do() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("where", ["shared", "torch"])
+@pytest.mark.parametrize("where", ["slangrt_memory", "torch_memory"])
 def test_interrupts_never_let_torch_run_ahead_or_hang(where: str) -> None:
     """SIGALRM raises KeyboardInterrupt every few hundred microseconds while torch op -> call ->
     torch check runs in a loop: every call that returned is right (checked on the stream, no
@@ -242,7 +242,7 @@ def test_interrupts_never_let_torch_run_ahead_or_hang(where: str) -> None:
     n = 1 << 16
     make = (
         (lambda: sc.zeros((n,), torch.float32))
-        if where == "shared"
+        if where == "slangrt_memory"
         else (lambda: torch.zeros(n, device="cuda"))
     )
     outs, vals = [make() for _ in range(4)], [make() for _ in range(4)]

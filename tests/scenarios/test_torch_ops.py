@@ -18,7 +18,7 @@ import pytest
 
 from hatch_slang.errors import HatchSlangError
 
-from ..helpers import built_package, copy_package, requires_device
+from ..helpers import built_package, copy_package, requires_device, vulkan_device_name
 
 pytestmark = [pytest.mark.compile]
 
@@ -74,6 +74,46 @@ def test_importing_a_module_with_ops_does_not_import_torch(tmp_path: Path) -> No
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.splitlines() == ["<torch ops typespkg_kernels_scale_rows: scale_rows>", "False"]
+
+
+# A field the entry never reads is a keyword defaulting to 0 in the wrapper: so in the op's schema.
+UNREAD = """// scale_unread: y = x * scale over [n]; `bias` is a field this entry never reads.
+//
+// Bindings:
+//   t0: x  f32 [n]
+//   u1: y  f32 [n]
+//
+// Dispatch: ceil(n / 64) groups of 64
+
+struct Params { uint n; float scale; float bias; };
+
+[[vk::binding(0)]] StructuredBuffer<float> x;
+[[vk::binding(1)]] RWStructuredBuffer<float> y;
+[[vk::binding(2)]] ConstantBuffer<Params> params;
+
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void scale_unread(uint3 tid: SV_DispatchThreadID)
+{
+    if (tid.x < params.n)
+        y[tid.x] = x[tid.x] * params.scale;
+}
+"""
+
+
+def test_a_field_never_read_defaults_to_zero_as_in_the_wrapper(tmp_path: Path) -> None:
+    root = _with_torch_ops(tmp_path, "types")
+    (root / "shaders" / "scale_unread.slang").write_text(UNREAD)
+    with built_package(root) as pkg:
+        text = (root / "typespkg" / "kernels" / "scale_unread.py").read_text()
+        assert '"(Tensor x, Tensor(a!) y, *, float scale, int? n=None, float bias=0.0) -> ()"' in text
+        assert "bias: float = 0.0," in text
+        if HAS_TORCH and vulkan_device_name() is not None:  # the op on CPU tensors too
+            import torch
+
+            x, y = torch.arange(4, dtype=torch.float32), torch.zeros(4)
+            pkg.kernels("scale_unread").torch_ops.scale_unread(x, y, scale=2.0)
+            np.testing.assert_array_equal(y.numpy(), [0.0, 2.0, 4.0, 6.0])
 
 
 def test_images_are_no_ops(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ import array
 import math
 import operator
 import struct
-import sys as _sys
 import threading
 from collections.abc import Mapping
 from fractions import Fraction
@@ -562,10 +561,9 @@ class Dims:
     def _other_array(self, name: str, value: object, writable: bool) -> npt.NDArray[Any] | Tensor:
         """A torch CUDA tensor as the slangrt tensor it binds as (``slangrt._cuda``), else a
         host array."""
-        torch = _sys.modules.get("torch")
-        if torch is not None and isinstance(value, torch.Tensor) and value.is_cuda:
-            from .._cuda._call import CudaCall
+        from .._cuda._call import CudaCall, is_cuda_tensor
 
+        if is_cuda_tensor(value):
             if self.cuda is None:
                 try:
                     self.cuda = CudaCall(self.kernel, value)

@@ -480,8 +480,8 @@ class Queue:
         return serial
 
     def _keep_fence(self) -> None:
-        # (_keep) The promised serial, kept as a submission of the fence's command buffer (an empty
-        # one where there is no fence: the semaphore's signal is what the stream waits for then).
+        # (_keep) The promised serial, kept as a submission of the fence's command buffer. Where
+        # there is no fence the stream waits on the semaphore: the next kept one's signal keeps it.
         serial = self._promised
         fence = self._fence
         if fence is None:  # nothing to write: the next kept submission's signal keeps it
