@@ -109,29 +109,35 @@ def part_rows(ew: Any, torch: Any, n: int, out: dict[str, float]) -> None:
     io = _interop.of(slangrt.device())
     handle = torch_stream(0)
     stream = io.stream(handle)
-    out["parts stream signal (cuSignalExternalSemaphoresAsync)"] = per_call(stream.signal, n, sync)[0]
-    out["parts stream wait (cuWaitExternalSemaphoresAsync)"] = per_call(
-        lambda: io.stream_waits(handle, io.queue.flushed), n, sync
-    )[0]
-    out["parts current stream and idle query"] = per_call(lambda: io.idle(torch_stream(0)), n, sync)[0]
     order, fence = io.host_order(), io.fence()
-    out["parts event recorded and handed to the helper (default order)"] = per_call(
-        lambda: order.after(handle), n, sync
-    )[0]
-    if fence is not None:
-        out["parts stream waits on the fence word (cuStreamWaitValue64)"] = per_call(
-            lambda: fence.stream_waits(handle, io.queue.flushed), n, sync
-        )[0]
     a = slangrt.Tensor.zeros((1024,), np.float32)
     b = slangrt.Tensor.zeros((1024,), np.float32)
-    dev = slangrt.device()
-    out["parts the call on slangrt.Tensors (checks, submission)"] = per_call(
-        lambda: ew.add_inplace_f32(a, b), n, dev.synchronize
-    )[0]
     x, y = torch.zeros(1024, device="cuda"), torch.ones(1024, device="cuda")
-    out["parts one copy (cuMemcpyDtoDAsync, 4 KB)"] = per_call(
-        lambda: io.copy(x.data_ptr(), y.data_ptr(), 4096, handle), n, sync
-    )[0]
+    dev = slangrt.device()
+    parts: dict[str, tuple[Callable[[], Any], Callable[[], None]]] = {
+        "current stream and idle query": (lambda: io.idle(torch_stream(0)), sync),
+        "event recorded and handed to the helper (default order)": (lambda: order.after(handle), sync),
+        "the call on slangrt.Tensors (checks, submission)": (
+            lambda: ew.add_inplace_f32(a, b),
+            dev.synchronize,
+        ),
+        "one copy (cuMemcpyDtoDAsync, 4 KB)": (
+            lambda: io.copy(x.data_ptr(), y.data_ptr(), 4096, handle),
+            sync,
+        ),
+        "stream signal (cuSignalExternalSemaphoresAsync)": (stream.signal, sync),
+        "stream wait (cuWaitExternalSemaphoresAsync)": (
+            lambda: io.stream_waits(handle, io.queue.flushed),
+            sync,
+        ),
+    }
+    if fence is not None:
+        parts["stream waits on the fence word (cuStreamWaitValue64)"] = (
+            lambda: fence.stream_waits(handle, 0),  # (0: at once; a measure of the call alone)
+            sync,
+        )
+    for name, (fn, done) in parts.items():
+        _put(out, f"parts {name}", per_call(fn, n, done)[0])
 
 
 def crossing_row(torch: Any, n: int, out: dict[str, float]) -> None:
@@ -151,22 +157,25 @@ def crossing_row(torch: Any, n: int, out: dict[str, float]) -> None:
             contexts.submit(ctx, "an empty round trip", ())
         torch.cuda.synchronize()
 
-    out["crossing GPU round trip, CUDA -> Vulkan -> CUDA"] = each_synced(round_trip, n, lambda: None)
+    _put(out, "crossing GPU round trip, CUDA -> Vulkan -> CUDA", each_synced(round_trip, n, lambda: None))
 
 
 def large_rows(ew: Any, torch: Any, reps: int, out: dict[str, float], order: str) -> None:
     n = 64 << 20
+    # (random data: NVIDIA GPUs compress memory of zeros, and Vulkan's allocations may take it)
+    ta, tb = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
     a, b = sc.zeros((n,), torch.float32), sc.zeros((n,), torch.float32)
-    ta, tb = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
+    a.copy_(ta)
+    b.copy_(tb)
     moved = 3 * 4 * n  # read a and b, write a
 
     gpu_us = kernels.Torch(enabled=True).time_us  # (CUDA events around `reps` calls, best of 3)
     t_torch = gpu_us(lambda: ta.add_(tb), reps)
     t_shared = gpu_us(lambda: ew.add_inplace_f32(a, b), reps)
-    out[f"large torch a.add_(b) GPU us ({order} run)"] = t_torch
-    out[f"large shared GPU us ({order})"] = t_shared
-    out[f"large torch GB/s ({order} run)"] = moved / t_torch / 1e3
-    out[f"large shared GB/s ({order})"] = moved / t_shared / 1e3
+    _put(out, f"large torch a.add_(b) GPU us ({order} run)", t_torch)
+    _put(out, f"large shared GPU us ({order})", t_shared)
+    _put(out, f"large torch GB/s ({order} run)", moved / t_torch / 1e3)
+    _put(out, f"large shared GB/s ({order})", moved / t_shared / 1e3)
     _put(out, f"large shared vs torch bandwidth ({order})", t_torch / t_shared)
 
 
@@ -181,15 +190,21 @@ def host_round_trip_rows(ew: Any, torch: Any, n_tiny: int, out: dict[str, float]
             ew.add_inplace_f32(ha, hb)
             a.copy_(torch.from_numpy(ha))
 
-        out[f"host round trip {label} sync"] = each_synced(through_host, calls, sync)
-        out[f"host round trip {label} shared sync"] = each_synced(
-            lambda a=a, b=b: ew.add_inplace_f32(a, b), calls, sync
+        def in_place(a: Any = a, b: Any = b) -> None:
+            ew.add_inplace_f32(a, b)
+
+        _put(out, f"host round trip {label} sync", each_synced(through_host, calls, sync))
+        _put(
+            out,
+            f"host round trip {label}: the call on the torch tensors instead, sync",
+            each_synced(in_place, calls, sync),
         )
 
 
 def _put(out: dict[str, float], name: str, value: float) -> None:
     """A figure, said as soon as it is measured (``--progress``)."""
     out[name] = value
+    _save(out)
     if PROGRESS[0]:
         print(f"  {name}: {value:.2f}", file=sys.stderr, flush=True)
 
@@ -223,24 +238,38 @@ def main() -> int:
 
     n = 200 if args.quick else args.calls
     rows: dict[str, float] = {}
-    for order in ("memory", "semaphore"):  # the default, then shared semaphores both ways
-        ORDER[0] = order
-        tiny_rows(ew, torch, n if order == "memory" else n // 3, rows, order)
-        large_rows(ew, torch, 5 if args.quick else 20, rows, order)
-    ORDER[0] = "memory"
-    part_rows(ew, torch, n, rows)
-    crossing_row(torch, max(50, n // 10), rows)
-    host_round_trip_rows(ew, torch, max(20, n // 30), rows)
     header = {
         "GPU": torch.cuda.get_device_name(0),
         "Vulkan device": slangrt.device().info.name,
         "torch": torch.__version__,
         "python": platform.python_version(),
     }
+    SINK[0] = (args.json, header)
+    # The default order's figures first, then the shared-semaphore order's (slow) for comparison.
+    tiny_rows(ew, torch, n, rows, "memory")
+    large_rows(ew, torch, 5 if args.quick else 20, rows, "memory")
+    part_rows(ew, torch, n, rows)
+    host_round_trip_rows(ew, torch, max(20, n // 30), rows)
+    ORDER[0] = "semaphore"
+    try:
+        tiny_rows(ew, torch, max(50, n // 3), rows, "semaphore")
+        large_rows(ew, torch, 5 if args.quick else 20, rows, "semaphore")
+    finally:
+        ORDER[0] = "memory"
+    crossing_row(torch, max(50, n // 10), rows)
     print(render(rows, header))
-    if args.json:
-        args.json.write_text(json.dumps({**header, **rows}, indent=1), encoding="utf-8")
+    _save(rows)
     return 0
+
+
+def _save(rows: dict[str, float]) -> None:
+    # (after every figure too: a run cut short keeps what it measured)
+    path, header = SINK[0]
+    if path is not None:
+        path.write_text(json.dumps({**header, **rows}, indent=1), encoding="utf-8")
+
+
+SINK: list[tuple[Path | None, dict[str, str]]] = [(None, {})]
 
 
 if __name__ == "__main__":

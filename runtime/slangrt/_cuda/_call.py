@@ -18,6 +18,7 @@ for a serial the queue has promised, which the next submission or the keeper thr
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ import numpy as np
 from .._devices._tensor import Tensor, storage_view
 from .._errors import SlangRTError, UnsupportedFeatureError
 from .._recording import _batch
-from . import _dlpack, _interop
+from . import _dlpack, _interop, _order
 
 __all__ = ["ORDER", "CudaCall", "is_cuda_tensor", "numpy_dtype_of", "torch_stream"]
 
@@ -80,25 +81,30 @@ def _pool_size(nbytes: int) -> int:
 
 
 # Views kept per exported storage (and per pooled buffer): one per distinct (offset, shape, dtype).
+_TAKEN_SLACK = 16  # pooled buffers calls in flight may have taken, beyond the pools' own
 _VIEWS_KEPT = 16
+
+
+def _swept() -> object:
+    """The user of a pooled buffer being let go (never gone: no call takes it)."""
+    return _swept
 
 
 class _Pooled:
     """A pooled shared buffer for copies of torch's own tensors, and its views (kept: the same
-    view each call, as for shared tensors). Dropped anywhere (a pool full, a call whose checks
-    failed after it was taken, an interrupt), its memory goes back only once the copies queued
-    on its stream so far are done (``Interop.drop``: CUDA may still be copying from it)."""
+    view each call, as for shared tensors). Its stream owns it (``Stream.owned``) from the moment
+    it is made: a call cut short by an interrupt never lets its memory go, the buffer is found
+    again (:meth:`CudaCall.recovered`: its user is gone) and reused on the same stream, in the
+    stream's order. Its memory goes back only in order (``Interop.hold_until``), when the pool
+    is full."""
 
-    __slots__ = ("interop", "stream", "tensor", "views")
+    __slots__ = ("stream", "tensor", "user", "views")
 
-    def __init__(self, tensor: Tensor, interop: Any, stream: Any) -> None:
+    def __init__(self, tensor: Tensor, stream: Any, user: Any) -> None:
         self.tensor = tensor
-        self.interop = interop
         self.stream = stream
+        self.user: Any = user  # a weak reference to the call that has it; None: free
         self.views: dict[tuple[int, tuple[int, ...], np.dtype[Any]], Tensor] = {}
-
-    def __del__(self) -> None:
-        self.interop.drop(self.stream, self.tensor)
 
     def view(self, nbytes: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tensor:
         key = (nbytes, shape, dtype)
@@ -114,6 +120,7 @@ class CudaCall:
     """The torch CUDA arguments of one call and how they are bound."""
 
     __slots__ = (
+        "__weakref__",
         "_fence",
         "autograd",
         "copies_in",
@@ -140,7 +147,7 @@ class CudaCall:
         self.pooled: list[tuple[int, _Pooled]] = []
         self.torch_written: list[tuple[str, int, int]] = []
         self.autograd: list[Any] = []  # written tensors autograd tracks (their version bumped)
-        self._fence: Any = None
+        self._fence: _order.Fence | None = None
 
     def _err(self, msg: str) -> str:
         return f"{self.kernel}(): {msg}"
@@ -219,12 +226,20 @@ class CudaCall:
         self, ptr: int, nbytes: int, shape: tuple[int, ...], dtype: np.dtype[Any], writable: bool
     ) -> Tensor:
         size = _pool_size(nbytes)
-        free = self.stream.pool.get(size)
-        pooled: _Pooled
-        if free:
-            pooled = free.pop()
-        else:
-            pooled = _Pooled(Tensor.empty((size,), np.uint8, self.interop.device), self.interop, self.stream)
+        stream = self.stream
+        me = weakref.ref(self)
+        pooled: _Pooled | None = None
+        with stream.pool_lock:
+            free = stream.pool.get(size)
+            if free:
+                pooled = free[-1]
+                pooled.user = me  # (before it leaves the free list: never unowned)
+                free.pop()
+            else:
+                pooled = self.recovered(size, me)
+        if pooled is None:
+            pooled = _Pooled(Tensor.empty((size,), np.uint8, self.interop.device), stream, me)
+            stream.owned.append(pooled)  # (before any CUDA work on it)
         self.pooled.append((size, pooled))
         address = self.interop.address(pooled.tensor._allocation())
         self.copies_in.append((address, ptr, nbytes))
@@ -261,8 +276,7 @@ class CudaCall:
                 semaphore, value = order.semaphore, order.after(handle)
             fence = interop.fence() if ORDER[0] != "semaphore" else None
             self._fence = fence
-            take = fence.take if fence is not None else None
-            with interop.queue.waiting(semaphore, value, self._promise, take):
+            with interop.queue.waiting(semaphore, value, self._promise, fence):
                 dispatch(kernel)
             for dst, src, n in self.copies_out:
                 interop.copy(dst, src, n, handle)
@@ -281,16 +295,56 @@ class CudaCall:
         else:
             self.interop.stream_waits(self.stream.handle, serial)
 
+    def recovered(self, size: int, me: Any) -> _Pooled | None:
+        """A buffer of ``size`` the stream owns that a call cut short never gave back (its user
+        gone, not free), now ``me``'s; with the pool's lock held."""
+        stream = self.stream
+        free = {id(p) for p in stream.pool.get(size, ())}
+        owned: list[_Pooled] = stream.owned
+        for pooled in owned:
+            user = pooled.user
+            lost = user is not None and user() is None and id(pooled) not in free
+            if lost and pooled.tensor.nbytes == size:
+                pooled.user = me
+                return pooled
+        return None
+
     def _give_back(self) -> None:
-        # (a buffer not given back, by an interrupt here or a failed check before run(), is
-        # dropped: its memory goes back once its stream is done, see _Pooled)
-        pool = self.stream.pool
+        # (a buffer not given back, by an interrupt here or a failed check before run(), stays
+        # the stream's: found again by the next call that needs one, see _Pooled)
+        stream = self.stream
         taken = self.pooled
         self.pooled = []
         for size, pooled in taken:
-            free = pool.setdefault(size, [])
-            if len(free) < _interop.POOL_KEEP:
-                free.append(pooled)
+            with stream.pool_lock:
+                free = stream.pool.setdefault(size, [])
+                if len(free) < _interop.POOL_KEEP:
+                    free.append(pooled)
+                    pooled.user = None
+                    continue
+            self._let_go(pooled)  # (the pool is full)
+        if len(stream.owned) > _interop.POOL_KEEP * len(stream.pool) + _TAKEN_SLACK:
+            self._sweep()
+
+    def _let_go(self, pooled: _Pooled) -> None:
+        # Its memory goes back once the stream has passed this point; the stream owns it until
+        # then (an interrupt between the two: still owned, found again).
+        stream = self.stream
+        self.interop.hold_until(stream, pooled.tensor)
+        with stream.pool_lock:
+            stream.owned.remove(pooled)
+
+    def _sweep(self) -> None:
+        # More buffers owned than the pools keep and calls may have taken: those calls cut short
+        # left are let go in order (found again one by one otherwise, only when a pool is empty).
+        stream = self.stream
+        with stream.pool_lock:
+            free = {id(p) for f in stream.pool.values() for p in f}
+            lost = [p for p in stream.owned if p.user is not None and p.user() is None and id(p) not in free]
+            for pooled in lost:
+                pooled.user = _swept  # (no other call finds it again meanwhile)
+        for pooled in lost:
+            self._let_go(pooled)
 
 
 def device_for(ordinal: int) -> Any:
@@ -318,5 +372,5 @@ def device_for(ordinal: int) -> Any:
 
 
 _opened: dict[str, Any] = {}
-_by_ordinal: dict[int, Any] = {}  # CUDA ordinal -> the interop of its GPU's device
+_by_ordinal: dict[int, _interop.Interop] = {}  # CUDA ordinal -> the interop of its GPU's device
 _uuids: dict[int, str] = {}  # CUDA ordinal -> its device's UUID

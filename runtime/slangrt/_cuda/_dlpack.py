@@ -94,11 +94,15 @@ _live_lock = threading.RLock()  # (a collection inside it may run a deleter: ree
 def _delete(address: int | None) -> None:
     if not address:
         return
-    with _live_lock:
-        got = _live.pop(int(address), None)
+    key = int(address)
+    got = _live.get(key)
     if got is not None:
+        # Released first, then forgotten: an interrupt in between keeps the memory for ever
+        # rather than let it go before the consumer's stream is done with it.
         with contextlib.suppress(Exception):  # (a deleter cannot raise into its C caller)
             got[2]()
+        with _live_lock:
+            _live.pop(key, None)
 
 
 _deleter = _Deleter(_delete)

@@ -23,12 +23,16 @@ import contextlib
 import os
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._alloc._heap import Allocation, Block
 from .._errors import SlangRTError, UnsupportedFeatureError
 from .._vulkan import _vk
 from . import _driver
+
+if TYPE_CHECKING:
+    from .._vulkan._queue import Queue
+    from ._order import Fence, HostOrder
 
 __all__ = ["POOL_KEEP", "Import", "Interop", "Stream", "memory_fd", "of"]
 
@@ -158,7 +162,17 @@ class Stream:
     """A CUDA stream's ordering with the Vulkan queue: a timeline semaphore CUDA signals on the
     stream and Vulkan waits for, and the copy buffers pooled for calls on the stream."""
 
-    __slots__ = ("ext", "handle", "lock", "pool", "signal_args", "value", "vk_semaphore")
+    __slots__ = (
+        "ext",
+        "handle",
+        "lock",
+        "owned",
+        "pool",
+        "pool_lock",
+        "signal_args",
+        "value",
+        "vk_semaphore",
+    )
 
     def __init__(self, handle: int, vk_semaphore: Any, ext: Any, d: Any) -> None:
         self.handle = handle
@@ -168,7 +182,11 @@ class Stream:
         self.lock = threading.Lock()
         params = d.CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS()
         self.signal_args = ([ext], [params], params)
-        self.pool: dict[int, list[Any]] = {}  # size -> free slangrt Tensors (uint8)
+        self.pool: dict[int, list[Any]] = {}  # size -> the free pooled buffers (``_call``)
+        # Every pooled buffer of the stream, free or taken, until it is let go in order (held
+        # here, its memory never goes back by a finalizer an interrupt could cut short).
+        self.owned: list[Any] = []
+        self.pool_lock = threading.Lock()
 
     def signal(self) -> int:
         """Enqueue a signal of the next value on the stream; return the value (Vulkan may wait
@@ -194,7 +212,7 @@ class Interop:
         core.check_usable()
         self.device = dev
         self.core = core
-        self.queue = parts.queue
+        self.queue: Queue = parts.queue
         self.memory = parts.memory
         name = dev.info.name
         if not core.export_memory or not core.export_semaphore:
@@ -221,6 +239,7 @@ class Interop:
         self._streams: dict[int, Stream] = {}
         self._held: list[tuple[Stream, int, Any]] = []  # see hold_until
         self._dropped: list[tuple[Any, Any]] = []  # see drop
+        self._reap_lock = threading.Lock()
         self._never: list[Any] = []  # what could not be ordered on its stream (hold_until)
         self._fns = (
             self._proc("vkGetMemoryFdKHR", "PFN_vkGetMemoryFdKHR"),
@@ -235,8 +254,8 @@ class Interop:
         self.closed = False
         core.attach(self)
         # How calls order with streams (``_order``); made on first use.
-        self._fence: Any = None
-        self._host_order: Any = None
+        self._fence: Fence | Literal[False] | None = None
+        self._host_order: HostOrder | None = None
 
     # -- plumbing --------------------------------------------------------------------------------
 
@@ -348,11 +367,13 @@ class Interop:
     def reap(self) -> None:
         """Order what was dropped on its stream, and let go of what is done (no wait)."""
         dropped = self._dropped
-        while dropped:
-            stream, obj = dropped.pop()
-            if not isinstance(stream, Stream):
-                stream = self.stream(int(stream))
-            self.hold_until(stream, obj)
+        with self._reap_lock:  # (drop appends at the end; only this takes, from the front)
+            while dropped:
+                stream, obj = dropped[0]
+                if not isinstance(stream, Stream):
+                    stream = self.stream(int(stream))
+                self.hold_until(stream, obj)
+                del dropped[0]  # (only once held: an interrupt before leaves it to the next reap)
         if not self._held:
             return
         vk = _vk.vk()
@@ -430,7 +451,7 @@ class Interop:
                 self.d.cuWaitExternalSemaphoresAsync(exts, plist, 1, handle), "ordering CUDA after Vulkan"
             )
 
-    def fence(self) -> Any:
+    def fence(self) -> Fence | None:
         """The device's fence word (``_order.Fence``), where CUDA can wait on 64-bit words; else
         None (streams wait on the queue's semaphore instead)."""
         if self._fence is None:
@@ -450,7 +471,7 @@ class Interop:
                         self._fence = False
         return self._fence or None
 
-    def host_order(self) -> Any:
+    def host_order(self) -> HostOrder:
         """CUDA -> Vulkan through the host (``_order.HostOrder``), made on first use."""
         if self._host_order is None:
             with self._lock:
@@ -499,6 +520,7 @@ class Interop:
         for s in streams.values():
             for tensors in s.pool.values():
                 tensors.clear()
+            s.owned.clear()
             with contextlib.suppress(Exception):
                 d.cuDestroyExternalSemaphore(s.ext)
             if self.core.alive:

@@ -19,6 +19,7 @@ its own that the host signals, cost what any submission does. So:
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import threading
@@ -60,9 +61,9 @@ class Fence:
         alloc = word._allocation()
         self._buffer, self._offset = alloc.buffer, alloc.offset
         self.address = interop.export(word._storage)
-        self._slots: list[_Slot] = []
-        self._next = 0
+        self._slots: collections.deque[_Slot] = collections.deque()
         self._counter = _vk.vk().ffi.new("uint64_t*")
+        self._done = 0  # the queue's completed serial, as last read
         d = interop.d
         self._wait = d.cuStreamWaitValue64
         self._geq = d.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ
@@ -70,22 +71,19 @@ class Fence:
     def _completed(self) -> int:
         vk = _vk.vk()
         vk.lib.vkGetSemaphoreCounterValue(self._core.handle, self._interop.queue.semaphore, self._counter)
-        return int(self._counter[0])
+        self._done = done = int(self._counter[0])
+        return done
 
     def take(self, serial: int) -> Any:
         """A command buffer (``VkCommandBuffer[1]``'s item) that writes ``serial`` into the word
         after the work submitted before it: called by the queue with its lock held, just before
         the submission that carries it (so it only reads the semaphore, never waits)."""
-        slots = self._slots
-        slot = None
-        if slots:
-            candidate = slots[self._next % len(slots)]
-            if candidate.serial <= self._completed():
-                slot = candidate
-                self._next += 1
-        if slot is None:
+        slots = self._slots  # (oldest first: each one taken goes to the end)
+        slot = slots[0] if slots else None
+        if slot is not None and (slot.serial <= self._done or slot.serial <= self._completed()):
+            slots.rotate(-1)
+        else:
             slot = self._new_slot()
-            self._next = 0
         slot.value[0] = serial
         slot.serial = serial
         return slot.ctx.cb
@@ -140,7 +138,7 @@ class Fence:
         _driver.check(self._wait(handle, self.address, serial, self._geq), "ordering CUDA after Vulkan")
 
     def destroy(self) -> None:
-        slots, self._slots = self._slots, []
+        slots, self._slots = self._slots, collections.deque()
         for slot in slots:
             if self._core.alive:
                 slot.ctx.destroy(self._core.handle)

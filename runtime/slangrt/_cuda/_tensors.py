@@ -86,7 +86,7 @@ def _stream_after(interop: _interop.Interop, handle: int) -> None:
         return
     contexts = interop.device.parts.contexts
     ctx = contexts.begin()
-    with queue.waiting(None, 0, lambda serial: fence.stream_waits(handle, serial), fence.take):
+    with queue.waiting(None, 0, lambda serial: fence.stream_waits(handle, serial), fence):
         contexts.submit(ctx, "ordering CUDA after a tensor's kernels", ())
 
 

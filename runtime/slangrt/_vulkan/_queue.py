@@ -31,11 +31,22 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from .._errors import DeviceLostError, DispatchTimeoutError, SlangRTError
 from . import _vk
 from ._core import Core
+
+
+class Fence(Protocol):
+    """What ``Queue.waiting`` takes as ``fence`` (``_cuda._order.Fence`` is one)."""
+
+    def take(self, serial: int) -> Any:
+        """A command buffer that writes ``serial`` where the other API waits for it."""
+
+    def write_now(self, serial: int) -> None:
+        """Write ``serial`` there at once, from the host."""
+
 
 __all__ = ["PENDING", "Queue"]
 
@@ -135,7 +146,7 @@ class Queue:
         self._waiting: tuple[Any, ...] | None = None
         self._promised = 0
         self._empty_info: tuple[Any, ...] | None = None  # an empty submission's (_keep_promise_locked)
-        self._fence: Any = None  # the last fence given (see waiting; None again once it is gone)
+        self._fence: Fence | None = None  # the last fence given (see waiting; None again once it is gone)
         self._keeper: threading.Thread | None = None
         self._stop_keeper = threading.Event()
 
@@ -204,7 +215,7 @@ class Queue:
         semaphore: Any,
         value: int,
         promise: Callable[[int], None],
-        fence: Any = None,
+        fence: Fence | None = None,
     ) -> Iterator[None]:
         """Inside the block, every submission of this thread waits on the GPU for the timeline
         ``semaphore`` to reach ``value`` (one another API or thread signals: ``slangrt._cuda``;
