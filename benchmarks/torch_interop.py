@@ -10,7 +10,9 @@ kernel library built into ``hatch_slang/kernels``; it imports ``hatch_slang.kern
   of calls takes per call before anything waits (what the caller sees), ``stream`` the time per
   call until the GPU has finished them all (a loop, one synchronize at the end), ``sync`` a call
   followed by ``torch.cuda.synchronize()`` each time; on tensors in slangrt's memory (``shared``)
-  and on tensors torch allocated (``copied``: each call copies them in and out on the GPU);
+  and on tensors torch allocated (``copied``: each call copies them in and out on the GPU); and
+  with a torch op (``b.mul_(1.0)``) before each call, as in a model, where the GPU goes from
+  torch's work to the kernel and back every call (the torch row: the op before ``a.add_(b)``);
 - ``parts``: where a call's host time goes, each part timed alone in a loop: the stream's
   semaphore signal and wait (CUDA driver calls), the same call on ``slangrt.Tensor`` arguments
   (argument checks and the Vulkan submission, no CUDA), and a device-to-device copy;
@@ -88,12 +90,26 @@ def tiny_rows(ew: Any, torch: Any, n: int, out: dict[str, float], order: str) ->
     sync = torch.cuda.synchronize
     ta, tb = torch.zeros(1024, device="cuda"), torch.ones(1024, device="cuda")
     sa, sb = sc.zeros((1024,), torch.float32), sc.zeros((1024,), torch.float32)
-    cases = {
+
+    def alternating() -> None:  # a torch op on the kernel's input, then the call
+        sb.mul_(1.0)
+        ew.add_inplace_f32(sa, sb)
+
+    def torch_alternating() -> None:
+        tb.mul_(1.0)
+        ta.add_(tb)
+
+    cases: dict[str, Callable[[], Any]] = {
         f"shared ({order})": lambda: ew.add_inplace_f32(sa, sb),
         f"copied ({order})": lambda: ew.add_inplace_f32(ta, tb),
+        f"shared, a torch op before each ({order})": alternating,
     }
     if order == "memory":
-        cases = {"torch a.add_(b)": lambda: ta.add_(tb), **cases}
+        cases = {
+            "torch a.add_(b)": lambda: ta.add_(tb),
+            "torch a.add_(b), a torch op before each": torch_alternating,
+            **cases,
+        }
     for name, fn in cases.items():
         host, stream = per_call(fn, n, sync)
         _put(out, f"tiny {name} host", host)
