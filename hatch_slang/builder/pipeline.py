@@ -140,6 +140,7 @@ def compile_job_for(config: BuildConfig, shader: Shader) -> CompileJob:
         instances=instances,
         conformances=conformances,
         constants=constants,
+        source=shader.compiled_source(),
     )
 
 
@@ -313,7 +314,7 @@ def _generate(
 ) -> ShaderOutput:
     module = spec.shader.module
     ns = torch_ops.namespace(config.package, module) if config.torch_ops else None
-    files = {f"{module}.py": codegen.render_module(spec, templates, ns).encode()}
+    files = {f"{module}.py": codegen.render_module(spec, templates, ns, config.package).encode()}
     for entry in spec.entries:
         files[codegen.spv_name(module, entry.name)] = entry.spirv
     warnings = (*spec.warnings, *_outside_includes(spec.shader, result, config.root))

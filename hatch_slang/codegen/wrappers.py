@@ -24,7 +24,7 @@ from slangrt.dtypes import DTYPES
 from slangrt.spirv import SpecConstant
 
 from hatch_slang import __version__
-from hatch_slang.codegen import generics, images, layout, structs, torch_ops
+from hatch_slang.codegen import generics, images, layout, mapped, structs, torch_ops
 from hatch_slang.config.settings import TEMPLATE_FILES, HookSettings, option_name, where
 from hatch_slang.errors import ConfigError, ShaderError
 from hatch_slang.spec.model import (
@@ -125,24 +125,25 @@ def spv_name(module: str, entry: str) -> str:
     return f"{module}.{entry}.spv"
 
 
-def render_module(spec: ShaderSpec, templates: Templates, torch_namespace: str | None = None) -> str:
+def render_module(
+    spec: ShaderSpec, templates: Templates, torch_namespace: str | None = None, package: str = ""
+) -> str:
     """The wrapper module of ``spec``; ``torch_namespace``: its wrappers are torch custom ops
-    too, in that namespace (option ``torch-ops``: the module's ``torch_ops``)."""
+    too, in that namespace (option ``torch-ops``: the module's ``torch_ops``); ``package``: the
+    generated package (mapped functions' torch ops are named after it and the module)."""
     own = Names.of(spec)
     functions = "".join(_render_function(spec, e, templates, own) for e in spec.entries)
     functions += "".join(
         generics.render(p, spec.shader.module, lambda e: _parameters(e, own.own), own.own, own.helpers)
         for p in own.pickers
     )
-    exported = [*own.functions, *own.structs.values()]
+    exported = [n for n in own.functions if not n.startswith("_hs_")] + list(own.structs.values())
+    shader = spec.shader
+    ns = torch_ops.namespace(package or "kernels", shader.module)
+    mapped_text, mapped_names = mapped.render(shader.mapped, shader.rel, own.helpers, own.own, own.taken, ns)
+    exported += mapped_names
     if torch_namespace is not None:
-        if TORCH_OPS in own.taken:
-            raise ShaderError(
-                spec.shader.rel,
-                None,
-                f"option `{option_name(HookSettings, 'torch_ops')}` names the module's torch ops "
-                f"`{TORCH_OPS}`, which an entry or an argument of it is called too; rename it",
-            )
+        _check_torch_ops_name(spec, own)
         exported.append(TORCH_OPS)
     names = _list_items([_lit(n) for n in exported])
     text = templates.module.substitute(
@@ -167,6 +168,7 @@ def render_module(spec: ShaderSpec, templates: Templates, torch_namespace: str |
             for (_, s), name in own.samplers.items()
         )
     text += structs.definitions(list(own.structs), own.structs, own.own["np"], spec.shader.module)
+    text += mapped_text
     if torch_namespace is not None:
         text += torch_ops.render(spec.entries, own.pickers, own.helpers, TORCH_OPS, torch_namespace, _lit)
     try:  # a last guard: a module that cannot be imported must never be written
@@ -330,6 +332,16 @@ def _arguments(e: EntrySpec) -> list[str]:
         *grid,
         *constants,
     ]
+
+
+def _check_torch_ops_name(spec: ShaderSpec, own: Names) -> None:
+    if TORCH_OPS in own.taken:
+        raise ShaderError(
+            spec.shader.rel,
+            None,
+            f"option `{option_name(HookSettings, 'torch_ops')}` names the module's torch ops "
+            f"`{TORCH_OPS}`, which an entry or an argument of it is called too; rename it",
+        )
 
 
 def _check_module_names(spec: ShaderSpec, tree: ast.Module, own: Names) -> None:

@@ -22,6 +22,7 @@ import os
 import re
 import struct
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -71,6 +72,10 @@ class CompileJob:
     # Instances of entries with interface-typed parameters: (entry, the function, the conforming
     # type of each such parameter). `-entry` names the function; the types specialize it.
     conformances: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # Where not empty: the text compiled in place of the file's (the file's own, then the entries
+    # :mod:`hatch_slang.compile.mapped` generates), under the file's path, so that messages and
+    # relative includes read as they would from the file.
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -215,56 +220,80 @@ def compile_job(job: CompileJob) -> CompileResult:
     entries: list[CompiledEntry] = []
     deps: dict[str, None] = {}
     warnings: list[str] = []
-    spelled = dict(job.instances)
-    typed = {entry: (function, types) for entry, function, types in job.conformances}
-    spelled.update((entry, function) for entry, (function, _) in typed.items())
-    for entry in job.entries:
-        req = slang.lib.spCreateCompileRequest(slang.session)
-        try:
-            args = [
-                job.path,
-                "-target",
-                "spirv",
-                "-entry",
-                spelled.get(entry, entry),
-                "-stage",
-                "compute",
-                "-fvk-use-entrypoint-name",
-                *slang_args(job.options),
-                "-o",
-                f"{entry}.spv",
-            ]
-            argv = (ctypes.c_char_p * len(args))(*[a.encode() for a in args])
-            if slang.lib.spProcessCommandLineArguments(req, argv, len(args)) < 0:
-                diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
-                return CompileResult(job.path, error=CompileError(job.path, entry, diag or "bad options"))
-            _link_constants(slang, req, job.constants.get(entry, ()))
-            for slot, name in enumerate(typed.get(entry, ("", ()))[1]):
-                slang.lib.spSetTypeNameForEntryPointExistentialTypeParam(req, 0, slot, name.encode())
-            rc = slang.lib.spCompile(req)
-            diag = (slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace")
-            if rc < 0:
-                why = _failure(diag, rc, spelled.get(entry), entry)
-                return CompileResult(job.path, error=CompileError(job.path, entry, why))
+    with tempfile.TemporaryDirectory(prefix="hatch-slang-") as tmp:
+        path = _source_file(job, tmp)
+        for entry in job.entries:
+            got = _compile_entry(slang, job, entry, path, deps)
+            if isinstance(got, CompileError):
+                return CompileResult(job.path, error=got)
+            compiled, diag = got
+            entries.append(compiled)
             if diag.strip():
                 warnings.append(diag)
-            out = _outputs(slang, req)
-            if isinstance(out, str):
-                return CompileResult(job.path, error=CompileError(job.path, entry, out))
-            spirv, reflection = out
-            for k in range(slang.lib.spGetDependencyFileCount(req)):
-                dep = os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))
-                if dep != MODULE_PATH:  # the constants module: no file
-                    deps[dep] = None
-            if entry in spelled:
-                generic = spelled[entry].partition("<")[0]
-                spirv, reflection = rename_entry(spirv, generic, entry), _renamed(reflection, entry)
-            entries.append(CompiledEntry(entry, spirv, reflection))
-        finally:
-            slang.lib.spDestroyCompileRequest(req)
     return CompileResult(
         job.path, tuple(entries), tuple(deps), warnings="".join(warnings), compiler=slang.version
     )
+
+
+def _compile_entry(
+    slang: _Slang, job: CompileJob, entry: str, path: str, deps: dict[str, None]
+) -> tuple[CompiledEntry, str] | CompileError:
+    """One entry compiled (and its diagnostics), or why not; the files it read go into ``deps``."""
+    spelled = dict(job.instances)
+    typed = {e: (function, types) for e, function, types in job.conformances}
+    spelled.update((e, function) for e, (function, _) in typed.items())
+    req = slang.lib.spCreateCompileRequest(slang.session)
+    try:
+        if not _request(slang, req, job, entry, spelled.get(entry, entry), path):
+            diag = _as_file((slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace"), job, path)
+            return CompileError(job.path, entry, diag or "bad options")
+        _link_constants(slang, req, job.constants.get(entry, ()))
+        for slot, name in enumerate(typed.get(entry, ("", ()))[1]):
+            slang.lib.spSetTypeNameForEntryPointExistentialTypeParam(req, 0, slot, name.encode())
+        rc = slang.lib.spCompile(req)
+        diag = _as_file((slang.lib.spGetDiagnosticOutput(req) or b"").decode(errors="replace"), job, path)
+        if rc < 0:
+            return CompileError(job.path, entry, _failure(diag, rc, spelled.get(entry), entry))
+        out = _outputs(slang, req)
+        if isinstance(out, str):
+            return CompileError(job.path, entry, out)
+        spirv, reflection = out
+        for k in range(slang.lib.spGetDependencyFileCount(req)):
+            dep = os.fsdecode(slang.lib.spGetDependencyFilePath(req, k))
+            if dep != MODULE_PATH:  # the constants module: no file
+                deps[_as_file(dep, job, path)] = None
+        if entry in spelled:
+            generic = spelled[entry].partition("<")[0]
+            spirv, reflection = rename_entry(spirv, generic, entry), _renamed(reflection, entry)
+        return CompiledEntry(entry, spirv, reflection), diag
+    finally:
+        slang.lib.spDestroyCompileRequest(req)
+
+
+def _request(slang: _Slang, req: int, job: CompileJob, entry: str, spelled: str, path: str) -> bool:
+    """Fill a compile request for one entry of the file at ``path`` (the job's, or a copy of
+    ``job.source``: see :func:`_source_file`); False where Slang refused the arguments."""
+    args = [path, "-target", "spirv", "-entry", spelled, "-stage", "compute", "-fvk-use-entrypoint-name"]
+    if path != job.path:  # (the copy's includes and imports are found beside the file)
+        args += ["-I", str(Path(job.cwd, job.path).parent)]
+    args += [*slang_args(job.options), "-o", f"{entry}.spv"]
+    argv = (ctypes.c_char_p * len(args))(*[a.encode() for a in args])
+    return bool(slang.lib.spProcessCommandLineArguments(req, argv, len(args)) >= 0)
+
+
+def _source_file(job: CompileJob, tmp: str) -> str:
+    """Where the compiler reads the job's text: the file, or ``job.source`` written under the
+    file's name into ``tmp`` (messages name the file again: :func:`_as_file`)."""
+    if not job.source:
+        return job.path
+    path = os.path.join(tmp, Path(job.path).name)
+    Path(path).write_text(job.source, encoding="utf-8")
+    return path
+
+
+def _as_file(text: str, job: CompileJob, path: str) -> str:
+    """``text`` (diagnostics, a dependency) naming the job's file where it names the copy."""
+    return text if path == job.path else text.replace(path, job.path)
 
 
 def _failure(diag: str, rc: int, spelled: str | None, entry: str) -> str:

@@ -25,6 +25,7 @@ from hatch_slang.comments.contract import (
     split_arguments,
 )
 from hatch_slang.comments.expr import ExprError, entry_name
+from hatch_slang.compile.mapped import MappedFunction, find_mapped, generated_entries, generated_source
 from hatch_slang.config.project import glob_files
 from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
@@ -52,6 +53,20 @@ class Shader:
     entries: tuple[str, ...]  # instances of generic entries by their keys (`gscale_float`)
     instances: tuple[Instance, ...] = ()
     notes: tuple[Note, ...] = ()  # what discovery decided that a reader should be told
+    # Functions a `slang-map` line names (:mod:`hatch_slang.compile.mapped`): their generated
+    # entries are among `entries`; what could not be mapped is a warning each.
+    mapped: tuple[MappedFunction, ...] = ()
+    map_warnings: tuple[Note, ...] = ()
+
+    @property
+    def generated(self) -> frozenset[str]:
+        """The entries hatch-slang generated (for mapped functions), not the file's own."""
+        return frozenset(generated_entries(self.mapped))
+
+    def compiled_source(self) -> str:
+        """What the compiler reads: the file's text, then the generated entries' (empty: the file)."""
+        extra = generated_source(self.mapped)
+        return self.source + "\n" + extra if extra else ""
 
     def instance(self, entry: str) -> Instance | None:
         """The instance of a generic entry that ``entry`` (a key of :attr:`entries`) is, or None."""
@@ -523,15 +538,28 @@ def parse(src: Source, instances: Mapping[str, tuple[str, ...]] | None = None) -
     option for this file: entry -> type-argument texts) adds instances of generic entries."""
     contract = parse_contract(src.rel, src.source)
     functions = _functions(src.source)
+    mapped, said = find_mapped(src.source)
     notes: list[Note] = []
     if contract.declares_entries:
         generics = (t.partition("<")[0] for _, t in contract.instances)
         names = _unique([*contract.entries, *generics])
+    elif mapped:  # the file's own entries: only those marked so (a mapped function is none)
+        names = _unique(f.name for f in functions if f.compute or f.numthreads)
     else:
         names, notes = _default_names(src, contract, functions)
     entries, found = _instances(src.rel, contract, functions, names, instances or {})
     shader = Shader(
-        src.path, src.rel, src.module, src.source, src.sha256, contract, entries, found, tuple(notes)
+        src.path,
+        src.rel,
+        src.module,
+        src.source,
+        src.sha256,
+        contract,
+        (*entries, *generated_entries(mapped)),
+        found,
+        tuple(notes),
+        mapped,
+        tuple(Note(line, msg) for line, msg in said),
     )
     entry_functions(shader)  # an entry no wrapper can be named after fails here, before compiling
     return shader

@@ -28,7 +28,7 @@ from slangrt.dtypes import DTYPES
 from slangrt.spirv import EntryInfo, Module, Resource, read_module
 
 from hatch_slang.comments import dialect
-from hatch_slang.comments.contract import BindingDoc, BindingSet, DispatchDoc
+from hatch_slang.comments.contract import BindingDoc, BindingSet, DispatchDoc, parse_contract
 from hatch_slang.comments.expr import argument_name, entry_name
 from hatch_slang.compile.compiler import CompileResult
 from hatch_slang.compile.discover import Shader, entry_functions
@@ -122,26 +122,43 @@ def build_spec(shader: Shader, result: CompileResult, *, strict: bool = True) ->
     together; the specs keep the shader's entry order."""
     if result.error is not None:
         raise result.error
-    if not shader.instances:
-        return _build_group(shader, result, strict=strict)
+    generated = shader.generated
+    if not shader.instances and not generated:
+        return _with_map_warnings(_build_group(shader, result, strict=strict))
     compiled = {e.name: e for e in result.entries}
-    plain = tuple(n for n in shader.entries if shader.instance(n) is None)
+    plain = tuple(n for n in shader.entries if shader.instance(n) is None and n not in generated)
     groups = [plain] if plain else []
     groups += [(i.key,) for i in shader.instances]
+    groups += [(n,) for n in shader.entries if n in generated]
+    # Generated entries (mapped functions) are read from the compiled code alone: the file's
+    # comment documents its own entries, not them.
+    bare = replace(shader, contract=parse_contract(shader.rel, ""), notes=(), map_warnings=())
     specs = []
     errors: list[HatchSlangError] = []
     for g in groups:
+        of = bare if g[0] in generated else shader
         try:
             specs.append(
-                _build_group(shader, replace(result, entries=tuple(compiled[n] for n in g)), strict=strict)
+                _build_group(of, replace(result, entries=tuple(compiled[n] for n in g)), strict=strict)
             )
         except (ShaderError, BuildErrors) as e:  # every instance's problems, each saying which
             errors += [_of_instance(shader, g, x) for x in (e.errors if isinstance(e, BuildErrors) else [e])]
     if errors:
         raise errors[0] if len(errors) == 1 else BuildErrors(errors)
     by_name = {e.name: e for spec in specs for e in spec.entries}
-    warnings = dict.fromkeys(w for spec in specs for w in spec.warnings)
-    return ShaderSpec(shader, tuple(by_name[n] for n in shader.entries), result.dependencies, tuple(warnings))
+    bare_notes = _chosen_notes(bare, None)  # (the generated entries have no comment to read)
+    warnings = dict.fromkeys(
+        w for spec in specs for w in spec.warnings if spec.shader is shader or w not in bare_notes
+    )
+    spec = ShaderSpec(shader, tuple(by_name[n] for n in shader.entries), result.dependencies, tuple(warnings))
+    return _with_map_warnings(spec)
+
+
+def _with_map_warnings(spec: ShaderSpec) -> ShaderSpec:
+    """``spec`` with a warning for each function a `slang-map` line names that is not mapped."""
+    shader = spec.shader
+    said = [f"{shader.rel}:{n.line}: warning: {n.message}" for n in shader.map_warnings]
+    return replace(spec, warnings=(*spec.warnings, *said)) if said else spec
 
 
 def _of_instance(shader: Shader, group: tuple[str, ...], e: HatchSlangError) -> HatchSlangError:

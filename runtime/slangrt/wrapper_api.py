@@ -58,6 +58,13 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
 - :class:`TorchOps` ``(namespace, specs)``: a module's wrappers as torch custom ops (the hook
   option ``torch-ops``; ``specs``: ``(name, wrapper, schema, mutated arguments)`` each),
   registered on first use (``slangrt._cuda._ops``). Added in API 2.
+- :class:`MapParam` ``(name, dtype, shape)``, :class:`MapSpec` ``(name, namespace, params,
+  outputs, grads, forward, backward, tangent, sums)``, :func:`map_call` ``(spec, args, out)``,
+  :func:`map_vjp` ``(spec, args, grad_output)`` and :func:`map_jvp` ``(spec, args, tangents)``:
+  a mapped function (hatch-slang's ``slang-map``) applied elementwise with NumPy broadcasting
+  through its generated entries, its gradients and its forward-mode derivative; on torch
+  tensors, a torch custom op with autograd (``slangrt._calls._mapped``, ``_mapped_torch``).
+  Added within API 2.
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
@@ -68,6 +75,11 @@ from __future__ import annotations
 
 from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
 from ._calls._lastcall import LastCall
+from ._calls._mapped import Param as MapParam
+from ._calls._mapped import Spec as MapSpec
+from ._calls._mapped import call as map_call
+from ._calls._mapped import jvp as map_jvp
+from ._calls._mapped import vjp as map_vjp
 from ._calls._pick import choose, pick
 from ._cuda._ops import TorchOps
 
@@ -77,6 +89,8 @@ __all__ = [
     "API_VERSION",
     "Dims",
     "LastCall",
+    "MapParam",
+    "MapSpec",
     "TorchOps",
     "WrapperAPIError",
     "ceil",
@@ -85,6 +99,9 @@ __all__ = [
     "grid_arg",
     "grid_dim",
     "library",
+    "map_call",
+    "map_jvp",
+    "map_vjp",
     "max",
     "min",
     "pick",

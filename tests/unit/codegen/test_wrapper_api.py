@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 from slangrt import dtypes, manifest, wrapper_api
 
 from hatch_slang import runtime_requirement
-from hatch_slang.codegen import generics, torch_ops
+from hatch_slang.codegen import generics, mapped, torch_ops
 from hatch_slang.codegen import wrappers as codegen
 from hatch_slang.comments import expr
 from hatch_slang.spec import reflection
@@ -37,7 +37,7 @@ def _emitted() -> set[str]:
     """Every `_c.<name>` the generator can write: templates, codegen's (the generic entries'
     pickers too) and expr's renderings."""
     texts = [(REPO / "templates" / name).read_text() for name in codegen.TEMPLATE_FILES]
-    texts += [Path(m.__file__).read_text() for m in (codegen, generics, torch_ops, expr)]
+    texts += [Path(m.__file__).read_text() for m in (codegen, generics, mapped, torch_ops, expr)]
     # The wrapper API is `_c` in a module unless a user's name takes it: `$helpers` in the
     # templates, `{c}` / `{at.helpers}` / `{own.helpers}` / `{helpers}` where codegen and expr
     # write it; codegen names a call by its head (`layout.call(f"{c}.grid_dim", ...)`).

@@ -1,0 +1,439 @@
+"""Mapped functions (``// slang-map: poly``): a Slang function applied elementwise over arrays.
+
+A comment line ``slang-map: f g`` anywhere in a shader names functions of the file to map. Each
+becomes generated compute entries, compiled with the file (its text, then theirs, as one
+translation unit: the file's own lines keep their numbers):
+
+- ``_hs_map_<f>``: ``f`` at every element of the arguments' broadcast shape (NumPy's rule, over
+  the element shape: a ``float3`` parameter takes arrays shaped ``(..., 3)``); its return value
+  and ``out``/``inout`` parameters are written to arrays of that shape;
+- ``_hs_vjp_<f>`` (a ``[Differentiable]`` function): ``bwd_diff(f)`` at every element, one
+  gradient array of the broadcast shape per differentiable parameter;
+- ``_hs_jvp_<f>``: ``fwd_diff(f)``, the tangent of the return value;
+- ``_hs_sum_<type>``: a gradient summed over the axes its argument was broadcast along.
+
+Every entry reads a ``uint`` array first (``hs_meta``, :func:`slangrt.wrapper_api.map_call`
+fills it): the element count, the threads in a row of the grid, the rank and the broadcast
+shape, then per array read whether it is indexed directly or through strides (``0`` on a
+broadcast axis). What this module cannot read (a parameter type it does not map, a function it
+cannot find) is a warning naming the line, and the function is left unmapped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hatch_slang.comments.contract import source_lines
+
+__all__ = ["MAP_GROUP", "MapParam", "MappedFunction", "find_mapped", "generated_source"]
+
+MAP_GROUP = 256  # threads per group of every generated entry
+_MAX_RANK = 8
+
+_MAP_LINE = re.compile(r"^\s*//+!?\s*slang-map\s*:(?P<names>.*)$", re.IGNORECASE)
+# Slang's scalar types a mapped parameter may have: name -> (NumPy dtype, differentiable)
+_SCALARS = {
+    "float": ("float32", True),
+    "float32_t": ("float32", True),
+    "double": ("float64", True),
+    "float64_t": ("float64", True),
+    "half": ("float16", True),
+    "float16_t": ("float16", True),
+    "int": ("int32", False),
+    "int32_t": ("int32", False),
+    "uint": ("uint32", False),
+    "uint32_t": ("uint32", False),
+}
+_VECTOR = re.compile(r"^(?P<scalar>[a-z]+(?:\d\d_t)?)(?P<n>[234])$")
+_VECTOR_T = re.compile(r"^vector<(?P<scalar>\w+),(?P<n>[234])>$")
+
+
+@dataclass(frozen=True)
+class MapParam:
+    """A parameter of a mapped function (or its return value, named ``result``)."""
+
+    name: str
+    slang: str  # its type as the generated code spells it (`float3`)
+    dtype: str  # the NumPy dtype of its elements (`float32`)
+    shape: tuple[int, ...]  # the element's own axes: () for a scalar, (3,) for a float3
+    direction: str  # "in", "out" or "inout"
+    diff: bool  # differentiable: a float type, not `no_diff`
+
+
+@dataclass(frozen=True)
+class MappedFunction:
+    name: str
+    line: int
+    params: tuple[MapParam, ...]
+    result: MapParam | None  # None: the function returns void
+    differentiable: bool  # marked [Differentiable]: a vjp and a jvp entry too
+
+    @property
+    def inputs(self) -> tuple[MapParam, ...]:
+        return tuple(p for p in self.params if p.direction != "out")
+
+    @property
+    def outputs(self) -> tuple[MapParam, ...]:
+        """What a call returns: the return value, then each out/inout parameter."""
+        own = (self.result,) if self.result is not None else ()
+        return own + tuple(p for p in self.params if p.direction != "in")
+
+    @property
+    def grads(self) -> tuple[MapParam, ...]:
+        """The parameters a vjp gives a gradient for."""
+        return tuple(p for p in self.params if p.diff)
+
+    @property
+    def has_gradients(self) -> bool:
+        """Whether vjp and jvp entries are generated (outputs other than the return value, or
+        no differentiable result, are not differentiated yet)."""
+        simple = all(p.direction == "in" for p in self.params)
+        return self.differentiable and simple and self.result is not None and self.result.diff
+
+    def entries(self) -> tuple[str, ...]:
+        """The generated entries for this function, in build order."""
+        own = [f"_hs_map_{self.name}"]
+        if self.has_gradients:
+            own += [f"_hs_vjp_{self.name}", f"_hs_jvp_{self.name}"]
+        return tuple(own)
+
+
+def sum_entry(param: MapParam) -> str:
+    """The entry that sums a gradient of ``param``'s scalar type over broadcast axes (a vector's
+    components are an axis of their own: ``_hs_sum_float`` for a float3 too)."""
+    return f"_hs_sum_{param.slang.removeprefix('vector<').split(',')[0]}"
+
+
+def _type(text: str) -> tuple[str, str, tuple[int, ...], bool] | None:
+    """(Slang spelling, dtype, element shape, differentiable) of a parameter type, or None."""
+    text = text.replace(" ", "")
+    if text in _SCALARS:
+        dtype, diff = _SCALARS[text]
+        return text, dtype, (), diff
+    m = _VECTOR.match(text) or _VECTOR_T.match(text)
+    if m and m.group("scalar") in _SCALARS:
+        dtype, diff = _SCALARS[m.group("scalar")]
+        n = int(m.group("n"))
+        return f"vector<{m.group('scalar')},{n}>", dtype, (n,), diff
+    return None
+
+
+_IDENT = re.compile(r"^[A-Za-z_]\w*$")
+_MODIFIERS = {"in", "out", "inout", "no_diff", "const"}
+
+
+def _parameter(text: str, line: int) -> MapParam | str:
+    """One parameter's declaration (``no_diff float a``), or why it cannot be mapped."""
+    decl = text.split("=")[0].split(":")[0].strip()
+    words = decl.replace("<", " < ").replace(">", " > ").replace(",", " , ").split()
+    if not words or not _IDENT.match(words[-1]):
+        return f"cannot read the parameter `{text.strip()}`"
+    name, rest = words[-1], words[:-1]
+    mods = [w for w in rest if w in _MODIFIERS]
+    typ = "".join(w for w in rest if w not in _MODIFIERS)
+    got = _type(typ)
+    if got is None:
+        return (
+            f"parameter `{name}` has type `{typ}`, which a mapped function cannot take yet (scalars "
+            "and vectors of float, double, half, int and uint)"
+        )
+    direction = "inout" if "inout" in mods else "out" if "out" in mods else "in"
+    slang, dtype, shape, diff = got
+    return MapParam(name, slang, dtype, shape, direction, diff and "no_diff" not in mods)
+
+
+def _split(params: str) -> list[str]:
+    """Top-level comma-separated parts of a parameter list."""
+    parts, depth, cur = [], 0, ""
+    for ch in params:
+        depth += 1 if ch in "<([" else -1 if ch in ">)]" else 0
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return parts
+
+
+def _strip_comments(source: str) -> str:
+    """``source`` with comments blanked (newlines kept: offsets and line numbers stay)."""
+
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    return re.sub(r"//[^\n]*|/\*.*?(?:\*/|\Z)", blank, source, flags=re.DOTALL)
+
+
+def _definition(code: str, name: str) -> re.Match[str] | None:
+    pattern = (
+        r"(?P<attrs>(?:\[[^\[\];{}]*\]\s*)*)"
+        r"(?P<ret>\b[A-Za-z_][\w]*(?:\s*<[^<>;{}]*>)?)\s+"
+        rf"{re.escape(name)}\s*\((?P<params>[^(){{}};]*)\)\s*\{{"
+    )
+    return re.search(pattern, code)
+
+
+def _read(code: str, name: str, line: int) -> MappedFunction | str:
+    m = _definition(code, name)
+    if m is None:
+        return (
+            f"`slang-map` names `{name}`, but no definition `<type> {name}(...) {{` of a non-generic "
+            "function is in this file"
+        )
+    defined = code.count("\n", 0, m.start("ret")) + 1
+    ret_text = m.group("ret").replace(" ", "")
+    result: MapParam | None = None
+    if ret_text != "void":
+        got = _type(ret_text)
+        if got is None:
+            return f"`{name}` (line {defined}) returns `{ret_text}`, which a mapped function cannot return"
+        slang, dtype, shape, diff = got
+        result = MapParam("result", slang, dtype, shape, "out", diff)
+    params: list[MapParam] = []
+    for part in _split(m.group("params")):
+        p = _parameter(part, defined)
+        if isinstance(p, str):
+            return f"`{name}` (line {defined}): {p}"
+        params.append(p)
+    if len({p.name for p in params} | {"result"}) != len(params) + 1 or not params:
+        return f"`{name}` (line {defined}) needs parameters, none called `result`"
+    if any(p.name.startswith("hs_") for p in params):
+        return f"`{name}` (line {defined}): parameter names starting `hs_` are the generated code's"
+    attrs = m.group("attrs")
+    diff = bool(re.search(r"\b(?:Differentiable|BackwardDifferentiable)\b", attrs))
+    if result is None and not any(p.direction != "in" for p in params):
+        return f"`{name}` (line {defined}) returns nothing and writes no out parameter"
+    return MappedFunction(name, defined, tuple(params), result, diff)
+
+
+def find_mapped(source: str) -> tuple[tuple[MappedFunction, ...], list[tuple[int, str]]]:
+    """The functions ``source``'s ``slang-map`` lines name, and a (line, warning) for each name
+    that cannot be mapped."""
+    code = _strip_comments("\n".join(source_lines(source)))
+    found: dict[str, MappedFunction] = {}
+    warnings: list[tuple[int, str]] = []
+    for number, text in enumerate(source_lines(source), start=1):
+        m = _MAP_LINE.match(text)
+        if m is None:
+            continue
+        for name in m.group("names").replace(",", " ").split():
+            if not _IDENT.match(name):
+                warnings.append((number, f"`slang-map` names `{name}`, which is no function name (left out)"))
+                continue
+            if name in found:
+                continue
+            got = _read(code, name, number)
+            if isinstance(got, str):
+                warnings.append((number, f"{got} (left out)"))
+            else:
+                found[name] = got
+    return tuple(found.values()), warnings
+
+
+# -- generated Slang ---------------------------------------------------------------------------
+
+_HELPERS = """
+// ---- generated by hatch-slang for `slang-map`: indexing through broadcast strides ----
+// hs_meta: [0] elements, [1] threads in a row of the grid, [2] rank R, [3, 3 + R) the shape,
+// then for each array read: a flag (0: indexed directly, 1: through the R strides after it).
+uint hs_index(uint3 hs_tid, StructuredBuffer<uint> hs_meta)
+{
+    return hs_tid.x + hs_tid.y * hs_meta[1];
+}
+
+uint hs_offset(StructuredBuffer<uint> hs_meta, uint hs_i, uint hs_k)
+{
+    uint hs_r = hs_meta[2];
+    uint hs_at = 3 + hs_r + hs_k * (hs_r + 1);
+    if (hs_meta[hs_at] == 0)
+        return hs_i;
+    uint hs_off = 0;
+    uint hs_rem = hs_i;
+    for (int hs_d = int(hs_r) - 1; hs_d >= 0; hs_d--)
+    {
+        uint hs_n = hs_meta[3 + hs_d];
+        hs_off += (hs_rem % hs_n) * hs_meta[hs_at + 1 + hs_d];
+        hs_rem /= hs_n;
+    }
+    return hs_off;
+}
+"""
+
+
+def _head(entry: str) -> list[str]:
+    return [
+        "",
+        '[shader("compute")]',
+        f"[numthreads({MAP_GROUP}, 1, 1)]",
+        f"void {entry}(",
+        "    uint3 hs_tid : SV_DispatchThreadID,",
+        "    uniform StructuredBuffer<uint> hs_meta,",
+    ]
+
+
+def _params(decls: list[str]) -> list[str]:
+    return [f"    {d}," for d in decls[:-1]] + [f"    {decls[-1]})", "{"]
+
+
+_START = ["    uint hs_i = hs_index(hs_tid, hs_meta);", "    if (hs_i >= hs_meta[0])", "        return;"]
+
+
+def _scalar(p: MapParam) -> str:
+    """The element type of the buffers of ``p``: vectors are held as their scalars (no padding)."""
+    return p.slang.removeprefix("vector<").split(",")[0]
+
+
+def _buffer(p: MapParam, name: str, writable: bool) -> str:
+    kind = "RWStructuredBuffer" if writable else "StructuredBuffer"
+    return f"uniform {kind}<{_scalar(p)}> {name}"
+
+
+def _load(p: MapParam, buf: str, k: int) -> str:
+    """``p``'s value in ``buf`` for the element the thread computes (read through slot ``k``)."""
+    at = f"hs_offset(hs_meta, hs_i, {k})"
+    if not p.shape:
+        return f"{buf}[{at}]"
+    n = p.shape[0]
+    return f"{p.slang}(" + ", ".join(f"{buf}[{at} * {n} + {c}]" for c in range(n)) + ")"
+
+
+def _store(p: MapParam, buf: str, value: str) -> list[str]:
+    if not p.shape:
+        return [f"    {buf}[hs_i] = {value};"]
+    n = p.shape[0]
+    return (
+        [f"    {{ {p.slang} hs_w = {value};"]
+        + [f"      {buf}[hs_i * {n} + {c}] = hs_w[{c}];" for c in range(n)]
+        + ["    }"]
+    )
+
+
+def _forward(f: MappedFunction) -> list[str]:
+    reads = [_buffer(p, p.name, False) for p in f.inputs]
+    writes = [_buffer(p, f"hs_out_{p.name}", True) for p in f.outputs]
+    body = list(_START)
+    k = 0
+    for p in f.params:
+        if p.direction == "out":
+            body.append(f"    {p.slang} hs_v_{p.name};")
+        else:
+            body.append(f"    {p.slang} hs_v_{p.name} = {_load(p, p.name, k)};")
+            k += 1
+    call = f"{f.name}({', '.join(f'hs_v_{p.name}' for p in f.params)})"
+    if f.result is not None:
+        body += _store(f.result, "hs_out_result", call)
+    else:
+        body.append(f"    {call};")
+    for p in f.params:
+        if p.direction != "in":
+            body += _store(p, f"hs_out_{p.name}", f"hs_v_{p.name}")
+    return [*_head(f"_hs_map_{f.name}"), *_params(reads + writes), *body, "}"]
+
+
+def _vjp(f: MappedFunction) -> list[str]:
+    assert f.result is not None
+    reads = [_buffer(p, p.name, False) for p in f.params]
+    reads.append(_buffer(f.result, "hs_grad", False))
+    writes = [_buffer(p, f"hs_d_{p.name}", True) for p in f.grads]
+    body = list(_START)
+    args = []
+    for k, p in enumerate(f.params):
+        if p.diff:
+            body.append(f"    var hs_p_{p.name} = diffPair({_load(p, p.name, k)});")
+            args.append(f"hs_p_{p.name}")
+        else:
+            args.append(_load(p, p.name, k))
+    args.append(_load(f.result, "hs_grad", len(f.params)))
+    body.append(f"    bwd_diff({f.name})({', '.join(args)});")
+    for p in f.grads:
+        body += _store(p, f"hs_d_{p.name}", f"hs_p_{p.name}.d")
+    return [*_head(f"_hs_vjp_{f.name}"), *_params(reads + writes), *body, "}"]
+
+
+def _jvp(f: MappedFunction) -> list[str]:
+    assert f.result is not None
+    reads = [_buffer(p, p.name, False) for p in f.params]
+    reads += [_buffer(p, f"hs_t_{p.name}", False) for p in f.grads]
+    writes = [_buffer(f.result, "hs_out_tangent", True)]
+    body = list(_START)
+    args = []
+    for k, p in enumerate(f.params):
+        if p.diff:
+            t = len(f.params) + f.grads.index(p)
+            args.append(f"diffPair({_load(p, p.name, k)}, {_load(p, f'hs_t_{p.name}', t)})")
+        else:
+            args.append(_load(p, p.name, k))
+    body += _store(f.result, "hs_out_tangent", f"fwd_diff({f.name})({', '.join(args)}).d")
+    return [*_head(f"_hs_jvp_{f.name}"), *_params(reads + writes), *body, "}"]
+
+
+def _sum(param: MapParam) -> list[str]:
+    """Each thread one element of the reduced gradient: the sum over the axes it was broadcast
+    along. hs_meta: [0] elements of the result, [1] row threads, [2] rank R, [3, 3 + R) the full
+    shape, [3 + R, 3 + 2R) the result's shape (1 on a summed axis)."""
+    reads = [_buffer(param, "hs_src", False)]
+    writes = [_buffer(param, "hs_dst", True)]
+    body = f"""    uint hs_j = hs_index(hs_tid, hs_meta);
+    if (hs_j >= hs_meta[0])
+        return;
+    uint hs_r = hs_meta[2];
+    uint hs_c[{_MAX_RANK}];
+    uint hs_rem = hs_j;
+    uint hs_count = 1;
+    for (int hs_d = int(hs_r) - 1; hs_d >= 0; hs_d--)
+    {{
+        uint hs_n = hs_meta[3 + hs_r + hs_d];
+        hs_c[hs_d] = hs_rem % hs_n;
+        hs_rem /= hs_n;
+        if (hs_n == 1)
+            hs_count *= hs_meta[3 + hs_d];
+    }}
+    {_scalar(param)} hs_s = {_scalar(param)}(0);
+    for (uint hs_t = 0; hs_t < hs_count; hs_t++)
+    {{
+        uint hs_left = hs_t;
+        uint hs_flat = 0;
+        uint hs_stride = 1;
+        for (int hs_d = int(hs_r) - 1; hs_d >= 0; hs_d--)
+        {{
+            uint hs_full = hs_meta[3 + hs_d];
+            uint hs_at = hs_c[hs_d];
+            if (hs_meta[3 + hs_r + hs_d] == 1)
+            {{
+                hs_at = hs_left % hs_full;
+                hs_left /= hs_full;
+            }}
+            hs_flat += hs_at * hs_stride;
+            hs_stride *= hs_full;
+        }}
+        hs_s += hs_src[hs_flat];
+    }}
+    hs_dst[hs_j] = hs_s;"""
+    return [*_head(sum_entry(param)), *_params(reads + writes), body, "}"]
+
+
+def generated_source(functions: tuple[MappedFunction, ...]) -> str:
+    """The Slang text of every generated entry of ``functions`` (empty: none)."""
+    if not functions:
+        return ""
+    lines = [_HELPERS]
+    sums: dict[str, MapParam] = {}
+    for f in functions:
+        lines += _forward(f)
+        if f.has_gradients:
+            lines += _vjp(f) + _jvp(f)
+            for p in f.grads:
+                sums.setdefault(sum_entry(p), p)
+    for p in sums.values():
+        lines += _sum(p)
+    return "\n".join(lines) + "\n"
+
+
+def generated_entries(functions: tuple[MappedFunction, ...]) -> tuple[str, ...]:
+    """The names of the entries :func:`generated_source` defines, in its order."""
+    out = [e for f in functions for e in f.entries()]
+    sums = dict.fromkeys(sum_entry(p) for f in functions if f.has_gradients for p in f.grads)
+    return (*out, *sums)

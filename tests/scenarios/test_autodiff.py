@@ -1,0 +1,224 @@
+"""Mapped differentiable functions (issue 25): ``// slang-map: poly`` makes a Slang function an
+elementwise Python function with NumPy broadcasting, and a ``[Differentiable]`` one gets ``vjp``
+(``bwd_diff``, gradients summed over broadcast axes on the device) and ``jvp`` (``fwd_diff``).
+
+Built from ``tests/packages/autodiff`` and run on lavapipe: values against NumPy, gradients and
+tangents against central finite differences of float64 NumPy references (the ``double``
+instances), the shapes of every broadcast, out parameters, ``out=``, errors naming the argument,
+and the build's warnings for what a ``slang-map`` line names but cannot be mapped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import slangrt
+
+from ..helpers import BuiltPackage, built_package, copy_package, requires_device
+
+pytestmark = [pytest.mark.compile, requires_device]
+
+Array = np.ndarray[Any, Any]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltPackage]:
+    root = copy_package("autodiff", tmp_path_factory.mktemp("autodiff"))
+    with built_package(root) as package:
+        yield package
+
+
+def _funcs(built: BuiltPackage) -> Any:
+    return built.kernels("funcs")
+
+
+# -- float64 references ---------------------------------------------------------------------------
+
+
+def _poly(x: Array, a: Array) -> Array:
+    return a * x * x + 2.0 * x + 1.0
+
+
+def _ndot(u: Array, v: Array) -> Array:
+    return np.asarray((u * v).sum(-1) / (np.linalg.norm(u, axis=-1) * np.linalg.norm(v, axis=-1)))
+
+
+def _smooth(x: Array, lo: Array, hi: Array) -> Array:
+    t = np.clip((x - lo) / (hi - lo), 0.0, 1.0)
+    return np.asarray(t * t * (3.0 - 2.0 * t))
+
+
+def _numeric_grad(f: Callable[..., Array], args: list[Array], k: int, g: Array, eps: float = 1e-6) -> Array:
+    """d/d args[k] of sum(g * f(*args)), by central differences (args[k] keeps its own shape)."""
+    base = np.array(args[k], dtype=np.float64)
+    out = np.zeros_like(base)
+    for idx in np.ndindex(base.shape):
+        hi, lo = base.copy(), base.copy()
+        hi[idx] += eps
+        lo[idx] -= eps
+        plus = [*args[:k], hi, *args[k + 1 :]]
+        minus = [*args[:k], lo, *args[k + 1 :]]
+        out[idx] = (np.sum(g * f(*plus)) - np.sum(g * f(*minus))) / (2 * eps)
+    return out
+
+
+# -- values --------------------------------------------------------------------------------------
+
+
+def test_values_broadcast_like_numpy(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    for a in (0.5, np.float32(0.5) * np.ones((4, 1), np.float32), rng.standard_normal(5).astype(np.float32)):
+        got = funcs.poly(x, a)
+        assert got.shape == (4, 5) and got.dtype == np.float32
+        np.testing.assert_allclose(
+            got, _poly(x.astype(np.float64), np.asarray(a, np.float64)), rtol=1e-5, atol=1e-5
+        )
+    # A length-1 axis and a scalar broadcast the other way too: the result takes the larger shape.
+    assert funcs.poly(np.ones((1, 1), np.float32), np.ones((3, 2), np.float32)).shape == (3, 2)
+    assert funcs.poly(2.0, 3.0).shape == ()
+    np.testing.assert_allclose(funcs.poly(2.0, 3.0), 17.0)
+
+
+def test_vector_parameters_take_a_last_axis(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    rng = np.random.default_rng(1)
+    u = rng.standard_normal((2, 6, 3)).astype(np.float32)
+    v = rng.standard_normal((6, 3)).astype(np.float32)
+    got = funcs.ndot(u, v)
+    assert got.shape == (2, 6)
+    np.testing.assert_allclose(got, _ndot(u.astype(np.float64), v.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+def test_out_parameters_and_out_arrays(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    p = np.array([[1.0, 1.0], [0.0, 2.0], [-3.0, 0.0]], np.float32)
+    radius, angle = funcs.polar(p)
+    np.testing.assert_allclose(radius, np.hypot(p[:, 0], p[:, 1]), rtol=1e-6)
+    np.testing.assert_allclose(angle, np.arctan2(p[:, 1], p[:, 0]), rtol=1e-5)
+    r2, a2 = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    written = funcs.polar(p, out=(r2, a2))
+    assert written[0] is r2 and written[1] is a2
+    np.testing.assert_allclose(r2, radius)
+    np.testing.assert_allclose(a2, angle)
+    into = np.zeros((4, 5), np.float32)
+    funcs.poly(np.ones((4, 5), np.float32), 1.0, out=into)
+    np.testing.assert_allclose(into, 4.0)
+
+
+def test_tensors_in_tensors_out(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    x = np.linspace(-1, 1, 1000, dtype=np.float32)
+    t = slangrt.Tensor.from_numpy(x)
+    got = funcs.poly(t, 0.5)
+    assert isinstance(got, slangrt.Tensor)
+    np.testing.assert_allclose(got.numpy(), _poly(x, np.full((), 0.5, np.float32)), rtol=1e-6, atol=1e-6)
+    gx, ga = funcs.poly.vjp(t, 0.5, grad_output=np.ones(1000, np.float32))
+    assert isinstance(gx, slangrt.Tensor) and ga is None
+
+
+def test_many_elements_use_a_grid_of_two_axes(built: BuiltPackage) -> None:
+    """More threads than one axis of groups holds (65535 x 256): the rows of the grid."""
+    funcs = _funcs(built)
+    n = 65535 * 256 + 1000
+    x = np.full(n, 2.0, np.float32)
+    x[-1] = 3.0
+    got = funcs.poly(x, 1.0)
+    assert got[0] == 9.0 and got[-1] == 16.0 and np.all(got[:-1] == 9.0)
+
+
+# -- gradients -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("xshape", "ashape"), [((5,), ()), ((3, 4), (3, 1)), ((1, 4), (3, 1)), ((2, 3, 4), (4,))]
+)
+def test_vjp_matches_finite_differences_summed_over_broadcasts(
+    built: BuiltPackage, xshape: tuple[int, ...], ashape: tuple[int, ...]
+) -> None:
+    funcs = _funcs(built)
+    rng = np.random.default_rng(2)
+    x, a = rng.standard_normal(xshape), rng.standard_normal(ashape)
+    out_shape = np.broadcast_shapes(xshape, ashape)
+    g = rng.standard_normal(out_shape)
+    gx, ga = funcs.poly64.vjp(x, a, grad_output=g)
+    assert ga is None  # no_diff
+    assert gx.shape == xshape
+    np.testing.assert_allclose(gx, _numeric_grad(_poly, [x, a], 0, g), rtol=1e-6, atol=1e-6)
+
+
+def test_vjp_of_vectors_and_of_every_parameter(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    rng = np.random.default_rng(3)
+    u, v = rng.standard_normal((5, 3)), rng.standard_normal((1, 3))
+    g = rng.standard_normal(5)
+    gu, gv = funcs.ndot64.vjp(u, v, grad_output=g)
+    assert gu.shape == (5, 3) and gv.shape == (1, 3)
+    np.testing.assert_allclose(gu, _numeric_grad(_ndot, [u, v], 0, g), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gv, _numeric_grad(_ndot, [u, v], 1, g), rtol=1e-6, atol=1e-7)
+    x = rng.uniform(0.0, 3.0, (4, 6))
+    lo, hi = np.array(0.5), rng.uniform(2.0, 2.5, (4, 1))
+    g2 = rng.standard_normal((4, 6))
+    grads = funcs.smoothstep_between.vjp(x, lo, hi, grad_output=g2)
+    for k, (got, arg) in enumerate(zip(grads, (x, lo, hi), strict=True)):
+        assert np.shape(got) == arg.shape
+        np.testing.assert_allclose(got, _numeric_grad(_smooth, [x, lo, hi], k, g2), rtol=1e-5, atol=1e-6)
+
+
+def test_jvp_matches_finite_differences(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    rng = np.random.default_rng(4)
+    u, v = rng.standard_normal((6, 3)), rng.standard_normal((6, 3))
+    du, dv = rng.standard_normal((6, 3)), rng.standard_normal((1, 3))
+    eps = 1e-6
+    numeric = (_ndot(u + eps * du, v + eps * dv) - _ndot(u - eps * du, v - eps * dv)) / (2 * eps)
+    np.testing.assert_allclose(funcs.ndot64.jvp(u, v, tangents=(du, dv)), numeric, rtol=1e-6, atol=1e-7)
+    # None is a zero tangent; a no_diff parameter takes None only.
+    x = rng.standard_normal(8)
+    np.testing.assert_allclose(funcs.poly64.jvp(x, 0.5, tangents=(np.ones(8), None)), x + 2.0, rtol=1e-12)
+    np.testing.assert_allclose(funcs.ndot64.jvp(u, v, tangents=(None, None)), 0.0)
+    with pytest.raises(ValueError, match="`a` has no derivative"):
+        funcs.poly64.jvp(x, 0.5, tangents=(np.ones(8), 1.0))
+
+
+# -- errors and warnings -------------------------------------------------------------------------
+
+
+def test_errors_name_the_argument(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    with pytest.raises(TypeError, match=r"poly\(\): argument `x` has dtype float64, expected float32"):
+        funcs.poly(np.ones(3), 1.0)
+    with pytest.raises(ValueError, match=r"do not broadcast together: `x` \(3,\), `a` \(4,\)"):
+        funcs.poly(np.ones(3, np.float32), np.ones(4, np.float32))
+    with pytest.raises(
+        ValueError, match=r"argument `u` has shape \(4, 2\); its last axes must be the element's \(3,\)"
+    ):
+        funcs.ndot(np.ones((4, 2), np.float32), np.ones(3, np.float32))
+    with pytest.raises(ValueError, match=r"`out` has shape \(2,\)"):
+        funcs.poly(np.ones(3, np.float32), 1.0, out=np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match=r"`grad_output` has shape \(4,\); expected \(3,\)"):
+        funcs.poly.vjp(np.ones(3, np.float32), 1.0, grad_output=np.ones(4, np.float32))
+
+
+def test_what_cannot_be_mapped_is_a_warning_naming_the_line(built: BuiltPackage) -> None:
+    said = "\n".join(built.output.warnings)
+    assert (
+        "shaders/unmappable.slang:2: warning: `with_matrix` (line 6): parameter `m` has type `float3x3`"
+        in said
+    )
+    assert "`slang-map` names `missing`, but no definition" in said
+    unmappable = built.kernels("unmappable")
+    assert not hasattr(unmappable, "with_matrix")
+    np.testing.assert_allclose(unmappable.fine(np.arange(3, dtype=np.float32)), [1.0, 2.0, 3.0])
+    assert "no Bindings block" not in said  # (the generated entries document themselves)
+
+
+def test_generated_module_lists_the_functions_not_their_entries(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    assert set(funcs.__all__) == {"poly", "poly64", "ndot", "ndot64", "smoothstep_between", "polar"}
+    assert not hasattr(funcs.polar, "vjp")  # not [Differentiable]
+    assert "bwd_diff" not in Path(funcs.__file__).read_text(encoding="utf-8")
