@@ -44,13 +44,18 @@ def _params(ps: tuple[MapParam, ...], c: str) -> str:
     return _tuple([_param(p, c) for p in ps])
 
 
-def _returns(ps: tuple[MapParam, ...]) -> str:
-    if len(ps) == 1:
-        return _array(ps[0])
-    return "tuple[" + ", ".join(_array(p) for p in ps) + "]"
+def _union(group: list[MappedFunction], k: int, outputs: bool = False) -> str:
+    """The alias union of parameter (or output) ``k``'s arrays over a generic's instances."""
+    return " | ".join(dict.fromkeys(_array(f.outputs[k] if outputs else f.params[k]) for f in group))
 
 
-def _doc(f: MappedFunction, rel: str) -> str:
+def _returns(group: list[MappedFunction]) -> str:
+    outs = [_union(group, k, outputs=True) for k in range(len(group[0].outputs))]
+    return outs[0] if len(outs) == 1 else "tuple[" + ", ".join(outs) + "]"
+
+
+def _doc(group: list[MappedFunction], rel: str) -> str:
+    f = group[0]
     shapes = ", ".join(f"`{p.name}` {p.slang}" for p in f.inputs)
     outs = ", ".join(f"`{p.name}`" for p in f.outputs)
     lines = [
@@ -59,8 +64,11 @@ def _doc(f: MappedFunction, rel: str) -> str:
         f"    Takes {shapes}: arrays of those element types (a vector's components are the last",
         "    axis), broadcast together as NumPy does, or numbers. Returns " + outs + " of the",
         "    broadcast shape: NumPy arrays, or slangrt.Tensors where an argument is one (`out=`:",
-        "    write the given arrays instead).",
+        "    write the given arrays instead); on torch tensors, a torch op with autograd.",
     ]
+    if len(group) > 1:
+        listed = ", ".join(f"`{g.callee}`" for g in group)
+        lines += ["", f"    Instances: {listed}, picked by the arguments' dtypes."]
     if f.has_gradients:
         grads = ", ".join(f"`{p.name}`" for p in f.grads) or "none"
         lines += [
@@ -84,48 +92,55 @@ def _method(head: str, f: MappedFunction, params: tuple[MapParam, ...], extra: s
     ]
 
 
-def _body(ret: str, c: str, fn: str, spec: str, args: list[str], last: str) -> list[str]:
+def _body(ret: str, c: str, fn: str, specs: list[str], args: list[str], last: str) -> list[str]:
+    if len(specs) == 1:
+        spec: layout.Code = specs[0]
+    else:
+        spec = layout.call(f"{c}.map_pick", [layout.tuple_of(specs), layout.tuple_of(args)])
     call = layout.call(f"{c}.{fn}", [spec, layout.tuple_of(args), last])
     return [*layout.lines(call, f"got: {ret} = ", depth=2), "        return got"]
 
 
-def _call(f: MappedFunction, c: str, spec: str) -> list[str]:
-    outs = _returns(f.outputs)
+def _call(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
+    f = group[0]
+    outs = _returns(group)
     head = _method("__call__", f, f.inputs, f"out: {outs} | None = None", outs)
-    return head + _body(outs, c, "map_call", spec, [p.name for p in f.inputs], "out")
+    return head + _body(outs, c, "map_call", specs, [p.name for p in f.inputs], "out")
 
 
-def _vjp(f: MappedFunction, c: str, spec: str) -> list[str]:
-    ret = "tuple[" + ", ".join(_array(p) if p.diff else "None" for p in f.params) + "]"
+def _vjp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
+    f = group[0]
+    grads = [_union(group, k) if p.diff else "None" for k, p in enumerate(f.params)]
+    ret = "tuple[" + ", ".join(grads) + "]"
     head = _method("vjp", f, f.params, f"grad_output: {_arg()}", ret)
-    return head + _body(ret, c, "map_vjp", spec, [p.name for p in f.params], "grad_output")
+    return head + _body(ret, c, "map_vjp", specs, [p.name for p in f.params], "grad_output")
 
 
-def _jvp(f: MappedFunction, c: str, spec: str) -> list[str]:
-    assert f.result is not None
-    ret = _array(f.result)
+def _jvp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
+    f = group[0]
+    ret = _returns(group)
     tangents = "tuple[" + ", ".join(["_hs_Arg | None"] * len(f.params)) + "]"
     head = _method("jvp", f, f.params, f"tangents: {tangents}", ret)
-    return head + _body(ret, c, "map_jvp", spec, [p.name for p in f.params], "tangents")
+    return head + _body(ret, c, "map_jvp", specs, [p.name for p in f.params], "tangents")
 
 
 def _spec(f: MappedFunction, c: str, namespace: str) -> list[str]:
     items: list[layout.Code] = [
-        _q(f.name),
+        _q(f.key),
         _q(namespace),
         layout.tuple_of([_param(p, c) for p in f.inputs]),
         layout.tuple_of([_param(p, c) for p in f.outputs]),
         layout.tuple_of([repr(p.diff) for p in f.params] if f.has_gradients else []),
-        f"_hs_map_{f.name}",
+        f"_hs_map_{f.key}",
     ]
     if f.has_gradients:
         sums = {p.dtype: sum_entry(p) for p in f.grads}
         items += [
-            f"_hs_vjp_{f.name}",
-            f"_hs_jvp_{f.name}",
+            f"_hs_vjp_{f.key}",
+            f"_hs_jvp_{f.key}",
             layout.tuple_of([layout.tuple_of([_q(d), e]) for d, e in sums.items()]),
         ]
-    return layout.lines(layout.call(f"{c}.MapSpec", items, split=True), f"_hs_spec_{f.name} = ")
+    return layout.lines(layout.call(f"{c}.MapSpec", items, split=True), f"_hs_spec_{f.key} = ")
 
 
 def render(
@@ -140,19 +155,29 @@ def render(
     ``namespace``: their torch ops'."""
     text: list[str] = _aliases(functions, own) if functions else []
     exported: list[str] = []
+    groups: dict[str, list[MappedFunction]] = {}
     for f in functions:
-        if f.name in taken or f.name in own.values():
+        groups.setdefault(f.name, []).append(f)
+    for name, group in groups.items():
+        f = group[0]
+        if name in taken or name in own.values():
             raise ShaderError(
                 rel,
                 f.line,
-                f"mapped function `{f.name}` has the name of an entry, an argument or an import of "
+                f"mapped function `{name}` has the name of an entry, an argument or an import of "
                 "the generated module; rename one",
             )
-        cls, spec = f"_hs_Mapped_{f.name}", f"_hs_spec_{f.name}"
-        body = _call(f, c, spec)
-        if f.has_gradients:
-            body += ["", *_vjp(f, c, spec), "", *_jvp(f, c, spec)]
-        text += ["", "", *_spec(f, c, namespace), "", "", f"class {cls}:", _doc(f, rel), "", *body]
-        text += ["", "", f"{f.name} = {cls}()"]
-        exported.append(f.name)
+        if any(
+            g.inputs != f.inputs and [p.name for p in g.inputs] != [p.name for p in f.inputs] for g in group
+        ):
+            raise ShaderError(rel, f.line, f"the instances of `{name}` take different parameters")
+        specs = [f"_hs_spec_{g.key}" for g in group]
+        cls = f"_hs_Mapped_{name}"
+        body = _call(group, c, specs)
+        if all(g.has_gradients for g in group):
+            body += ["", *_vjp(group, c, specs), "", *_jvp(group, c, specs)]
+        for g in group:
+            text += ["", "", *_spec(g, c, namespace)]
+        text += ["", "", f"class {cls}:", _doc(group, rel), "", *body, "", "", f"{name} = {cls}()"]
+        exported.append(name)
     return "\n".join(text) + ("\n" if text else ""), exported

@@ -63,11 +63,23 @@ class MapParam:
 
 @dataclass(frozen=True)
 class MappedFunction:
-    name: str
+    name: str  # the Slang function, and the Python object that applies it (`poly`)
     line: int
     params: tuple[MapParam, ...]
     result: MapParam | None  # None: the function returns void
     differentiable: bool  # marked [Differentiable]: a vjp and a jvp entry too
+    # An instance of a generic function (`poly<float>`): its type arguments; `key` names its
+    # entries (`poly_float`), and `poly` picks the instance by the arguments' dtypes.
+    args: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return "_".join([self.name, *(re.sub(r"\W", "", a) for a in self.args)])
+
+    @property
+    def callee(self) -> str:
+        """How the generated code names the function (``poly<float>``)."""
+        return f"{self.name}<{', '.join(self.args)}>" if self.args else self.name
 
     @property
     def inputs(self) -> tuple[MapParam, ...]:
@@ -93,9 +105,9 @@ class MappedFunction:
 
     def entries(self) -> tuple[str, ...]:
         """The generated entries for this function, in build order."""
-        own = [f"_hs_map_{self.name}"]
+        own = [f"_hs_map_{self.key}"]
         if self.has_gradients:
-            own += [f"_hs_vjp_{self.name}", f"_hs_jvp_{self.name}"]
+            own += [f"_hs_vjp_{self.key}", f"_hs_jvp_{self.key}"]
         return tuple(own)
 
 
@@ -171,20 +183,30 @@ def _definition(code: str, name: str) -> re.Match[str] | None:
     pattern = (
         r"(?P<attrs>(?:\[[^\[\];{}]*\]\s*)*)"
         r"(?P<ret>\b[A-Za-z_][\w]*(?:\s*<[^<>;{}]*>)?)\s+"
-        rf"{re.escape(name)}\s*\((?P<params>[^(){{}};]*)\)\s*\{{"
+        rf"{re.escape(name)}\s*(?:<(?P<generics>[^<>(){{}};]*)>)?\s*\((?P<params>[^(){{}};]*)\)\s*\{{"
     )
     return re.search(pattern, code)
 
 
-def _read(code: str, name: str, line: int) -> MappedFunction | str:
+def _substitute(text: str, names: list[str], args: tuple[str, ...]) -> str:
+    """``text`` with each generic parameter ``names[i]`` replaced by ``args[i]``."""
+    for n, a in zip(names, args, strict=True):
+        text = re.sub(rf"\b{re.escape(n)}\b", a, text)
+    return text
+
+
+def _read(code: str, name: str, line: int, args: tuple[str, ...] = ()) -> MappedFunction | str:
     m = _definition(code, name)
     if m is None:
-        return (
-            f"`slang-map` names `{name}`, but no definition `<type> {name}(...) {{` of a non-generic "
-            "function is in this file"
-        )
+        return f"`slang-map` names `{name}`, but no definition `<type> {name}(...) {{` is in this file"
     defined = code.count("\n", 0, m.start("ret")) + 1
-    ret_text = m.group("ret").replace(" ", "")
+    generics = [
+        g.split(":")[0].split()[-1] for g in _split(m.group("generics") or "") if g.split(":")[0].split()
+    ]
+    if len(generics) != len(args):
+        want = f"`{name}<{', '.join(generics)}>` with its type arguments" if generics else f"`{name}`"
+        return f"`{name}` (line {defined}) takes {len(generics)} type arguments; name it as {want}"
+    ret_text = _substitute(m.group("ret"), generics, args).replace(" ", "")
     result: MapParam | None = None
     if ret_text != "void":
         got = _type(ret_text)
@@ -193,7 +215,7 @@ def _read(code: str, name: str, line: int) -> MappedFunction | str:
         slang, dtype, shape, diff = got
         result = MapParam("result", slang, dtype, shape, "out", diff)
     params: list[MapParam] = []
-    for part in _split(m.group("params")):
+    for part in _split(_substitute(m.group("params"), generics, args)):
         p = _parameter(part, defined)
         if isinstance(p, str):
             return f"`{name}` (line {defined}): {p}"
@@ -206,7 +228,7 @@ def _read(code: str, name: str, line: int) -> MappedFunction | str:
     diff = bool(re.search(r"\b(?:Differentiable|BackwardDifferentiable)\b", attrs))
     if result is None and not any(p.direction != "in" for p in params):
         return f"`{name}` (line {defined}) returns nothing and writes no out parameter"
-    return MappedFunction(name, defined, tuple(params), result, diff)
+    return MappedFunction(name, defined, tuple(params), result, diff, args)
 
 
 def find_mapped(source: str) -> tuple[tuple[MappedFunction, ...], list[tuple[int, str]]]:
@@ -219,18 +241,25 @@ def find_mapped(source: str) -> tuple[tuple[MappedFunction, ...], list[tuple[int
         m = _MAP_LINE.match(text)
         if m is None:
             continue
-        for name in m.group("names").replace(",", " ").split():
-            if not _IDENT.match(name):
-                warnings.append((number, f"`slang-map` names `{name}`, which is no function name (left out)"))
+        for item in _ITEM.finditer(m.group("names")):
+            name, inner = item.group("name"), item.group("args")
+            args = tuple(a.replace(" ", "") for a in _split(inner)) if inner is not None else ()
+            spelled = f"{name}<{', '.join(args)}>" if args else name
+            if not _IDENT.match(name) or any(not _TYPE_ARG.match(a) for a in args):
+                warnings.append((number, f"`slang-map` names `{spelled}`, which is no function (left out)"))
                 continue
-            if name in found:
+            if spelled in found:
                 continue
-            got = _read(code, name, number)
+            got = _read(code, name, number, args)
             if isinstance(got, str):
                 warnings.append((number, f"{got} (left out)"))
             else:
-                found[name] = got
+                found[spelled] = got
     return tuple(found.values()), warnings
+
+
+_ITEM = re.compile(r"(?P<name>[^\s,<>]+)\s*(?:<(?P<args>[^<>]*)>)?")
+_TYPE_ARG = re.compile(r"^[A-Za-z_][\w]*(?:<[\w, ]*>)?$|^\d+$")
 
 
 # -- generated Slang ---------------------------------------------------------------------------
@@ -322,7 +351,7 @@ def _forward(f: MappedFunction) -> list[str]:
         else:
             body.append(f"    {p.slang} hs_v_{p.name} = {_load(p, p.name, k)};")
             k += 1
-    call = f"{f.name}({', '.join(f'hs_v_{p.name}' for p in f.params)})"
+    call = f"{f.callee}({', '.join(f'hs_v_{p.name}' for p in f.params)})"
     if f.result is not None:
         body += _store(f.result, "hs_out_result", call)
     else:
@@ -330,7 +359,7 @@ def _forward(f: MappedFunction) -> list[str]:
     for p in f.params:
         if p.direction != "in":
             body += _store(p, f"hs_out_{p.name}", f"hs_v_{p.name}")
-    return [*_head(f"_hs_map_{f.name}"), *_params(reads + writes), *body, "}"]
+    return [*_head(f"_hs_map_{f.key}"), *_params(reads + writes), *body, "}"]
 
 
 def _vjp(f: MappedFunction) -> list[str]:
@@ -347,10 +376,10 @@ def _vjp(f: MappedFunction) -> list[str]:
         else:
             args.append(_load(p, p.name, k))
     args.append(_load(f.result, "hs_grad", len(f.params)))
-    body.append(f"    bwd_diff({f.name})({', '.join(args)});")
+    body.append(f"    bwd_diff({f.callee})({', '.join(args)});")
     for p in f.grads:
         body += _store(p, f"hs_d_{p.name}", f"hs_p_{p.name}.d")
-    return [*_head(f"_hs_vjp_{f.name}"), *_params(reads + writes), *body, "}"]
+    return [*_head(f"_hs_vjp_{f.key}"), *_params(reads + writes), *body, "}"]
 
 
 def _jvp(f: MappedFunction) -> list[str]:
@@ -366,8 +395,8 @@ def _jvp(f: MappedFunction) -> list[str]:
             args.append(f"diffPair({_load(p, p.name, k)}, {_load(p, f'hs_t_{p.name}', t)})")
         else:
             args.append(_load(p, p.name, k))
-    body += _store(f.result, "hs_out_tangent", f"fwd_diff({f.name})({', '.join(args)}).d")
-    return [*_head(f"_hs_jvp_{f.name}"), *_params(reads + writes), *body, "}"]
+    body += _store(f.result, "hs_out_tangent", f"fwd_diff({f.callee})({', '.join(args)}).d")
+    return [*_head(f"_hs_jvp_{f.key}"), *_params(reads + writes), *body, "}"]
 
 
 def _sum(param: MapParam) -> list[str]:

@@ -35,6 +35,7 @@ from hatch_slang.compile.discover import Shader, entry_functions
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
 from hatch_slang.spec import images
 from hatch_slang.spec.constants import entry_constants, group_size_constants
+from hatch_slang.spec.float64 import undefined_float64
 from hatch_slang.spec.model import (
     GRID_ARGUMENT,
     Binding,
@@ -177,6 +178,7 @@ def _build_group(shader: Shader, result: CompileResult, *, strict: bool) -> Shad
     )
     if overlapping:  # before reflection, which would merge them as one binding's views
         raise overlapping[0] if len(overlapping) == 1 else BuildErrors(list(overlapping))
+    _no_undefined_float64(shader, result)
     compiled = [
         _read_entry(e.name, e.spirv, e.reflection, m) for m, e in zip(modules, result.entries, strict=True)
     ]
@@ -211,6 +213,23 @@ def _build_group(shader: Shader, result: CompileResult, *, strict: bool) -> Shad
             raise errors[0] if len(errors) == 1 else BuildErrors(list(errors))
         warnings += [str(p) for p in errors]
     return ShaderSpec(shader, tuple(b.spec for b in built), result.dependencies, tuple(warnings))
+
+
+def _no_undefined_float64(shader: Shader, result: CompileResult) -> None:
+    """Fail where an entry applies a function Vulkan defines on 32-bit floats only to doubles."""
+    for e in result.entries:
+        names = undefined_float64(e.spirv)
+        if names:
+            said = ", ".join(f"`{n}`" for n in names)
+            lines = {f.entry: f.line for f in entry_functions(shader)}
+            lines.update((n, f.line) for f in shader.mapped for n in f.entries())
+            raise ShaderError(
+                shader.rel,
+                lines.get(e.name),
+                f"entry `{e.name}` applies {said} to double-precision values, which Vulkan defines "
+                "for 16- and 32-bit floats only (drivers return what they like); compute it in "
+                "float, or with a double-precision formula of your own",
+            )
 
 
 def _typed_for(shader: Shader, entries: list[str], chosen: BindingSet | None) -> BindingSet | None:

@@ -60,7 +60,8 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   registered on first use (``slangrt._cuda._ops``). Added in API 2.
 - :class:`MapParam` ``(name, dtype, shape)``, :class:`MapSpec` ``(name, namespace, params,
   outputs, grads, forward, backward, tangent, sums)``, :func:`map_call` ``(spec, args, out)``,
-  :func:`map_vjp` ``(spec, args, grad_output)`` and :func:`map_jvp` ``(spec, args, tangents)``:
+  :func:`map_vjp` ``(spec, args, grad_output)``, :func:`map_jvp` ``(spec, args, tangents)``
+  and :func:`map_pick` ``(specs, args)`` (a generic's instance by the arguments' dtypes):
   a mapped function (hatch-slang's ``slang-map``) applied elementwise with NumPy broadcasting
   through its generated entries, its gradients and its forward-mode derivative; on torch
   tensors, a torch custom op with autograd (``slangrt._calls._mapped``, ``_mapped_torch``).
@@ -79,6 +80,7 @@ from ._calls._mapped import Param as MapParam
 from ._calls._mapped import Spec as MapSpec
 from ._calls._mapped import call as map_call
 from ._calls._mapped import jvp as map_jvp
+from ._calls._mapped import pick as map_pick
 from ._calls._mapped import vjp as map_vjp
 from ._calls._pick import choose, pick
 from ._cuda._ops import TorchOps
@@ -101,6 +103,7 @@ __all__ = [
     "library",
     "map_call",
     "map_jvp",
+    "map_pick",
     "map_vjp",
     "max",
     "min",

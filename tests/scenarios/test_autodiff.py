@@ -9,6 +9,9 @@ and the build's warnings for what a ``slang-map`` line names but cannot be mappe
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -219,6 +222,64 @@ def test_what_cannot_be_mapped_is_a_warning_naming_the_line(built: BuiltPackage)
 
 def test_generated_module_lists_the_functions_not_their_entries(built: BuiltPackage) -> None:
     funcs = _funcs(built)
-    assert set(funcs.__all__) == {"poly", "poly64", "ndot", "ndot64", "smoothstep_between", "polar"}
+    assert set(funcs.__all__) == {
+        "poly",
+        "poly64",
+        "ndot",
+        "ndot64",
+        "smoothstep_between",
+        "polar",
+        "softsign",
+    }
     assert not hasattr(funcs.polar, "vjp")  # not [Differentiable]
     assert "bwd_diff" not in Path(funcs.__file__).read_text(encoding="utf-8")
+
+
+def test_a_generic_function_picks_its_instance_by_dtype(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    x = np.linspace(-3.0, 3.0, 13)
+    for dtype in (np.float32, np.float64):
+        got = funcs.softsign(x.astype(dtype))
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, x / (1 + np.abs(x)), rtol=1e-6)
+    (g,) = funcs.softsign.vjp(x, grad_output=np.ones(13))
+    np.testing.assert_allclose(g, 1 / (1 + np.abs(x)) ** 2, rtol=1e-12)
+    with pytest.raises(TypeError, match=r"no instance takes these dtypes \(`x` int64\)"):
+        funcs.softsign(np.arange(3))
+
+
+def test_transcendentals_of_doubles_fail_the_build(tmp_path: Path) -> None:
+    """Vulkan defines exp, log, sin... on 16- and 32-bit floats only; Slang writes them for
+    doubles anyway and lavapipe returns garbage: the build refuses, naming the function's line."""
+    from hatch_slang.builder import pipeline
+    from hatch_slang.config.project import load_project_config
+    from hatch_slang.errors import HatchSlangError
+
+    (tmp_path / "shaders").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "bad"\nversion = "0"\n[tool.hatch.build.hooks.slang]\n'
+        'shaders = ["shaders/*.slang"]\npackage = "bad/kernels"\n'
+    )
+    (tmp_path / "shaders" / "sp.slang").write_text(
+        "// slang-map: sp\n\n[Differentiable]\ndouble sp(double x) { return log(1.0 + exp(x)); }\n"
+    )
+    with pytest.raises(HatchSlangError) as e:
+        pipeline.build(load_project_config(tmp_path))
+    assert "shaders/sp.slang:4: entry `_hs_map_sp` applies `exp`, `log` to double-precision values" in str(
+        e.value
+    )
+
+
+def test_importing_the_module_never_imports_torch(built: BuiltPackage) -> None:
+    """Mapped functions register their torch ops the first time torch tensors reach them."""
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        f"from {built.package} import funcs\n"
+        "funcs.poly(np.ones(3, np.float32), 1.0)\n"
+        "funcs.poly.vjp(np.ones(3, np.float32), 1.0, grad_output=np.ones(3, np.float32))\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(built.root), *sys.path])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._devices._tensor import Tensor
 
-__all__ = ["Param", "Spec", "call", "jvp", "vjp"]
+__all__ = ["Param", "Spec", "call", "jvp", "pick", "vjp"]
 
 _GROUP = 256  # threads per group of every generated entry
 _MAX_GROUPS = 65535  # per grid axis (maxComputeWorkGroupCount's guaranteed minimum)
@@ -150,6 +150,29 @@ class Spec:
     backward: Entry | None = None
     tangent: Entry | None = None
     sums: tuple[tuple[str, Entry], ...] = ()
+
+
+def _dtype_name(value: Any) -> str | None:
+    """The dtype of an array argument (NumPy's name: torch's `torch.float32` is `float32`);
+    None for a number or sequence, which takes any."""
+    if isinstance(value, (np.ndarray, Tensor)):
+        return str(np.dtype(value.dtype))
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return str(value.dtype).removeprefix("torch.")
+    return None
+
+
+def pick(specs: Sequence[Spec], args: Sequence[Any]) -> Spec:
+    """The instance of a generic mapped function whose parameters have the arguments' dtypes
+    (numbers take any: the first instance that fits)."""
+    given = [_dtype_name(v) for v in args]
+    for spec in specs:
+        if all(d is None or d == p.dtype for p, d in zip(spec.params, given, strict=True)):
+            return spec
+    listed = "; ".join(f"{s.name}: " + ", ".join(f"`{p.name}` {p.dtype}" for p in s.params) for s in specs)
+    said = ", ".join(f"`{p.name}` {d}" for p, d in zip(specs[0].params, given, strict=True) if d)
+    raise TypeError(f"no instance takes these dtypes ({said}); the instances take: {listed}")
 
 
 def _torch(values: Sequence[Any]) -> bool:

@@ -104,21 +104,19 @@ def _register(spec: Spec) -> Any:
     op.register_fake(fake)
     if spec.backward is None:
         return op, None
-    diff = [p for p, d in zip(spec.params, spec.grads, strict=True) if d]
 
     def vjp_impl(*tensors: Any) -> Any:
         values, alloc = _run_args(tensors)
         grads = gradients(spec, values[:-1], values[-1], alloc)
-        return tuple(_as_torch(g) for g in grads if g is not None)
+        return [_as_torch(g) for g in grads if g is not None]  # (one per differentiable parameter)
 
     args = ", ".join([*(f"Tensor {p.name}" for p in spec.params), "Tensor grad_output"])
-    outs = "(" + ", ".join(["Tensor"] * len(diff)) + ")"
     vjp_op = torch.library.custom_op(
-        f"{spec.namespace}::{name}_vjp", vjp_impl, mutates_args=(), schema=f"({args}) -> {outs}"
+        f"{spec.namespace}::{name}_vjp", vjp_impl, mutates_args=(), schema=f"({args}) -> Tensor[]"
     )
 
     def vjp_fake(*tensors: Any) -> Any:
-        return tuple(torch.empty_like(t) for t, d in zip(tensors[:-1], spec.grads, strict=True) if d)
+        return [torch.empty_like(t) for t, d in zip(tensors[:-1], spec.grads, strict=True) if d]
 
     vjp_op.register_fake(vjp_fake)
 
