@@ -21,6 +21,7 @@ import click
 from hatch_slang.codegen.generics import pickers
 from hatch_slang.compile.constants import LinkConstant
 from hatch_slang.compile.discover import Shader
+from hatch_slang.compile.mapped import MapParam
 from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.spec.images import describe
 from hatch_slang.spec.model import BufferSpec, EntrySpec, ParamSlot, ShaderSpec
@@ -203,7 +204,9 @@ def show_data(
     constants = constants or {}
     buffers: dict[tuple[str, int], BufferSpec] = {}
     dtypes: dict[tuple[str, int], list[str | None]] = {}
-    for e in spec.entries:
+    generated = spec.shader.generated  # (mapped functions' entries: shown as the functions)
+    own = [e for e in spec.entries if e.name not in generated]
+    for e in own:
         for b in e.buffers:
             key = (b.kind if b.kind == "push" else "", b.index)
             buffers.setdefault(key, b)
@@ -216,8 +219,9 @@ def show_data(
         "module": spec.shader.module,
         "summary": spec.shader.contract.prose.split("\n\n")[0].replace("\n", " "),
         "bindings": [_binding_data(buffers[k], dtypes[k]) for k in ordered],
-        "entries": [_entry_data(e, constants.get(e.name, ()), spec.shader) for e in spec.entries],
+        "entries": [_entry_data(e, constants.get(e.name, ()), spec.shader) for e in own],
         "generics": _generics(spec),
+        "mapped": _mapped(spec),
         "warnings": list(spec.warnings),
     }
 
@@ -243,6 +247,65 @@ def _generics(spec: ShaderSpec) -> list[dict[str, Any]]:
             {"entry": i.key, "type_args": list(i.args), "spelled": i.spelled, "from": listed}
         )
     return list(out.values())
+
+
+_BROADCAST = (
+    "NumPy's rule over the arguments' leading axes (a scalar or a length-1 axis broadcasts); a "
+    "vector parameter's components are the last axis"
+)
+
+
+def _mapped(spec: ShaderSpec) -> list[dict[str, Any]]:
+    """Each mapped function (`slang-map`): its instances, their parameters and outputs, the
+    broadcast rule, and which parameters have gradients."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in spec.shader.mapped:
+        m = out.setdefault(f.name, {"name": f.name, "line": f.line, "broadcast": _BROADCAST, "instances": []})
+
+        def param(p: MapParam, grads: bool = f.has_gradients) -> dict[str, Any]:
+            got = {"name": p.name, "type": p.slang, "dtype": p.dtype, "element_shape": list(p.shape)}
+            return {**got, "direction": p.direction, "gradient": grads and p.diff}
+
+        m["instances"].append(
+            {
+                "instance": f.callee,
+                "parameters": [param(p) for p in f.params],
+                "outputs": [param(p, False) for p in f.outputs],
+                "vjp": f.has_gradients,
+                "jvp": f.has_gradients,
+                "entries": list(f.entries()),
+            }
+        )
+    return list(out.values())
+
+
+def _array(p: dict[str, Any]) -> str:
+    """The arrays a mapped parameter takes: its dtype, any leading axes, its element's axes."""
+    return f"{p['dtype']} (...{''.join(f', {n}' for n in p['element_shape'])})"
+
+
+def _print_mapped(mapped: list[dict[str, Any]]) -> None:
+    for m in mapped:
+        click.echo()
+        many = len(m["instances"]) > 1
+        picks = f", {len(m['instances'])} instances picked by dtype" if many else ""
+        click.secho(f"mapped function {m['name']} (line {m['line']}){picks}", bold=True)
+        click.echo(
+            textwrap.fill(f"broadcast: {m['broadcast']}", 100, initial_indent="  ", subsequent_indent="    ")
+        )
+        for inst in m["instances"]:
+            derivs = "vjp, jvp" if inst["vjp"] else "none"
+            click.echo(f"  {inst['instance']}: derivatives: {derivs}")
+            rows = [
+                [p["name"], p["direction"], p["type"], _array(p), "yes" if p["gradient"] else "no"]
+                for p in inst["parameters"]
+            ]
+            rows += [
+                [p["name"], "returned", p["type"], _array(p), "-"]
+                for p in inst["outputs"]
+                if p["name"] == "result"
+            ]
+            table(["name", "direction", "type", "array", "gradient"], rows, lambda s: click.echo("    " + s))
 
 
 def _print_generics(generics: list[dict[str, Any]]) -> None:
@@ -284,8 +347,9 @@ def print_show(data: dict[str, Any]) -> None:
             if not b["shape_checked"]:
                 what = f"{dtype} (not documented)"
         rows.append([b["register"], b["name"], b["access"], what, b["doc"], b["from"]])
-    click.secho("bindings", bold=True)
-    table(["reg", "name", "access", "dtype / shape", "doc", "from"], rows, lambda s: click.echo("  " + s))
+    if rows or not data.get("mapped"):
+        click.secho("bindings", bold=True)
+        table(["reg", "name", "access", "dtype / shape", "doc", "from"], rows, lambda s: click.echo("  " + s))
     for b in data["bindings"]:
         if b["params"]:
             click.echo()
@@ -318,6 +382,7 @@ def print_show(data: dict[str, Any]) -> None:
         _print_arguments(entry)
         _print_types(entry)
     _print_generics(data.get("generics", []))
+    _print_mapped(data.get("mapped", []))
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow", err=True)
 

@@ -9,6 +9,7 @@ and the build's warnings for what a ``slang-map`` line names but cannot be mappe
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -283,3 +284,22 @@ def test_importing_the_module_never_imports_torch(built: BuiltPackage) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(built.root), *sys.path])}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def test_show_lists_mapped_functions(built: BuiltPackage) -> None:
+    from click.testing import CliRunner
+
+    from hatch_slang.cli.commands import main
+
+    root = str(built.root)
+    data = json.loads(CliRunner().invoke(main, ["show", "funcs", "--root", root, "--json"]).output)
+    assert data["entries"] == []  # (the generated entries are shown as their functions)
+    mapped = {m["name"]: m for m in data["mapped"]}
+    poly = mapped["poly"]["instances"][0]
+    assert [(p["name"], p["gradient"]) for p in poly["parameters"]] == [("x", True), ("a", False)]
+    assert poly["vjp"] and "NumPy" in mapped["poly"]["broadcast"]
+    assert [i["instance"] for i in mapped["softsign"]["instances"]] == ["softsign<float>", "softsign<double>"]
+    assert mapped["ndot"]["instances"][0]["parameters"][0]["element_shape"] == [3]
+    assert not mapped["polar"]["instances"][0]["vjp"]
+    text = CliRunner().invoke(main, ["show", "funcs", "--root", root]).output
+    assert "mapped function softsign (line" in text and "2 instances picked by dtype" in text

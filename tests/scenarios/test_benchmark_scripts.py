@@ -140,3 +140,12 @@ def test_specconst_py_times_the_first_call_with_new_values_and_every_later_call(
         "specconst.later call, the same values again (looked up each call)",
         "specconst.later call, switching between two sets of values",
     } <= set(rows)
+
+
+def test_autodiff_py_measures_mapped_functions_and_first_calls(tmp_path: Path) -> None:
+    data = _run(tmp_path, "autodiff.py", "--size", "4096", "--reps", "2", "--no-torch")
+    for name in ("gelu_tanh", "silu"):
+        for part in ("forward", "backward"):
+            assert _measured(data, f"{name} {part} GPU us (ours")
+            assert _measured(data, f"{name} {part} GB/s (ours)")
+    assert len(_measured(data, "first call s, fresh process:")) == 2
