@@ -6,6 +6,7 @@ its gradients and forward-mode derivative, through the generated entries' wrappe
 from __future__ import annotations
 
 from hatch_slang.codegen import layout
+from hatch_slang.comments.expr import argument_name, entry_name
 from hatch_slang.compile.mapped import MapParam, MappedFunction, sum_entry
 from hatch_slang.errors import ShaderError
 
@@ -59,7 +60,7 @@ def _doc(group: list[MappedFunction], rel: str) -> str:
     shapes = ", ".join(f"`{p.name}` {p.slang}" for p in f.inputs)
     outs = ", ".join(f"`{p.name}`" for p in f.outputs)
     lines = [
-        f'    """`{f.name}` of {rel} (line {f.line}), applied elementwise (`slang-map`).',
+        f"`{f.name}` of {rel} (line {f.line}), applied elementwise (`slang-map`).",
         "",
         f"    Takes {shapes}: arrays of those element types (a vector's components are the last",
         "    axis), broadcast together as NumPy does, or numbers. Returns " + outs + " of the",
@@ -77,11 +78,25 @@ def _doc(group: list[MappedFunction], rel: str) -> str:
             f"    integer one; here: {grads}), each summed to its argument's shape. `jvp(...,",
             "    tangents=(...))`: the derivative of the value along the tangents (None: zero).",
         ]
-    return "\n".join([*lines, '    """'])
+    text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return '    """' + text + '\n    """'
+
+
+# The generated methods' own names: a parameter spelled so is renamed in Python (`out_`).
+_OWN = {"self", "out", "grad_output", "tangents", "got"}
+
+
+def _py(name: str) -> str:
+    """A Slang parameter's Python name: an identifier (``lambda`` -> ``lambda_``) that is none of
+    the methods' own."""
+    py = argument_name(name)
+    while py in _OWN or py.startswith("_hs_"):
+        py += "_"
+    return py
 
 
 def _method(head: str, f: MappedFunction, params: tuple[MapParam, ...], extra: str, ret: str) -> list[str]:
-    args = [f"        {p.name}: {_arg()}," for p in params]
+    args = [f"        {_py(p.name)}: {_arg()}," for p in params]
     return [
         "    def " + head + "(",
         "        self,",
@@ -105,7 +120,7 @@ def _call(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
     f = group[0]
     outs = _returns(group)
     head = _method("__call__", f, f.inputs, f"out: {outs} | None = None", outs)
-    return head + _body(outs, c, "map_call", specs, [p.name for p in f.inputs], "out")
+    return head + _body(outs, c, "map_call", specs, [_py(p.name) for p in f.inputs], "out")
 
 
 def _vjp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
@@ -113,7 +128,7 @@ def _vjp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
     grads = [_union(group, k) if p.diff else "None" for k, p in enumerate(f.params)]
     ret = "tuple[" + ", ".join(grads) + "]"
     head = _method("vjp", f, f.params, f"grad_output: {_arg()}", ret)
-    return head + _body(ret, c, "map_vjp", specs, [p.name for p in f.params], "grad_output")
+    return head + _body(ret, c, "map_vjp", specs, [_py(p.name) for p in f.params], "grad_output")
 
 
 def _jvp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
@@ -121,7 +136,7 @@ def _jvp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
     ret = _returns(group)
     tangents = "tuple[" + ", ".join(["_hs_Arg | None"] * len(f.params)) + "]"
     head = _method("jvp", f, f.params, f"tangents: {tangents}", ret)
-    return head + _body(ret, c, "map_jvp", specs, [p.name for p in f.params], "tangents")
+    return head + _body(ret, c, "map_jvp", specs, [_py(p.name) for p in f.params], "tangents")
 
 
 def _spec(f: MappedFunction, c: str, namespace: str) -> list[str]:
@@ -160,12 +175,12 @@ def render(
         groups.setdefault(f.name, []).append(f)
     for name, group in groups.items():
         f = group[0]
-        if name in taken or name in own.values():
+        if entry_name(name) != name or name in taken or name in own.values() or name in (c, "_LIB"):
             raise ShaderError(
                 rel,
                 f.line,
-                f"mapped function `{name}` has the name of an entry, an argument or an import of "
-                "the generated module; rename one",
+                f"mapped function `{name}` cannot be a Python name of the generated module (a "
+                "keyword, or an entry's, argument's or import's name); rename it",
             )
         if any(
             g.inputs != f.inputs and [p.name for p in g.inputs] != [p.name for p in f.inputs] for g in group

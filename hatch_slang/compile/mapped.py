@@ -100,7 +100,7 @@ class MappedFunction:
     def has_gradients(self) -> bool:
         """Whether vjp and jvp entries are generated (outputs other than the return value, or
         no differentiable result, are not differentiated yet)."""
-        simple = all(p.direction == "in" for p in self.params)
+        simple = all(p.direction == "in" for p in self.params) and any(p.diff for p in self.params)
         return self.differentiable and simple and self.result is not None and self.result.diff
 
     def entries(self) -> tuple[str, ...]:
@@ -131,7 +131,7 @@ def _type(text: str) -> tuple[str, str, tuple[int, ...], bool] | None:
     return None
 
 
-_IDENT = re.compile(r"^[A-Za-z_]\w*$")
+_IDENT = re.compile(r"^[A-Za-z_]\w*$", re.ASCII)
 _MODIFIERS = {"in", "out", "inout", "no_diff", "const"}
 
 
@@ -340,6 +340,15 @@ def _store(p: MapParam, buf: str, value: str) -> list[str]:
     )
 
 
+def _keep(names: list[str], out: tuple[MapParam, str]) -> list[str]:
+    """Lines that read every buffer ``names`` (of ``reads``' types) where no thread goes (no
+    rank is 0xFFFFFFFF): the compiler keeps each a binding even where the function's value does
+    not depend on it, so that every entry takes every array its wrapper is given."""
+    terms = " + ".join(f"uint({n}[0])" for n in names)
+    p, buf = out
+    return ["    if (hs_meta[2] == 0xFFFFFFFF)", f"        {buf}[0] = {_scalar(p)}({terms});"]
+
+
 def _forward(f: MappedFunction) -> list[str]:
     reads = [_buffer(p, p.name, False) for p in f.inputs]
     writes = [_buffer(p, f"hs_out_{p.name}", True) for p in f.outputs]
@@ -359,6 +368,8 @@ def _forward(f: MappedFunction) -> list[str]:
     for p in f.params:
         if p.direction != "in":
             body += _store(p, f"hs_out_{p.name}", f"hs_v_{p.name}")
+    first = f.outputs[0]
+    body += _keep([p.name for p in f.inputs], (first, f"hs_out_{first.name}"))
     return [*_head(f"_hs_map_{f.key}"), *_params(reads + writes), *body, "}"]
 
 
@@ -379,6 +390,8 @@ def _vjp(f: MappedFunction) -> list[str]:
     body.append(f"    bwd_diff({f.callee})({', '.join(args)});")
     for p in f.grads:
         body += _store(p, f"hs_d_{p.name}", f"hs_p_{p.name}.d")
+    first = f.grads[0]
+    body += _keep([p.name for p in f.params] + ["hs_grad"], (first, f"hs_d_{first.name}"))
     return [*_head(f"_hs_vjp_{f.key}"), *_params(reads + writes), *body, "}"]
 
 
@@ -396,6 +409,8 @@ def _jvp(f: MappedFunction) -> list[str]:
         else:
             args.append(_load(p, p.name, k))
     body += _store(f.result, "hs_out_tangent", f"fwd_diff({f.callee})({', '.join(args)}).d")
+    names = [p.name for p in f.params] + [f"hs_t_{p.name}" for p in f.grads]
+    body += _keep(names, (f.result, "hs_out_tangent"))
     return [*_head(f"_hs_jvp_{f.key}"), *_params(reads + writes), *body, "}"]
 
 

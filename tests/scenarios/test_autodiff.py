@@ -223,15 +223,8 @@ def test_what_cannot_be_mapped_is_a_warning_naming_the_line(built: BuiltPackage)
 
 def test_generated_module_lists_the_functions_not_their_entries(built: BuiltPackage) -> None:
     funcs = _funcs(built)
-    assert set(funcs.__all__) == {
-        "poly",
-        "poly64",
-        "ndot",
-        "ndot64",
-        "smoothstep_between",
-        "polar",
-        "softsign",
-    }
+    listed = {"poly", "poly64", "ndot", "ndot64", "smoothstep_between", "polar", "softsign", "clash"}
+    assert set(funcs.__all__) == listed | {"count_above"}
     assert not hasattr(funcs.polar, "vjp")  # not [Differentiable]
     assert "bwd_diff" not in Path(funcs.__file__).read_text(encoding="utf-8")
 
@@ -303,3 +296,18 @@ def test_show_lists_mapped_functions(built: BuiltPackage) -> None:
     assert not mapped["polar"]["instances"][0]["vjp"]
     text = CliRunner().invoke(main, ["show", "funcs", "--root", root]).output
     assert "mapped function softsign (line" in text and "2 instances picked by dtype" in text
+
+
+def test_parameters_named_like_the_methods_own_and_integers(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_allclose(funcs.clash(x, 2.0, 1.0), 2 * x + 1)
+    g_self, g_tangents, g_grad_output = funcs.clash.vjp(x, 2.0, 1.0, grad_output=np.ones(4, np.float32))
+    np.testing.assert_allclose(g_self, 2.0)
+    assert g_grad_output is None and np.shape(g_tangents) == ()
+    np.testing.assert_allclose(g_tangents, x.sum())
+    np.testing.assert_array_equal(funcs.count_above(x, 1), [0, 0, 1, 1])
+    with pytest.raises(TypeError, match=r"argument `n` is 1.5, which uint32 cannot hold exactly"):
+        funcs.count_above(x, 1.5)
+    with pytest.raises(TypeError, match=r"argument `n` is -1, which uint32 cannot hold exactly"):
+        funcs.count_above(x, -1)

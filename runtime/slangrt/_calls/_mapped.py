@@ -53,7 +53,10 @@ def _array(fn: str, p: Param, value: Any) -> Any:
             )
         got: Any = value
     elif isinstance(value, (bool, int, float, list, tuple)):
-        got = np.asarray(value, dtype=want)
+        given = np.asarray(value)
+        got = given.astype(want)
+        if want.kind in "iu" and not np.array_equal(got, given):  # (1.5 -> 1, -1 -> 4294967295)
+            raise TypeError(f"{fn}(): argument `{p.name}` is {value!r}, which {want} cannot hold exactly")
     else:
         what = type(value).__name__
         raise TypeError(f"{fn}(): argument `{p.name}` is a {what}, expected an array of {want}")
