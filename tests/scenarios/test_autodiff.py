@@ -224,7 +224,7 @@ def test_what_cannot_be_mapped_is_a_warning_naming_the_line(built: BuiltPackage)
 def test_generated_module_lists_the_functions_not_their_entries(built: BuiltPackage) -> None:
     funcs = _funcs(built)
     listed = {"poly", "poly64", "ndot", "ndot64", "smoothstep_between", "polar", "softsign", "clash"}
-    assert set(funcs.__all__) == listed | {"count_above"}
+    assert set(funcs.__all__) == listed | {"count_above", "hscale"}
     assert not hasattr(funcs.polar, "vjp")  # not [Differentiable]
     assert "bwd_diff" not in Path(funcs.__file__).read_text(encoding="utf-8")
 
@@ -311,3 +311,14 @@ def test_parameters_named_like_the_methods_own_and_integers(built: BuiltPackage)
         funcs.count_above(x, 1.5)
     with pytest.raises(TypeError, match=r"argument `n` is -1, which uint32 cannot hold exactly"):
         funcs.count_above(x, -1)
+
+
+def test_half_precision_and_numpy_scalars(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    x = np.arange(5, dtype=np.float16)
+    got = funcs.hscale(x, np.float16(1.5))
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, x * np.float16(1.5))
+    gx, gs = funcs.hscale.vjp(x, 1.5, grad_output=np.ones(5, np.float16))
+    np.testing.assert_array_equal(gx, np.full(5, 1.5, np.float16))
+    assert gs is None

@@ -52,7 +52,7 @@ def _array(fn: str, p: Param, value: Any) -> Any:
                 f"with .astype(np.{want}))"
             )
         got: Any = value
-    elif isinstance(value, (bool, int, float, list, tuple)):
+    elif isinstance(value, (bool, int, float, list, tuple, np.generic)):
         given = np.asarray(value)
         got = given.astype(want)
         if want.kind in "iu" and not np.array_equal(got, given):  # (1.5 -> 1, -1 -> 4294967295)
