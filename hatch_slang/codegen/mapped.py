@@ -5,6 +5,8 @@ its gradients and forward-mode derivative, through the generated entries' wrappe
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hatch_slang.codegen import layout
 from hatch_slang.comments.expr import argument_name, entry_name
 from hatch_slang.compile.mapped import MapParam, MappedFunction, sum_entry
@@ -25,8 +27,21 @@ def _q(text: str) -> str:
     return f'"{text}"'  # (identifiers and dtype names: nothing to escape)
 
 
-def _param(p: MapParam, c: str) -> str:
-    return f"{c}.MapParam({_q(p.name)}, {_q(p.dtype)}, {p.shape!r})"
+# A struct parameter's dtype: the generated module's structured dtype for the binding that holds
+# it in an entry (entry, binding) -> its module-level name, None where it holds none.
+StructDtype = Callable[[str, str], str | None]
+
+
+def _param(
+    p: MapParam, c: str, entry: str = "", binding: str = "", structs: StructDtype | None = None
+) -> str:
+    dtype = _q(p.dtype)
+    if p.fields:
+        found = structs(entry, binding) if structs is not None else None
+        if found is None:
+            raise ValueError(f"no structured dtype for `{binding}` of {entry}")  # (a generator bug)
+        dtype = found
+    return f"{c}.MapParam({_q(p.name)}, {dtype}, {p.shape!r})"
 
 
 def _aliases(functions: tuple[MappedFunction, ...], own: dict[str, str]) -> list[str]:
@@ -35,14 +50,6 @@ def _aliases(functions: tuple[MappedFunction, ...], own: dict[str, str]) -> list
     lines = [f"_hs_Arg = {own['npt']}.ArrayLike | {own['slangrt']}.Tensor"]
     lines += [f"_hs_{d} = {own['npt']}.NDArray[{own['np']}.{d}] | {own['slangrt']}.Tensor" for d in dtypes]
     return ["", "", "# What mapped functions take and return (`slang-map`).", *lines]
-
-
-def _tuple(items: list[str]) -> str:
-    return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
-
-
-def _params(ps: tuple[MapParam, ...], c: str) -> str:
-    return _tuple([_param(p, c) for p in ps])
 
 
 def _union(group: list[MappedFunction], k: int, outputs: bool = False) -> str:
@@ -139,21 +146,21 @@ def _jvp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
     return head + _body(ret, c, "map_jvp", specs, [_py(p.name) for p in f.params], "tangents")
 
 
-def _spec(f: MappedFunction, c: str, namespace: str) -> list[str]:
+def _spec(f: MappedFunction, c: str, namespace: str, structs: StructDtype) -> list[str]:
+    entry = f"_hs_map_{f.key}"
     items: list[layout.Code] = [
         _q(f.key),
         _q(namespace),
-        layout.tuple_of([_param(p, c) for p in f.inputs]),
-        layout.tuple_of([_param(p, c) for p in f.outputs]),
+        layout.tuple_of([_param(p, c, entry, p.name, structs) for p in f.inputs]),
+        layout.tuple_of([_param(p, c, entry, f"hs_out_{p.name}", structs) for p in f.outputs]),
         layout.tuple_of([repr(p.diff) for p in f.params] if f.has_gradients else []),
         f"_hs_map_{f.key}",
     ]
     if f.has_gradients:
-        sums = {p.dtype: sum_entry(p) for p in f.grads}
         items += [
             f"_hs_vjp_{f.key}",
             f"_hs_jvp_{f.key}",
-            layout.tuple_of([layout.tuple_of([_q(d), e]) for d, e in sums.items()]),
+            layout.tuple_of([layout.tuple_of([_q(p.name), sum_entry(p)]) for p in f.grads]),
         ]
     return layout.lines(layout.call(f"{c}.MapSpec", items, split=True), f"_hs_spec_{f.key} = ")
 
@@ -165,9 +172,10 @@ def render(
     own: dict[str, str],
     taken: frozenset[str],
     namespace: str,
+    structs: StructDtype,
 ) -> tuple[str, list[str]]:
     """The module text of ``functions``' objects, and their names (for ``__all__``);
-    ``namespace``: their torch ops'."""
+    ``namespace``: their torch ops'; ``structs``: the structured dtypes of struct parameters."""
     text: list[str] = _aliases(functions, own) if functions else []
     exported: list[str] = []
     groups: dict[str, list[MappedFunction]] = {}
@@ -192,7 +200,7 @@ def render(
         if all(g.has_gradients for g in group):
             body += ["", *_vjp(group, c, specs), "", *_jvp(group, c, specs)]
         for g in group:
-            text += ["", "", *_spec(g, c, namespace)]
+            text += ["", "", *_spec(g, c, namespace, structs)]
         text += ["", "", f"class {cls}:", _doc(group, rel), "", *body, "", "", f"{name} = {cls}()"]
         exported.append(name)
     return "\n".join(text) + ("\n" if text else ""), exported

@@ -140,7 +140,9 @@ def render_module(
     exported = [n for n in own.functions if not n.startswith("_hs_")] + list(own.structs.values())
     shader = spec.shader
     ns = torch_ops.namespace(package or "kernels", shader.module)
-    mapped_text, mapped_names = mapped.render(shader.mapped, shader.rel, own.helpers, own.own, own.taken, ns)
+    mapped_text, mapped_names = mapped.render(
+        shader.mapped, shader.rel, own.helpers, own.own, own.taken, ns, _struct_dtypes(spec, own)
+    )
     exported += mapped_names
     if torch_namespace is not None:
         _check_torch_ops_name(spec, own)
@@ -332,6 +334,17 @@ def _arguments(e: EntrySpec) -> list[str]:
         *grid,
         *constants,
     ]
+
+
+def _struct_dtypes(spec: ShaderSpec, own: Names) -> mapped.StructDtype:
+    """(entry, binding) -> the module-level structured dtype of the struct the binding holds."""
+    held = {(e.name, b.name): b.struct for e in spec.entries for b in e.buffers if b.struct is not None}
+
+    def find(entry: str, binding: str) -> str | None:
+        struct = held.get((entry, binding))
+        return own.structs.get(struct) if struct is not None else None
+
+    return find
 
 
 def _check_torch_ops_name(spec: ShaderSpec, own: Names) -> None:

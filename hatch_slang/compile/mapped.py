@@ -59,6 +59,9 @@ class MapParam:
     shape: tuple[int, ...]  # the element's own axes: () for a scalar, (3,) for a float3
     direction: str  # "in", "out" or "inout"
     diff: bool  # differentiable: a float type, not `no_diff`
+    # A struct of the file: its fields (scalars and vectors, as parameters are), whose NumPy
+    # dtype is the generated module's structured dtype for it (`dtype` is "void" here).
+    fields: tuple[MapParam, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,12 +117,51 @@ class MappedFunction:
 def sum_entry(param: MapParam) -> str:
     """The entry that sums a gradient of ``param``'s scalar type over broadcast axes (a vector's
     components are an axis of their own: ``_hs_sum_float`` for a float3 too)."""
-    return f"_hs_sum_{param.slang.removeprefix('vector<').split(',')[0]}"
+    return f"_hs_sum_{param.slang if param.fields else param.slang.removeprefix('vector<').split(',')[0]}"
 
 
-def _type(text: str) -> tuple[str, str, tuple[int, ...], bool] | None:
+_STRUCT = re.compile(
+    r"\bstruct\s+(?P<name>[A-Za-z_]\w*)\s*(?::\s*(?P<bases>[\w\s,]+?))?\s*\{(?P<body>[^{}]*)\}", re.ASCII
+)
+
+
+def _structs(code: str) -> dict[str, MapParam]:
+    """The structs of ``code`` made only of scalar and vector fields (``no_diff`` ones allowed), as
+    a parameter of that type would be (its fields in order); a struct is differentiable where it
+    declares IDifferentiable."""
+    out: dict[str, MapParam] = {}
+    for m in _STRUCT.finditer(code):
+        fields: list[MapParam] = []
+        for decl in m.group("body").split(";"):
+            if not decl.strip():
+                continue
+            words = decl.replace(",", " , ").split()
+            no_diff = "no_diff" in words
+            words = [w for w in words if w != "no_diff"]
+            got = _type(words[0]) if words else None
+            names = [w for w in words[1:] if w != ","]
+            if got is None or not names or not all(_IDENT.match(n) for n in names):
+                break
+            slang, dtype, shape, diff = got
+            fields += [MapParam(n, slang, dtype, shape, "in", diff and not no_diff) for n in names]
+        else:
+            bases = {b.strip() for b in (m.group("bases") or "").split(",")}
+            name = m.group("name")
+            diff = "IDifferentiable" in bases and any(f.diff for f in fields)
+            if fields:
+                out[name] = MapParam(name, name, "void", (), "in", diff, tuple(fields))
+    return out
+
+
+Structs = dict[str, MapParam]  # the file's structs a mapped function may take (`_structs`)
+
+
+def _type(text: str, structs: Structs | None = None) -> tuple[str, str, tuple[int, ...], bool] | None:
     """(Slang spelling, dtype, element shape, differentiable) of a parameter type, or None."""
     text = text.replace(" ", "")
+    if structs and text in structs:
+        st = structs[text]
+        return st.slang, "void", (), st.diff
     if text in _SCALARS:
         dtype, diff = _SCALARS[text]
         return text, dtype, (), diff
@@ -135,7 +177,7 @@ _IDENT = re.compile(r"^[A-Za-z_]\w*$", re.ASCII)
 _MODIFIERS = {"in", "out", "inout", "no_diff", "const"}
 
 
-def _parameter(text: str, line: int) -> MapParam | str:
+def _parameter(text: str, line: int, structs: Structs) -> MapParam | str:
     """One parameter's declaration (``no_diff float a``), or why it cannot be mapped."""
     decl = text.split("=")[0].split(":")[0].strip()
     words = decl.replace("<", " < ").replace(">", " > ").replace(",", " , ").split()
@@ -144,15 +186,16 @@ def _parameter(text: str, line: int) -> MapParam | str:
     name, rest = words[-1], words[:-1]
     mods = [w for w in rest if w in _MODIFIERS]
     typ = "".join(w for w in rest if w not in _MODIFIERS)
-    got = _type(typ)
+    got = _type(typ, structs)
     if got is None:
         return (
             f"parameter `{name}` has type `{typ}`, which a mapped function cannot take yet (scalars "
-            "and vectors of float, double, half, int and uint)"
+            "and vectors of float, double, half, int and uint, and structs of the file made of them)"
         )
     direction = "inout" if "inout" in mods else "out" if "out" in mods else "in"
     slang, dtype, shape, diff = got
-    return MapParam(name, slang, dtype, shape, direction, diff and "no_diff" not in mods)
+    fields = structs[slang].fields if slang in structs else ()
+    return MapParam(name, slang, dtype, shape, direction, diff and "no_diff" not in mods, fields)
 
 
 def _split(params: str) -> list[str]:
@@ -195,7 +238,7 @@ def _substitute(text: str, names: list[str], args: tuple[str, ...]) -> str:
     return text
 
 
-def _read(code: str, name: str, line: int, args: tuple[str, ...] = ()) -> MappedFunction | str:
+def _read(code: str, name: str, structs: Structs, args: tuple[str, ...] = ()) -> MappedFunction | str:
     m = _definition(code, name)
     if m is None:
         return f"`slang-map` names `{name}`, but no definition `<type> {name}(...) {{` is in this file"
@@ -209,14 +252,15 @@ def _read(code: str, name: str, line: int, args: tuple[str, ...] = ()) -> Mapped
     ret_text = _substitute(m.group("ret"), generics, args).replace(" ", "")
     result: MapParam | None = None
     if ret_text != "void":
-        got = _type(ret_text)
+        got = _type(ret_text, structs)
         if got is None:
             return f"`{name}` (line {defined}) returns `{ret_text}`, which a mapped function cannot return"
         slang, dtype, shape, diff = got
-        result = MapParam("result", slang, dtype, shape, "out", diff)
+        fields = structs[slang].fields if slang in structs else ()
+        result = MapParam("result", slang, dtype, shape, "out", diff, fields)
     params: list[MapParam] = []
     for part in _split(_substitute(m.group("params"), generics, args)):
-        p = _parameter(part, defined)
+        p = _parameter(part, defined, structs)
         if isinstance(p, str):
             return f"`{name}` (line {defined}): {p}"
         params.append(p)
@@ -235,6 +279,7 @@ def find_mapped(source: str) -> tuple[tuple[MappedFunction, ...], list[tuple[int
     """The functions ``source``'s ``slang-map`` lines name, and a (line, warning) for each name
     that cannot be mapped."""
     code = _strip_comments("\n".join(source_lines(source)))
+    structs = _structs(code)
     found: dict[str, MappedFunction] = {}
     warnings: list[tuple[int, str]] = []
     for number, text in enumerate(source_lines(source), start=1):
@@ -250,7 +295,7 @@ def find_mapped(source: str) -> tuple[tuple[MappedFunction, ...], list[tuple[int
                 continue
             if spelled in found:
                 continue
-            got = _read(code, name, number, args)
+            got = _read(code, name, structs, args)
             if isinstance(got, str):
                 warnings.append((number, f"{got} (left out)"))
             else:
@@ -311,8 +356,49 @@ _START = ["    uint hs_i = hs_index(hs_tid, hs_meta);", "    if (hs_i >= hs_meta
 
 
 def _scalar(p: MapParam) -> str:
-    """The element type of the buffers of ``p``: vectors are held as their scalars (no padding)."""
-    return p.slang.removeprefix("vector<").split(",")[0]
+    """The element type of the buffers of ``p``: vectors are held as their scalars (no padding),
+    a struct as itself (its layout the generated module's structured dtype)."""
+    return p.slang if p.fields else p.slang.removeprefix("vector<").split(",")[0]
+
+
+def _first(p: MapParam) -> tuple[str, str]:
+    """(the path from a buffer element of ``p`` to its first scalar, that scalar's type)."""
+    if not p.fields:
+        return "", _scalar(p)
+    f = p.fields[0]
+    return f".{f.name}" + ("[0]" if f.shape else ""), _scalar(f)
+
+
+def _to_d(p: MapParam, value: str) -> str:
+    """``value`` of ``p``'s type as its Differential (a struct's: `hs_to_d_S`)."""
+    return f"hs_to_d_{p.slang}({value})" if p.fields else value
+
+
+def _from_d(p: MapParam, value: str) -> str:
+    return f"hs_from_d_{p.slang}({value})" if p.fields else value
+
+
+def _conversions(st: MapParam) -> list[str]:
+    """A differentiable struct to and from its Differential, field by field (a field that has
+    no derivative is 0 in a gradient)."""
+    to = [f"    hs_d.{f.name} = hs_s.{f.name};" for f in st.fields if f.diff]
+    back = [f"    hs_s.{f.name} = {('hs_d.' + f.name) if f.diff else f.slang + '(0)'};" for f in st.fields]
+    return [
+        "",
+        f"{st.slang}.Differential hs_to_d_{st.slang}({st.slang} hs_s)",
+        "{",
+        f"    {st.slang}.Differential hs_d;",
+        *to,
+        "    return hs_d;",
+        "}",
+        "",
+        f"{st.slang} hs_from_d_{st.slang}({st.slang}.Differential hs_d)",
+        "{",
+        f"    {st.slang} hs_s;",
+        *back,
+        "    return hs_s;",
+        "}",
+    ]
 
 
 def _buffer(p: MapParam, name: str, writable: bool) -> str:
@@ -340,13 +426,14 @@ def _store(p: MapParam, buf: str, value: str) -> list[str]:
     )
 
 
-def _keep(names: list[str], out: tuple[MapParam, str]) -> list[str]:
-    """Lines that read every buffer ``names`` (of ``reads``' types) where no thread goes (no
-    rank is 0xFFFFFFFF): the compiler keeps each a binding even where the function's value does
-    not depend on it, so that every entry takes every array its wrapper is given."""
-    terms = " + ".join(f"uint({n}[0])" for n in names)
+def _keep(reads: list[tuple[MapParam, str]], out: tuple[MapParam, str]) -> list[str]:
+    """Lines that read every buffer of ``reads`` (type, name) where no thread goes (no rank is
+    0xFFFFFFFF): the compiler keeps each a binding even where the function's value does not
+    depend on it, so that every entry takes every array its wrapper is given."""
+    terms = " + ".join(f"uint({n}[0]{_first(p)[0]})" for p, n in reads)
     p, buf = out
-    return ["    if (hs_meta[2] == 0xFFFFFFFF)", f"        {buf}[0] = {_scalar(p)}({terms});"]
+    path, scalar = _first(p)
+    return ["    if (hs_meta[2] == 0xFFFFFFFF)", f"        {buf}[0]{path} = {scalar}({terms});"]
 
 
 def _forward(f: MappedFunction) -> list[str]:
@@ -369,7 +456,7 @@ def _forward(f: MappedFunction) -> list[str]:
         if p.direction != "in":
             body += _store(p, f"hs_out_{p.name}", f"hs_v_{p.name}")
     first = f.outputs[0]
-    body += _keep([p.name for p in f.inputs], (first, f"hs_out_{first.name}"))
+    body += _keep([(p, p.name) for p in f.inputs], (first, f"hs_out_{first.name}"))
     return [*_head(f"_hs_map_{f.key}"), *_params(reads + writes), *body, "}"]
 
 
@@ -386,12 +473,13 @@ def _vjp(f: MappedFunction) -> list[str]:
             args.append(f"hs_p_{p.name}")
         else:
             args.append(_load(p, p.name, k))
-    args.append(_load(f.result, "hs_grad", len(f.params)))
+    args.append(_to_d(f.result, _load(f.result, "hs_grad", len(f.params))))
     body.append(f"    bwd_diff({f.callee})({', '.join(args)});")
     for p in f.grads:
-        body += _store(p, f"hs_d_{p.name}", f"hs_p_{p.name}.d")
+        body += _store(p, f"hs_d_{p.name}", _from_d(p, f"hs_p_{p.name}.d"))
     first = f.grads[0]
-    body += _keep([p.name for p in f.params] + ["hs_grad"], (first, f"hs_d_{first.name}"))
+    kept = [(p, p.name) for p in f.params] + [(f.result, "hs_grad")]
+    body += _keep(kept, (first, f"hs_d_{first.name}"))
     return [*_head(f"_hs_vjp_{f.key}"), *_params(reads + writes), *body, "}"]
 
 
@@ -405,13 +493,31 @@ def _jvp(f: MappedFunction) -> list[str]:
     for k, p in enumerate(f.params):
         if p.diff:
             t = len(f.params) + f.grads.index(p)
-            args.append(f"diffPair({_load(p, p.name, k)}, {_load(p, f'hs_t_{p.name}', t)})")
+            args.append(f"diffPair({_load(p, p.name, k)}, {_to_d(p, _load(p, f'hs_t_{p.name}', t))})")
         else:
             args.append(_load(p, p.name, k))
-    body += _store(f.result, "hs_out_tangent", f"fwd_diff({f.callee})({', '.join(args)}).d")
-    names = [p.name for p in f.params] + [f"hs_t_{p.name}" for p in f.grads]
-    body += _keep(names, (f.result, "hs_out_tangent"))
+    body += _store(
+        f.result, "hs_out_tangent", _from_d(f.result, f"fwd_diff({f.callee})({', '.join(args)}).d")
+    )
+    kept = [(p, p.name) for p in f.params] + [(p, f"hs_t_{p.name}") for p in f.grads]
+    body += _keep(kept, (f.result, "hs_out_tangent"))
     return [*_head(f"_hs_jvp_{f.key}"), *_params(reads + writes), *body, "}"]
+
+
+def _zero(p: MapParam) -> str:
+    """``hs_s``, the sum, declared as zero."""
+    if not p.fields:
+        return f"{_scalar(p)} hs_s = {_scalar(p)}(0);"
+    return f"{p.slang} hs_s;" + "".join(f" hs_s.{f.name} = {f.slang}(0);" for f in p.fields)
+
+
+def _add(p: MapParam) -> str:
+    """``hs_s`` += the element at ``hs_flat`` (a struct's: field by field)."""
+    if not p.fields:
+        return "hs_s += hs_src[hs_flat];"
+    return f"{p.slang} hs_e = hs_src[hs_flat];" + "".join(
+        f" hs_s.{f.name} += hs_e.{f.name};" for f in p.fields
+    )
 
 
 def _sum(param: MapParam) -> list[str]:
@@ -435,7 +541,7 @@ def _sum(param: MapParam) -> list[str]:
         if (hs_n == 1)
             hs_count *= hs_meta[3 + hs_d];
     }}
-    {_scalar(param)} hs_s = {_scalar(param)}(0);
+    {_zero(param)}
     for (uint hs_t = 0; hs_t < hs_count; hs_t++)
     {{
         uint hs_left = hs_t;
@@ -453,7 +559,7 @@ def _sum(param: MapParam) -> list[str]:
             hs_flat += hs_at * hs_stride;
             hs_stride *= hs_full;
         }}
-        hs_s += hs_src[hs_flat];
+        {_add(param)}
     }}
     hs_dst[hs_j] = hs_s;"""
     return [*_head(sum_entry(param)), *_params(reads + writes), body, "}"]
@@ -464,6 +570,15 @@ def generated_source(functions: tuple[MappedFunction, ...]) -> str:
     if not functions:
         return ""
     lines = [_HELPERS]
+    converted = {
+        p.slang: p
+        for f in functions
+        if f.has_gradients
+        for p in (*f.params, f.result)
+        if p is not None and p.fields and p.diff
+    }
+    for st in converted.values():
+        lines += _conversions(st)
     sums: dict[str, MapParam] = {}
     for f in functions:
         lines += _forward(f)

@@ -224,7 +224,7 @@ def test_what_cannot_be_mapped_is_a_warning_naming_the_line(built: BuiltPackage)
 def test_generated_module_lists_the_functions_not_their_entries(built: BuiltPackage) -> None:
     funcs = _funcs(built)
     listed = {"poly", "poly64", "ndot", "ndot64", "smoothstep_between", "polar", "softsign", "clash"}
-    assert set(funcs.__all__) == listed | {"count_above", "hscale"}
+    assert set(funcs.__all__) == listed | {"count_above", "hscale", "energy", "Particle"}
     assert not hasattr(funcs.polar, "vjp")  # not [Differentiable]
     assert "bwd_diff" not in Path(funcs.__file__).read_text(encoding="utf-8")
 
@@ -322,3 +322,36 @@ def test_half_precision_and_numpy_scalars(built: BuiltPackage) -> None:
     gx, gs = funcs.hscale.vjp(x, 1.5, grad_output=np.ones(5, np.float16))
     np.testing.assert_array_equal(gx, np.full(5, 1.5, np.float16))
     assert gs is None
+
+
+def _energy(pos: Array, mass: Array, g: Array) -> Array:
+    return np.asarray(mass * g * pos[..., 1] + 0.5 * mass * (pos * pos).sum(-1))
+
+
+def test_a_function_of_a_struct_against_numpy_and_finite_differences(built: BuiltPackage) -> None:
+    """A struct parameter takes a NumPy structured array of the module's dtype for it; its
+    gradient is an array of the same struct, field by field (an int field's is 0), summed over
+    broadcast axes field by field too."""
+    funcs = _funcs(built)
+    rng = np.random.default_rng(5)
+    p = np.zeros((2, 3), funcs.Particle)
+    p["pos"], p["mass"], p["id"] = rng.standard_normal((2, 3, 3)), rng.uniform(1, 2, (2, 3)), 7
+    g = rng.uniform(5, 10, (2, 3))
+    np.testing.assert_allclose(funcs.energy(p, g), _energy(p["pos"], p["mass"], g), rtol=1e-12)
+    w = rng.standard_normal((2, 3))
+    one = p[:1, :1]  # broadcast over both axes: its gradient is summed over them
+    for arg in (p, one):
+        gp, gg = funcs.energy.vjp(arg, g, grad_output=w)
+        assert gg is None and gp.dtype == funcs.Particle and gp.shape == arg.shape
+        pos, mass = np.array(arg["pos"]), np.array(arg["mass"])
+
+        def f(q: Array, m: Array) -> Array:
+            return _energy(q, m, g)
+
+        num_pos = _numeric_grad(f, [pos, mass], 0, w)
+        num_mass = _numeric_grad(f, [pos, mass], 1, w)
+        np.testing.assert_allclose(gp["pos"], num_pos, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(gp["mass"], num_mass, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(gp["id"], 0)
+    with pytest.raises(TypeError, match=r"argument `p` has dtype"):
+        funcs.energy(np.zeros(3), 1.0)

@@ -143,3 +143,12 @@ def test_vjp_and_jvp_take_tensors_and_return_tensors(funcs: Any, device: str) ->
     assert t.device == u.device and t.shape == (5,)
     with pytest.raises(TypeError, match="`out=` is for arrays"):
         funcs.poly(torch.ones(3, device=dev), 1.0, out=torch.ones(3, device=dev))
+
+
+def test_a_struct_parameter_takes_no_torch_tensors(funcs: Any) -> None:
+    import numpy as np
+    import torch
+
+    p = np.zeros(2, funcs.Particle)
+    with pytest.raises(TypeError, match="parameter `p` is a struct, which torch tensors cannot hold"):
+        funcs.energy(p, torch.ones(2, dtype=torch.float64))

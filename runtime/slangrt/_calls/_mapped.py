@@ -141,7 +141,7 @@ def _given_out(fn: str, name: str, out: Any, shape: Shape, p: Param) -> Any:
 class Spec:
     """A mapped function as its generated module describes it: its parameters (``params``: what
     a call takes), outputs (the return value, then out/inout parameters), which parameters have
-    a gradient (empty: no vjp/jvp entries), the entries' wrappers (``sums``: by dtype, the
+    a gradient (empty: no vjp/jvp entries), the entries' wrappers (``sums``: by parameter, the
     entry that sums a gradient over broadcast axes) and the namespace of its torch op."""
 
     name: str
@@ -276,7 +276,7 @@ def gradients(spec: Spec, values: Sequence[Any], g: Any, alloc: Alloc) -> list[A
         k += 1
         own = _elements(v, p)
         if own != shape:
-            grad = _summed(fn, sums[p.dtype], grad, shape, own, p, alloc)
+            grad = _summed(fn, sums[p.name], grad, shape, own, p, alloc)
         out.append(grad)
     return out
 

@@ -44,6 +44,11 @@ def _tensor(spec: Spec, p: Param, value: Any, device: Any) -> Any:
     """``value`` as a torch tensor of ``p``'s dtype on ``device`` (a number or array converted;
     a tensor of another dtype or device is an error naming the argument)."""
     torch = _torch()
+    if np.dtype(p.dtype).names is not None:
+        raise TypeError(
+            f"{spec.name}(): parameter `{p.name}` is a struct, which torch tensors cannot hold; pass "
+            "NumPy structured arrays or slangrt.Tensors"
+        )
     want = _dtype(torch, p)
     if isinstance(value, torch.Tensor):
         if value.dtype != want or value.device != device:
