@@ -114,12 +114,12 @@ def _method(head: str, f: MappedFunction, params: tuple[MapParam, ...], extra: s
     ]
 
 
-def _body(ret: str, c: str, fn: str, specs: list[str], args: list[str], last: str) -> list[str]:
+def _body(ret: str, c: str, head: str, specs: list[str], args: list[str], last: str) -> list[str]:
     if len(specs) == 1:
         spec: layout.Code = specs[0]
     else:
         spec = layout.call(f"{c}.map_pick", [layout.tuple_of(specs), layout.tuple_of(args)])
-    call = layout.call(f"{c}.{fn}", [spec, layout.tuple_of(args), last])
+    call = layout.call(head, [spec, layout.tuple_of(args), last])
     return [*layout.lines(call, f"got: {ret} = ", depth=2), "        return got"]
 
 
@@ -127,7 +127,7 @@ def _call(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
     f = group[0]
     outs = _returns(group)
     head = _method("__call__", f, f.inputs, f"out: {outs} | None = None", outs)
-    return head + _body(outs, c, "map_call", specs, [_py(p.name) for p in f.inputs], "out")
+    return head + _body(outs, c, f"{c}.map_call", specs, [_py(p.name) for p in f.inputs], "out")
 
 
 def _vjp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
@@ -135,7 +135,7 @@ def _vjp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
     grads = [_union(group, k) if p.diff else "None" for k, p in enumerate(f.params)]
     ret = "tuple[" + ", ".join(grads) + "]"
     head = _method("vjp", f, f.params, f"grad_output: {_arg()}", ret)
-    return head + _body(ret, c, "map_vjp", specs, [_py(p.name) for p in f.params], "grad_output")
+    return head + _body(ret, c, f"{c}.map_vjp", specs, [_py(p.name) for p in f.params], "grad_output")
 
 
 def _jvp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
@@ -143,7 +143,7 @@ def _jvp(group: list[MappedFunction], c: str, specs: list[str]) -> list[str]:
     ret = _returns(group)
     tangents = "tuple[" + ", ".join(["_hs_Arg | None"] * len(f.params)) + "]"
     head = _method("jvp", f, f.params, f"tangents: {tangents}", ret)
-    return head + _body(ret, c, "map_jvp", specs, [_py(p.name) for p in f.params], "tangents")
+    return head + _body(ret, c, f"{c}.map_jvp", specs, [_py(p.name) for p in f.params], "tangents")
 
 
 def _spec(f: MappedFunction, c: str, namespace: str, structs: StructDtype) -> list[str]:

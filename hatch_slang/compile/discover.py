@@ -325,11 +325,14 @@ def default_entries(rel: str, stem: str, source: str) -> tuple[str, ...]:
     Every function marked ``[shader("compute")]``; failing that, every function with a
     ``[numthreads(...)]`` attribute (several: :func:`picked_entries` gives a note for each);
     failing that, the function named after the file, ``main`` or ``computeMain`` (the first of
-    these that is defined). Comments, string literals and preprocessor lines are not read.
+    these that is defined); in a file with mapped functions (``slang-map``), only the marked
+    ones (perhaps none). Comments, string literals and preprocessor lines are not read.
     Otherwise a :class:`ShaderError` lists what was found. A generic entry (``void f<T>(...)``)
     is a :class:`ShaderError` naming its line and the entries line that would build it.
     """
     functions = _functions(source)
+    if find_mapped(source)[0]:  # a file of mapped functions: its own entries are those marked so
+        return _unique(f.name for f in functions if f.compute or f.numthreads)
     names, _ = picked_entries(rel, stem, functions)
     refuse_generic(rel, functions, names)
     return names

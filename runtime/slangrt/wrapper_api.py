@@ -64,7 +64,7 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   and :func:`map_pick` ``(specs, args)`` (a generic's instance by the arguments' dtypes):
   a mapped function (hatch-slang's ``slang-map``) applied elementwise with NumPy broadcasting
   through its generated entries, its gradients and its forward-mode derivative; on torch
-  tensors, a torch custom op with autograd (``slangrt._calls._mapped``, ``_mapped_torch``).
+  tensors, a torch custom op with autograd (``slangrt._calls._mapped``, ``_mapped_api``, ``_mapped_torch``).
   Added within API 2.
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
@@ -78,10 +78,10 @@ from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
 from ._calls._lastcall import LastCall
 from ._calls._mapped import Param as MapParam
 from ._calls._mapped import Spec as MapSpec
-from ._calls._mapped import call as map_call
-from ._calls._mapped import jvp as map_jvp
-from ._calls._mapped import pick as map_pick
-from ._calls._mapped import vjp as map_vjp
+from ._calls._mapped_api import call as map_call
+from ._calls._mapped_api import jvp as map_jvp
+from ._calls._mapped_api import pick as map_pick
+from ._calls._mapped_api import vjp as map_vjp
 from ._calls._pick import choose, pick
 from ._cuda._ops import TorchOps
 

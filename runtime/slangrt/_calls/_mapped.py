@@ -178,19 +178,15 @@ def pick(specs: Sequence[Spec], args: Sequence[Any]) -> Spec:
     raise TypeError(f"no instance takes these dtypes ({said}); the instances take: {listed}")
 
 
-def _torch(values: Sequence[Any]) -> bool:
+def has_torch(values: Sequence[Any]) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and any(isinstance(v, torch.Tensor) for v in values)
 
 
 def call(spec: Spec, args: Sequence[Any], out: Any) -> Any:
-    """``spec``'s function over ``args``: the one output, or a tuple of them (``out``: the given
-    arrays to write instead, one or a tuple of them, or None). torch tensors go through its
-    torch op (``_mapped_torch``: autograd, torch.compile)."""
-    if _torch(args):
-        from . import _mapped_torch
-
-        return _mapped_torch.call(spec, args, out)
+    """``spec``'s function over ``args`` (arrays, Tensors, numbers: torch tensors go through
+    ``_mapped_api``): the one output, or a tuple of them (``out``: the given arrays to write
+    instead, one or a tuple of them, or None)."""
     fn = spec.name
     values = [_array(fn, p, v) for p, v in zip(spec.params, args, strict=True)]
     shape = _broadcast(fn, spec.params, values)
@@ -221,7 +217,7 @@ def run_forward(spec: Spec, values: Sequence[Any], shape: Shape, made: Sequence[
         spec.forward(meta, *values, *made, grid=grid)
 
 
-def _no_gradients(spec: Spec, what: str) -> None:
+def no_gradients(spec: Spec, what: str) -> None:
     if spec.backward is None or spec.tangent is None:
         raise TypeError(
             f"{spec.name}.{what}(): `{spec.name}` has no derivatives (hatch-slang generates them for a "
@@ -232,13 +228,7 @@ def _no_gradients(spec: Spec, what: str) -> None:
 def vjp(spec: Spec, args: Sequence[Any], grad_output: Any) -> tuple[Any, ...]:
     """The gradient of each parameter (None where it has none) of the sum of ``grad_output``
     times the function's value, each summed to its argument's shape."""
-    _no_gradients(spec, "vjp")
     fn = spec.name
-    if _torch([*args, grad_output]):
-        from . import _mapped_torch
-
-        got: tuple[Any, ...] = _mapped_torch.vjp(spec, args, grad_output)
-        return got
     values = [_array(fn, p, v) for p, v in zip(spec.params, args, strict=True)]
     g = _array(fn, Param("grad_output", spec.outputs[0].dtype, spec.outputs[0].shape), grad_output)
     device = _on_device([*values, g])
@@ -303,14 +293,7 @@ def _summed(fn: str, entry: Entry, grad: Any, shape: Shape, own: Shape, p: Param
 def jvp(spec: Spec, args: Sequence[Any], tangents: Sequence[Any]) -> Any:
     """The tangent of the function's value along ``tangents`` (one per parameter; None: zero,
     and the only value a parameter without a gradient takes)."""
-    _no_gradients(spec, "jvp")
     fn, params = spec.name, spec.params
-    if len(tangents) != len(params):
-        raise TypeError(f"{fn}.jvp(): `tangents` must have {len(params)} items, one per parameter")
-    if _torch([*args, *tangents]):
-        from . import _mapped_torch
-
-        return _mapped_torch.jvp(spec, args, tangents)
     values = [_array(fn, p, v) for p, v in zip(params, args, strict=True)]
     ts: list[Any] = []
     for p, d, t in zip(params, spec.grads, tangents, strict=True):

@@ -34,6 +34,7 @@ from ._format import (
     OP_SOURCE,
     instructions,
     little_endian,
+    undefined_float64,
     words,
 )
 from ._images import Descriptor, Dim, Image
@@ -61,5 +62,6 @@ __all__ = [
     "little_endian",
     "loaded_offsets",
     "read_module",
+    "undefined_float64",
     "words",
 ]
