@@ -501,6 +501,8 @@ def run_case(
     ``UnsupportedKernelError``) raises :class:`Skipped` with the reason.
     """
     module = Path(kernels.__file__ or "").stem
+    if _mapped_outputs(kernels, case.entry) is not None:
+        return _run_mapped(kernels, case, where)
     try:
         _, function, entry = find_entry(package, module, case.entry)
     except KeyError:
@@ -524,22 +526,73 @@ def run_case(
             f"{type(e).__name__}: {e}",
         )
     elapsed = time.perf_counter() - start
+    bf16 = {b["name"] for b in entry["bindings"] if b.get("dtype") == "bf16"}
+    worst_abs, worst_rel, ok = _compare(case, expect, run_args, bf16)
+    return case_label(case, args), worst_abs, worst_rel, ok, elapsed, ""
+
+
+def _compare(
+    case: Case, expect: Expected, got: Mapping[str, Any], bf16: Collection[str] = ()
+) -> tuple[float, float, bool]:
+    """The largest absolute and relative errors of ``got``'s arrays against ``expect``'s, and
+    whether all are within the case's tolerances (``bf16``: arrays compared as the values their
+    bits hold, not as 16-bit integers)."""
     worst_abs = worst_rel = 0.0
     ok = True
-    bf16 = {b["name"] for b in entry["bindings"] if b.get("dtype") == "bf16"}
     for name, want in expect.items():
-        value = run_args[name]  # a slangrt.Tensor (a pointer's argument) read back
+        value = got[name]  # a slangrt.Tensor (a pointer's argument, a mapped output) read back
         value = value.numpy() if isinstance(value, Tensor) else value
-        if name in bf16:  # compared as the values the bits hold, not as 16-bit integers
+        if name in bf16:
             value, want = bf16_values(np.asarray(value)), bf16_values(np.asarray(want))
-        got, want = _plain(np.asarray(value), np.asarray(want))
-        a, r = _errors(got, want)
+        plain, wanted = _plain(np.asarray(value), np.asarray(want))
+        a, r = _errors(plain, wanted)
         worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
         with np.errstate(under="ignore", over="ignore"):  # f16 results compare with tiny tolerances
-            close = got.shape == want.shape and bool(
-                np.allclose(got, want, atol=case.atol, rtol=case.rtol, equal_nan=True)
+            close = plain.shape == wanted.shape and bool(
+                np.allclose(plain, wanted, atol=case.atol, rtol=case.rtol, equal_nan=True)
             )
         ok = ok and close
+    return worst_abs, worst_rel, ok
+
+
+def _mapped_outputs(kernels: ModuleType, name: str) -> tuple[str, ...] | None:
+    """The output names of mapped function ``name`` (``slang-map``: the return value is
+    ``result``, then each out parameter), or None where ``name`` is no mapped function."""
+    specs = [
+        v for k, v in vars(kernels).items() if k == f"_hs_spec_{name}" or k.startswith(f"_hs_spec_{name}_")
+    ]
+    obj = getattr(kernels, name, None)
+    if not specs or not type(obj).__name__.startswith("_hs_Mapped_"):
+        return None
+    return tuple(p.name for p in specs[0].outputs)
+
+
+def _run_mapped(kernels: ModuleType, case: Case, where: str) -> tuple[str, float, float, bool, float, str]:
+    """:func:`run_case` for a mapped function: called with the case's arguments (all given: a
+    mapped function has no contract to build them from); ``expect`` names its outputs."""
+    outputs = _mapped_outputs(kernels, case.entry) or ()
+    args = dict(case.args)
+    expect = case.expect(_copies(args)) if callable(case.expect) else case.expect
+    unknown = sorted(set(expect) - set(outputs))
+    if unknown:
+        raise HatchSlangError(
+            f"{where}: `{case.entry}` has no output {unknown[0]!r}; its outputs: {list(outputs)}"
+        )
+    start = time.perf_counter()
+    try:
+        got = getattr(kernels, case.entry)(**_copies(args))
+    except Exception as e:
+        return (
+            case_label(case, args),
+            float("inf"),
+            float("inf"),
+            False,
+            time.perf_counter() - start,
+            f"{type(e).__name__}: {e}",
+        )
+    elapsed = time.perf_counter() - start
+    values = dict(zip(outputs, got if len(outputs) > 1 else (got,), strict=True))
+    worst_abs, worst_rel, ok = _compare(case, expect, values)
     return case_label(case, args), worst_abs, worst_rel, ok, elapsed, ""
 
 

@@ -355,3 +355,15 @@ def test_a_function_of_a_struct_against_numpy_and_finite_differences(built: Buil
         np.testing.assert_array_equal(gp["id"], 0)
     with pytest.raises(TypeError, match=r"argument `p` has dtype"):
         funcs.energy(np.zeros(3), 1.0)
+
+
+def test_validate_runs_a_reference_of_mapped_functions(built: BuiltPackage) -> None:
+    """`hatch-slang validate` calls a mapped function with a case's arguments and compares the
+    outputs the case names: its return value (`result`) and its out parameters."""
+    from click.testing import CliRunner
+
+    from hatch_slang.cli.commands import main
+
+    result = CliRunner().invoke(main, ["validate", "funcs", "--root", str(built.root)])
+    assert result.exit_code == 0, result.output
+    assert "2/2 ok" in result.output and "polar" in result.output
