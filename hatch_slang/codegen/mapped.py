@@ -67,7 +67,7 @@ def _doc(group: list[MappedFunction], rel: str) -> str:
     shapes = ", ".join(f"`{p.name}` {p.slang}" for p in f.inputs)
     outs = ", ".join(f"`{p.name}`" for p in f.outputs)
     lines = [
-        f"`{f.name}` of {rel} (line {f.line}), applied elementwise (`slang-map`).",
+        f"`{f.name}` of {f.origin or rel} (line {f.line}), applied elementwise (`slang-map`).",
         "",
         f"    Takes {shapes}: arrays of those element types (a vector's components are the last",
         "    axis), broadcast together as NumPy does, or numbers. Returns " + outs + " of the",

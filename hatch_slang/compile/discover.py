@@ -25,7 +25,13 @@ from hatch_slang.comments.contract import (
     split_arguments,
 )
 from hatch_slang.comments.expr import ExprError, entry_name
-from hatch_slang.compile.mapped import MappedFunction, find_mapped, generated_entries, generated_source
+from hatch_slang.compile.mapped import (
+    MappedFunction,
+    find_mapped,
+    generated_entries,
+    generated_source,
+    has_map_lines,
+)
 from hatch_slang.config.project import glob_files
 from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.errors import BuildErrors, ConfigError, HatchSlangError, ShaderError
@@ -331,7 +337,7 @@ def default_entries(rel: str, stem: str, source: str) -> tuple[str, ...]:
     is a :class:`ShaderError` naming its line and the entries line that would build it.
     """
     functions = _functions(source)
-    if find_mapped(source)[0]:  # a file of mapped functions: its own entries are those marked so
+    if has_map_lines(source):  # a file of mapped functions: its own entries are those marked so
         return _unique(f.name for f in functions if f.compute or f.numthreads)
     names, _ = picked_entries(rel, stem, functions)
     refuse_generic(rel, functions, names)
@@ -541,12 +547,13 @@ def parse(src: Source, instances: Mapping[str, tuple[str, ...]] | None = None) -
     option for this file: entry -> type-argument texts) adds instances of generic entries."""
     contract = parse_contract(src.rel, src.source)
     functions = _functions(src.source)
-    mapped, said = find_mapped(src.source)
+    maps = has_map_lines(src.source)
+    mapped, said = find_mapped(src.source, imported_modules(src.path, src.source)) if maps else ((), [])
     notes: list[Note] = []
     if contract.declares_entries:
         generics = (t.partition("<")[0] for _, t in contract.instances)
         names = _unique([*contract.entries, *generics])
-    elif mapped:  # the file's own entries: only those marked so (a mapped function is none)
+    elif maps:  # the file's own entries: only those marked so (a mapped function is none)
         names = _unique(f.name for f in functions if f.compute or f.numthreads)
     else:
         names, notes = _default_names(src, contract, functions)
@@ -566,6 +573,47 @@ def parse(src: Source, instances: Mapping[str, tuple[str, ...]] | None = None) -
     )
     entry_functions(shader)  # an entry no wrapper can be named after fails here, before compiling
     return shader
+
+
+_IMPORT = re.compile(
+    r'^\s*(?:(?:__include|import)\s+(?P<module>[\w.\-]+|"[^"]+")\s*;|#\s*include\s+"(?P<file>[^"]+)")', re.M
+)
+
+
+def imported_modules(path: Path, source: str, depth: int = 3) -> list[tuple[str, str]]:
+    """The files ``source`` (the shader at ``path``) imports or includes, found beside it
+    (``import a.b;`` is ``a/b.slang``, ``-`` for ``_`` too), each once, ``depth`` levels deep:
+    (their path relative to the shader's directory, their text). What cannot be found or read
+    is left out: the compiler says so, if it matters."""
+    found: dict[Path, str] = {}
+
+    def walk(at: Path, text: str, level: int) -> None:
+        for m in _IMPORT.finditer(text):
+            name = m.group("module") or ""
+            if m.group("file"):
+                candidates = [at.parent / m.group("file")]
+            elif name.startswith('"'):
+                candidates = [at.parent / name.strip('"')]
+            else:
+                stem = name.replace(".", "/")
+                candidates = [at.parent / f"{stem}.slang", at.parent / f"{stem.replace('_', '-')}.slang"]
+            for c in candidates:
+                c = c.resolve()
+                if c in found or c == path.resolve() or not c.is_file():
+                    continue
+                try:
+                    found[c] = c.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                if level > 1:
+                    walk(c, found[c], level - 1)
+                break
+
+    walk(path, source, depth)
+    base = path.resolve().parent
+    return [
+        (c.relative_to(base).as_posix() if c.is_relative_to(base) else str(c), t) for c, t in found.items()
+    ]
 
 
 def _default_names(

@@ -22,7 +22,8 @@ cannot find) is a warning naming the line, and the function is left unmapped.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from hatch_slang.comments.contract import source_lines
 
@@ -74,6 +75,7 @@ class MappedFunction:
     # An instance of a generic function (`poly<float>`): its type arguments; `key` names its
     # entries (`poly_float`), and `poly` picks the instance by the arguments' dtypes.
     args: tuple[str, ...] = ()
+    origin: str = ""  # the imported module that defines it (`line` is there); "": the file
 
     @property
     def key(self) -> str:
@@ -225,6 +227,7 @@ def _strip_comments(source: str) -> str:
 def _definition(code: str, name: str) -> re.Match[str] | None:
     pattern = (
         r"(?P<attrs>(?:\[[^\[\];{}]*\]\s*)*)"
+        r"(?:(?:public|internal|private|static|inline)\s+)*"
         r"(?P<ret>\b[A-Za-z_][\w]*(?:\s*<[^<>;{}]*>)?)\s+"
         rf"{re.escape(name)}\s*(?:<(?P<generics>[^<>(){{}};]*)>)?\s*\((?P<params>[^(){{}};]*)\)\s*\{{"
     )
@@ -241,7 +244,8 @@ def _substitute(text: str, names: list[str], args: tuple[str, ...]) -> str:
 def _read(code: str, name: str, structs: Structs, args: tuple[str, ...] = ()) -> MappedFunction | str:
     m = _definition(code, name)
     if m is None:
-        return f"`slang-map` names `{name}`, but no definition `<type> {name}(...) {{` is in this file"
+        where = "is in this file or what it imports"
+        return f"`slang-map` names `{name}`, but no definition `<type> {name}(...) {{` {where}"
     defined = code.count("\n", 0, m.start("ret")) + 1
     generics = [
         g.split(":")[0].split()[-1] for g in _split(m.group("generics") or "") if g.split(":")[0].split()
@@ -275,11 +279,23 @@ def _read(code: str, name: str, structs: Structs, args: tuple[str, ...] = ()) ->
     return MappedFunction(name, defined, tuple(params), result, diff, args)
 
 
-def find_mapped(source: str) -> tuple[tuple[MappedFunction, ...], list[tuple[int, str]]]:
+def has_map_lines(source: str) -> bool:
+    """Whether ``source`` has a ``slang-map`` line (its own entries are then only those marked)."""
+    return any(_MAP_LINE.match(line) for line in source_lines(source))
+
+
+def find_mapped(
+    source: str, modules: Sequence[tuple[str, str]] = ()
+) -> tuple[tuple[MappedFunction, ...], list[tuple[int, str]]]:
     """The functions ``source``'s ``slang-map`` lines name, and a (line, warning) for each name
-    that cannot be mapped."""
+    that cannot be mapped. A function the file does not define is looked for in ``modules``
+    (the files it imports or includes: (path as messages name it, text))."""
     code = _strip_comments("\n".join(source_lines(source)))
-    structs = _structs(code)
+    others = [(rel, _strip_comments("\n".join(source_lines(text)))) for rel, text in modules]
+    structs: Structs = {}
+    for _, other in reversed(others):
+        structs.update(_structs(other))
+    structs.update(_structs(code))
     found: dict[str, MappedFunction] = {}
     warnings: list[tuple[int, str]] = []
     for number, text in enumerate(source_lines(source), start=1):
@@ -295,7 +311,12 @@ def find_mapped(source: str) -> tuple[tuple[MappedFunction, ...], list[tuple[int
                 continue
             if spelled in found:
                 continue
-            got = _read(code, name, structs, args)
+            origin, where = next(
+                ((rel, c) for rel, c in [("", code), *others] if _definition(c, name) is not None), ("", code)
+            )
+            got = _read(where, name, structs, args)
+            if isinstance(got, MappedFunction) and origin:
+                got = replace(got, origin=origin)
             if isinstance(got, str):
                 warnings.append((number, f"{got} (left out)"))
             else:

@@ -214,7 +214,7 @@ def test_what_cannot_be_mapped_is_a_warning_naming_the_line(built: BuiltPackage)
         "shaders/unmappable.slang:2: warning: `with_matrix` (line 6): parameter `m` has type `float3x3`"
         in said
     )
-    assert "`slang-map` names `missing`, but no definition" in said
+    assert "`slang-map` names `missing`, but no definition" in said and "or what it imports" in said
     unmappable = built.kernels("unmappable")
     assert not hasattr(unmappable, "with_matrix")
     np.testing.assert_allclose(unmappable.fine(np.arange(3, dtype=np.float32)), [1.0, 2.0, 3.0])
@@ -367,3 +367,13 @@ def test_validate_runs_a_reference_of_mapped_functions(built: BuiltPackage) -> N
     result = CliRunner().invoke(main, ["validate", "funcs", "--root", str(built.root)])
     assert result.exit_code == 0, result.output
     assert "2/2 ok" in result.output and "polar" in result.output
+
+
+def test_a_function_of_an_imported_module(built: BuiltPackage) -> None:
+    """`slang-map` names a function the file imports (`import lib.shapes;`): it is mapped there."""
+    imported = built.kernels("imported")
+    x = np.linspace(-2, 2, 9, dtype=np.float32)
+    np.testing.assert_allclose(imported.ramp(x), np.where(x > 0, x * x, 0.0))
+    (g,) = imported.ramp.vjp(x, grad_output=np.ones(9, np.float32))
+    np.testing.assert_allclose(g, np.where(x > 0, 2 * x, 0.0))
+    assert "`ramp` of lib/shapes.slang (line 4)" in (imported.ramp.__doc__ or "")
