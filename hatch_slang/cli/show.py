@@ -281,7 +281,8 @@ def _mapped(spec: ShaderSpec) -> list[dict[str, Any]]:
 
 def _array(p: dict[str, Any]) -> str:
     """The arrays a mapped parameter takes: its dtype, any leading axes, its element's axes."""
-    return f"{p['dtype']} (...{''.join(f', {n}' for n in p['element_shape'])})"
+    dtype = f"struct {p['type']}" if p["dtype"] == "void" else p["dtype"]
+    return f"{dtype} (...{''.join(f', {n}' for n in p['element_shape'])})"
 
 
 def _print_mapped(mapped: list[dict[str, Any]]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hatch_slang.codegen import layout
-from hatch_slang.comments.expr import argument_name, entry_name
+from hatch_slang.comments.expr import ExprError, argument_name, entry_name
 from hatch_slang.compile.mapped import MapParam, MappedFunction, sum_entry
 from hatch_slang.errors import ShaderError
 
@@ -64,7 +64,7 @@ def _returns(group: list[MappedFunction]) -> str:
 
 def _doc(group: list[MappedFunction], rel: str) -> str:
     f = group[0]
-    shapes = ", ".join(f"`{p.name}` {p.slang}" for p in f.inputs)
+    shapes = ", ".join(f"`{_py(p.name)}` {p.slang}" for p in f.inputs)
     outs = ", ".join(f"`{p.name}`" for p in f.outputs)
     lines = [
         f"`{f.name}` of {f.origin or rel} (line {f.line}), applied elementwise (`slang-map`).",
@@ -72,13 +72,14 @@ def _doc(group: list[MappedFunction], rel: str) -> str:
         f"    Takes {shapes}: arrays of those element types (a vector's components are the last",
         "    axis), broadcast together as NumPy does, or numbers. Returns " + outs + " of the",
         "    broadcast shape: NumPy arrays, or slangrt.Tensors where an argument is one (`out=`:",
-        "    write the given arrays instead); on torch tensors, a torch op with autograd.",
+        "    write the given arrays instead); on torch tensors, a torch op"
+        + (" with autograd." if f.has_gradients else " (no derivatives)."),
     ]
     if len(group) > 1:
         listed = ", ".join(f"`{g.callee}`" for g in group)
         lines += ["", f"    Instances: {listed}, picked by the arguments' dtypes."]
     if f.has_gradients:
-        grads = ", ".join(f"`{p.name}`" for p in f.grads) or "none"
+        grads = ", ".join(f"`{_py(p.name)}`" for p in f.grads) or "none"
         lines += [
             "",
             "    `vjp(..., grad_output=g)`: the gradient of each parameter (None for a no_diff or",
@@ -183,7 +184,11 @@ def render(
         groups.setdefault(f.name, []).append(f)
     for name, group in groups.items():
         f = group[0]
-        if entry_name(name) != name or name in taken or name in own.values() or name in (c, "_LIB"):
+        try:
+            usable = entry_name(name) == name
+        except ExprError:  # (`__name__`: no name a generated module may bind)
+            usable = False
+        if not usable or name in taken or name in own.values() or name in (c, "_LIB", "torch_ops"):
             raise ShaderError(
                 rel,
                 f.line,

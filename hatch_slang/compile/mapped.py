@@ -268,8 +268,13 @@ def _read(code: str, name: str, structs: Structs, args: tuple[str, ...] = ()) ->
         if isinstance(p, str):
             return f"`{name}` (line {defined}): {p}"
         params.append(p)
-    if len({p.name for p in params} | {"result"}) != len(params) + 1 or not params:
-        return f"`{name}` (line {defined}) needs parameters, none called `result`"
+    if not params:
+        return f"`{name}` (line {defined}) takes no parameter: there is nothing to map it over"
+    if len({p.name for p in params} | {"result"}) != len(params) + 1:
+        return (
+            f"`{name}` (line {defined}): a parameter is called `result`, the name of the return "
+            "value's output (or two parameters share a name); rename it"
+        )
     if any(p.name.startswith("hs_") for p in params):
         return f"`{name}` (line {defined}): parameter names starting `hs_` are the generated code's"
     attrs = m.group("attrs")
@@ -277,6 +282,24 @@ def _read(code: str, name: str, structs: Structs, args: tuple[str, ...] = ()) ->
     if result is None and not any(p.direction != "in" for p in params):
         return f"`{name}` (line {defined}) returns nothing and writes no out parameter"
     return MappedFunction(name, defined, tuple(params), result, diff, args)
+
+
+def _caveats(code: str, f: MappedFunction) -> list[str]:
+    """What a reader of the function would expect that its mapping does not give."""
+    out: list[str] = []
+    defined = len(re.findall(rf"\b{re.escape(f.name)}\s*(?:<[^<>(){{}};]*>)?\s*\([^(){{}};]*\)\s*\{{", code))
+    if defined > 1:
+        out.append(f"`{f.name}` has {defined} definitions (overloads): the first, line {f.line}, is mapped")
+    if f.differentiable and not f.has_gradients:
+        why = (
+            "it has out or inout parameters"
+            if any(p.direction != "in" for p in f.params)
+            else "no parameter is differentiable"
+            if not f.grads
+            else "its return value is not differentiable"
+        )
+        out.append(f"`{f.callee}` is [Differentiable], but no vjp or jvp is made for it: {why}")
+    return out
 
 
 def has_map_lines(source: str) -> bool:
@@ -297,6 +320,7 @@ def find_mapped(
         structs.update(_structs(other))
     structs.update(_structs(code))
     found: dict[str, MappedFunction] = {}
+    warned: set[str] = set()
     warnings: list[tuple[int, str]] = []
     for number, text in enumerate(source_lines(source), start=1):
         m = _MAP_LINE.match(text)
@@ -306,10 +330,16 @@ def find_mapped(
             name, inner = item.group("name"), item.group("args")
             args = tuple(a.replace(" ", "") for a in _split(inner)) if inner is not None else ()
             spelled = f"{name}<{', '.join(args)}>" if args else name
+            if spelled in found or spelled in warned:
+                continue
+            warned.add(spelled)
             if not _IDENT.match(name) or any(not _TYPE_ARG.match(a) for a in args):
                 warnings.append((number, f"`slang-map` names `{spelled}`, which is no function (left out)"))
                 continue
-            if spelled in found:
+            if name.startswith(("_hs", "hs_")):
+                warnings.append(
+                    (number, f"`{name}`: names starting `_hs` or `hs_` are the generated code's (left out)")
+                )
                 continue
             origin, where = next(
                 ((rel, c) for rel, c in [("", code), *others] if _definition(c, name) is not None), ("", code)
@@ -319,8 +349,9 @@ def find_mapped(
                 got = replace(got, origin=origin)
             if isinstance(got, str):
                 warnings.append((number, f"{got} (left out)"))
-            else:
-                found[spelled] = got
+                continue
+            found[spelled] = got
+            warnings += [(number, w) for w in _caveats(where, got)]
     return tuple(found.values()), warnings
 
 
@@ -542,15 +573,21 @@ def _add(p: MapParam) -> str:
 
 
 def _sum(param: MapParam) -> list[str]:
-    """Each thread one element of the reduced gradient: the sum over the axes it was broadcast
-    along. hs_meta: [0] elements of the result, [1] row threads, [2] rank R, [3, 3 + R) the full
-    shape, [3 + R, 3 + 2R) the result's shape (1 on a summed axis)."""
+    """Each thread one chunk of one element of the reduced gradient: the sum over at most
+    hs_meta[4 + 2R] of the elements it sums over the axes it was broadcast along (some drivers
+    cut long loops short: lavapipe stops at 65535 iterations; the runtime sums the chunks'
+    partial sums again). hs_meta: [0] threads (elements x chunks), [1] row threads, [2] rank R,
+    [3, 3 + R) the full shape, [3 + R, 3 + 2R) the result's shape (1 on a summed axis),
+    [3 + 2R] chunks per element, [4 + 2R] the chunk's length."""
     reads = [_buffer(param, "hs_src", False)]
     writes = [_buffer(param, "hs_dst", True)]
-    body = f"""    uint hs_j = hs_index(hs_tid, hs_meta);
-    if (hs_j >= hs_meta[0])
+    body = f"""    uint hs_i = hs_index(hs_tid, hs_meta);
+    if (hs_i >= hs_meta[0])
         return;
     uint hs_r = hs_meta[2];
+    uint hs_chunks = hs_meta[3 + 2 * hs_r];
+    uint hs_j = hs_i / hs_chunks;
+    uint hs_first = (hs_i % hs_chunks) * hs_meta[4 + 2 * hs_r];
     uint hs_c[{_MAX_RANK}];
     uint hs_rem = hs_j;
     uint hs_count = 1;
@@ -563,7 +600,8 @@ def _sum(param: MapParam) -> list[str]:
             hs_count *= hs_meta[3 + hs_d];
     }}
     {_zero(param)}
-    for (uint hs_t = 0; hs_t < hs_count; hs_t++)
+    uint hs_end = min(hs_count, hs_first + hs_meta[4 + 2 * hs_r]);
+    for (uint hs_t = hs_first; hs_t < hs_end; hs_t++)
     {{
         uint hs_left = hs_t;
         uint hs_flat = 0;
@@ -582,7 +620,7 @@ def _sum(param: MapParam) -> list[str]:
         }}
         {_add(param)}
     }}
-    hs_dst[hs_j] = hs_s;"""
+    hs_dst[hs_i] = hs_s;"""
     return [*_head(sum_entry(param)), *_params(reads + writes), body, "}"]
 
 

@@ -215,6 +215,10 @@ def test_what_cannot_be_mapped_is_a_warning_naming_the_line(built: BuiltPackage)
         in said
     )
     assert "`slang-map` names `missing`, but no definition" in said and "or what it imports" in said
+    assert said.count("`fine`") == 0 and said.count("names `missing`") == 1  # (named twice: said once)
+    assert "`twice` has 2 definitions (overloads): the first, line 17, is mapped" in said
+    assert "`writes_out` is [Differentiable], but no vjp or jvp is made for it: it has out or inout" in said
+    assert "`_hs_sneaky`: names starting `_hs` or `hs_` are the generated code's" in said
     unmappable = built.kernels("unmappable")
     assert not hasattr(unmappable, "with_matrix")
     np.testing.assert_allclose(unmappable.fine(np.arange(3, dtype=np.float32)), [1.0, 2.0, 3.0])
@@ -377,3 +381,34 @@ def test_a_function_of_an_imported_module(built: BuiltPackage) -> None:
     (g,) = imported.ramp.vjp(x, grad_output=np.ones(9, np.float32))
     np.testing.assert_allclose(g, np.where(x > 0, 2 * x, 0.0))
     assert "`ramp` of lib/shapes.slang (line 4)" in (imported.ramp.__doc__ or "")
+
+
+@pytest.mark.parametrize(
+    ("xshape", "tshape"), [((100_000,), ()), ((300, 1), (1, 400)), ((70_000, 2), (1, 2))]
+)
+def test_gradients_summed_over_long_broadcasts(
+    built: BuiltPackage, xshape: tuple[int, ...], tshape: tuple[int, ...]
+) -> None:
+    """A gradient summed over many elements (lavapipe cuts a shader's loop at 65535 iterations:
+    each thread sums a chunk, and the chunks' sums are summed again)."""
+    funcs = _funcs(built)
+    x = np.full(xshape, 2.0, np.float32)
+    t = np.ones(tshape, np.float32)
+    out_shape = np.broadcast_shapes(xshape, tshape)
+    _, g_t, _ = funcs.clash.vjp(x, t, 0.0, grad_output=np.ones(out_shape, np.float32))
+    summed = 2.0 * np.ones(out_shape).sum(axis=tuple(k for k, n in enumerate(np.shape(t)) if n == 1) or None)
+    np.testing.assert_array_equal(np.reshape(g_t, -1), np.reshape(summed, -1))
+    assert np.shape(g_t) == tshape
+
+
+def test_numbers_pick_numpys_instance_and_read_only_out_is_refused(built: BuiltPackage) -> None:
+    funcs = _funcs(built)
+    assert funcs.softsign(2.0).dtype == np.float64  # (NumPy's dtype for a float; not the first listed)
+    frozen = np.zeros(3, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match=r"poly\(\): `out` is a read-only array"):
+        funcs.poly(np.ones(3, np.float32), 1.0, out=frozen)
+    with pytest.raises(ValueError, match=r"`tangent of u` \(3,\)"):
+        funcs.ndot64.jvp(np.ones((4, 3)), np.ones((4, 3)), tangents=(np.ones((3, 3)), None))
+    with pytest.raises(ValueError, match=r"at most 8"):
+        funcs.poly(np.ones((1,) * 9, np.float32), 1.0)

@@ -152,3 +152,17 @@ def test_a_struct_parameter_takes_no_torch_tensors(funcs: Any) -> None:
     p = np.zeros(2, funcs.Particle)
     with pytest.raises(TypeError, match="parameter `p` is a struct, which torch tensors cannot hold"):
         funcs.energy(p, torch.ones(2, dtype=torch.float64))
+
+
+def test_torch_tensors_are_checked_as_arrays_are(funcs: Any) -> None:
+    import torch
+
+    with pytest.raises(
+        ValueError, match=r"argument `u` has shape \(4, 2\); its last axes must be the element's \(3,\)"
+    ):
+        funcs.ndot(torch.ones(4, 2), torch.ones(4, 3))
+    assert funcs.poly(torch.tensor(3.0), torch.tensor(1.0)).shape == ()  # (0-d stays 0-d)
+    p = torch.ones(3, 2, requires_grad=True)
+    radius, _ = funcs.polar(p)  # no derivatives: an op all the same, and a backward says why
+    with pytest.raises(RuntimeError, match="polar has no derivatives"):
+        radius.sum().backward()

@@ -47,10 +47,12 @@ def _array(fn: str, p: Param, value: Any) -> Any:
     want = np.dtype(p.dtype)
     if isinstance(value, (Tensor, np.ndarray)):
         if value.dtype != want:
-            raise TypeError(
-                f"{fn}(): argument `{p.name}` has dtype {value.dtype}, expected {want} (convert it "
-                f"with .astype(np.{want}))"
+            how = (
+                "an array of the module's struct dtype"
+                if want.names
+                else f"convert it with .astype(np.{want})"
             )
+            raise TypeError(f"{fn}(): argument `{p.name}` has dtype {value.dtype}, expected {want} ({how})")
         got: Any = value
     elif isinstance(value, (bool, int, float, list, tuple, np.generic)):
         given = np.asarray(value)
@@ -60,13 +62,20 @@ def _array(fn: str, p: Param, value: Any) -> Any:
     else:
         what = type(value).__name__
         raise TypeError(f"{fn}(): argument `{p.name}` is a {what}, expected an array of {want}")
-    own = tuple(got.shape[len(got.shape) - len(p.shape) :]) if p.shape else ()
-    if len(got.shape) < len(p.shape) or own != p.shape:
-        raise ValueError(
-            f"{fn}(): argument `{p.name}` has shape {tuple(got.shape)}; its last axes must be the "
-            f"element's {p.shape}"
-        )
+    check_element(fn, p, tuple(got.shape))
     return got
+
+
+def check_element(fn: str, p: Param, shape: Shape) -> None:
+    """An argument's last axes must be its element's (a float3's: 3), and its axes at most
+    the entries take."""
+    own = tuple(shape[len(shape) - len(p.shape) :]) if p.shape else ()
+    if len(shape) < len(p.shape) or own != p.shape:
+        raise ValueError(
+            f"{fn}(): argument `{p.name}` has shape {shape}; its last axes must be the element's {p.shape}"
+        )
+    if len(shape) - len(p.shape) > _MAX_RANK:
+        raise ValueError(f"{fn}(): argument `{p.name}` has {len(shape)} axes; at most {_MAX_RANK} broadcast")
 
 
 def _elements(value: Any, p: Param) -> tuple[int, ...]:
@@ -129,6 +138,8 @@ def _given_out(fn: str, name: str, out: Any, shape: Shape, p: Param) -> Any:
     full = shape + p.shape
     if not isinstance(out, (np.ndarray, Tensor)):
         raise TypeError(f"{fn}(): `{name}` must be a NumPy array or slangrt.Tensor, not {type(out).__name__}")
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        raise ValueError(f"{fn}(): `{name}` is a read-only array")
     if tuple(out.shape) != full or out.dtype != np.dtype(p.dtype):
         raise ValueError(
             f"{fn}(): `{name}` has shape {tuple(out.shape)} and dtype {out.dtype}; expected {full} "
@@ -168,8 +179,14 @@ def _dtype_name(value: Any) -> str | None:
 
 def pick(specs: Sequence[Spec], args: Sequence[Any]) -> Spec:
     """The instance of a generic mapped function whose parameters have the arguments' dtypes
-    (numbers take any: the first instance that fits)."""
+    (numbers take any: the first instance that fits; numbers alone pick the instance of the
+    dtypes NumPy gives them, float64 for a float, else the first)."""
     given = [_dtype_name(v) for v in args]
+    if all(d is None for d in given):  # numbers only: the instance of NumPy's dtypes for them
+        numbers = [str(np.asarray(v).dtype) for v in args]
+        for spec in specs:
+            if all(d == p.dtype for p, d in zip(spec.params, numbers, strict=True)):
+                return spec
     for spec in specs:
         if all(d is None or d == p.dtype for p, d in zip(spec.params, given, strict=True)):
             return spec
@@ -271,23 +288,33 @@ def gradients(spec: Spec, values: Sequence[Any], g: Any, alloc: Alloc) -> list[A
     return out
 
 
+_CHUNK = 1024  # elements one thread of a sum entry adds (see hatch_slang.compile.mapped._sum)
+
+
 def _summed(fn: str, entry: Entry, grad: Any, shape: Shape, own: Shape, p: Param, alloc: Alloc) -> Any:
     """``grad`` (``shape`` + the element's axes) summed over the axes ``own`` was broadcast
-    along, shaped ``own`` + the element's axes."""
+    along, shaped ``own`` + the element's axes: each thread sums at most ``_CHUNK`` elements,
+    and where there were several chunks, their partial sums are summed again the same way."""
     rank = len(shape)
     padded = (1,) * (rank - len(own)) + own
     kept = tuple(n if n == m else 1 for n, m in zip(padded, shape, strict=True))
-    full_axes = shape + p.shape
-    dst_axes = kept + p.shape
+    full_axes, dst_axes = shape + p.shape, kept + p.shape
     if len(full_axes) > _MAX_RANK:
         raise ValueError(f"{fn}.vjp(): a gradient of {len(full_axes)} axes; at most {_MAX_RANK}")
-    dst = alloc(own + p.shape, p.dtype)
-    m = math.prod(dst_axes)
-    groups = max(1, -(-m // _GROUP))
-    gx = min(groups, _MAX_GROUPS)
-    meta = np.asarray([m, gx * _GROUP, len(full_axes), *full_axes, *dst_axes], dtype=np.uint32)
-    entry(meta, grad, dst, grid=(gx, -(-groups // gx), 1))
-    return dst
+    src = grad
+    while True:
+        m = math.prod(dst_axes)
+        count = math.prod(n for n, d in zip(full_axes, dst_axes, strict=True) if d == 1 and n != 1)
+        chunks = max(1, -(-count // _CHUNK))
+        dst = alloc(own + p.shape if chunks == 1 else (m, chunks), p.dtype)
+        threads = m * chunks
+        groups = max(1, -(-threads // _GROUP))
+        gx = min(groups, _MAX_GROUPS)
+        head = [threads, gx * _GROUP, len(full_axes), *full_axes, *dst_axes, chunks, _CHUNK]
+        entry(np.asarray(head, dtype=np.uint32), src, dst, grid=(gx, -(-groups // gx), 1))
+        if chunks == 1:
+            return dst
+        src, full_axes, dst_axes = dst, (m, chunks), (m, 1)
 
 
 def jvp(spec: Spec, args: Sequence[Any], tangents: Sequence[Any]) -> Any:
@@ -311,7 +338,9 @@ def tangent(spec: Spec, values: Sequence[Any], ts: Sequence[Any], alloc: Alloc) 
     """jvp over checked ``values`` and tangents ``ts`` (one per differentiable parameter)."""
     assert spec.tangent is not None
     params = spec.params
-    diff = [p for p, d in zip(params, spec.grads, strict=True) if d]
+    diff = [
+        Param(f"tangent of {p.name}", p.dtype, p.shape) for p, d in zip(params, spec.grads, strict=True) if d
+    ]
     shape = _broadcast(spec.name, [*params, *diff], [*values, *ts])
     result = spec.outputs[0]
     made = alloc(shape + result.shape, result.dtype)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._mapped import Param, Spec, _alloc, _array, _broadcast, forward, gradients, tangent
+from ._mapped import Param, Spec, _alloc, _array, _broadcast, check_element, forward, gradients, tangent
 
 __all__ = ["call", "jvp", "vjp"]
 
@@ -56,6 +56,7 @@ def _tensor(spec: Spec, p: Param, value: Any, device: Any) -> Any:
                 f"{spec.name}(): argument `{p.name}` is a {value.dtype} tensor on {value.device}; "
                 f"expected {want} on {device}"
             )
+        check_element(spec.name, p, tuple(value.shape))
         return value
     return torch.as_tensor(_array(spec.name, p, value), device=device)
 
@@ -66,7 +67,7 @@ def _run_args(values: Sequence[Any]) -> tuple[list[Any], Any]:
     torch = _torch()
     device = values[0].device
     if device.type == "cpu":
-        return [np.ascontiguousarray(v.detach().numpy()) for v in values], _alloc(False)
+        return [v.detach().contiguous().numpy() for v in values], _alloc(False)  # (0-d stays 0-d)
 
     def alloc(shape: tuple[int, ...], dtype: str) -> Any:
         return torch.empty(shape, dtype=getattr(torch, np.dtype(dtype).name), device=device)
@@ -108,6 +109,14 @@ def _register(spec: Spec) -> Any:
 
     op.register_fake(fake)
     if spec.backward is None:
+
+        def none(ctx: Any, *grads: Any) -> Any:
+            raise RuntimeError(
+                f"{name} has no derivatives (hatch-slang makes them for a [Differentiable] function of "
+                "in parameters with a differentiable return value): detach its inputs, or make it one"
+            )
+
+        op.register_autograd(none, setup_context=lambda ctx, inputs, output: None)
         return op, None
 
     def vjp_impl(*tensors: Any) -> Any:
