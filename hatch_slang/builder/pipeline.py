@@ -10,6 +10,7 @@ are re-exported here: the front ends build and write through this module.
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -116,7 +117,9 @@ def compile_shaders(
             if progress is not None:
                 progress.advance(by_rel[result.path])
 
-        with CompilerPool() as pool:
+        # Generated sources are written where this process removes them, whatever a worker does.
+        with tempfile.TemporaryDirectory(prefix="hatch-slang-") as scratch, CompilerPool() as pool:
+            jobs = [replace(j, scratch=scratch) if j.source else j for j in jobs]
             compiled = pool.compile(jobs, on_done)
         for shader, result in zip(todo, compiled):
             results[shader.rel] = result

@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import faulthandler
 import glob
+import hashlib
 import importlib.util
 import json
 import os
@@ -76,6 +77,9 @@ class CompileJob:
     # :mod:`hatch_slang.compile.mapped` generates), under the file's path, so that messages and
     # relative includes read as they would from the file.
     source: str = ""
+    # Where ``source`` is written for the compiler (a directory the caller removes); empty: a
+    # temporary directory of the worker's own.
+    scratch: str = ""
 
 
 @dataclass(frozen=True)
@@ -220,7 +224,10 @@ def compile_job(job: CompileJob) -> CompileResult:
     entries: list[CompiledEntry] = []
     deps: dict[str, None] = {}
     warnings: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="hatch-slang-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = job.scratch or (
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="hatch-slang-")) if job.source else ""
+        )
         path = _source_file(job, tmp)
         for entry in job.entries:
             got = _compile_entry(slang, job, entry, path, deps)
@@ -286,9 +293,11 @@ def _source_file(job: CompileJob, tmp: str) -> str:
     file's name into ``tmp`` (messages name the file again: :func:`_as_file`)."""
     if not job.source:
         return job.path
-    path = os.path.join(tmp, Path(job.path).name)
-    Path(path).write_text(job.source, encoding="utf-8")
-    return path
+    own = Path(tmp, hashlib.sha256(job.path.encode()).hexdigest()[:16])  # (one per shader)
+    own.mkdir(exist_ok=True)
+    path = own / Path(job.path).name
+    path.write_text(job.source, encoding="utf-8")
+    return str(path)
 
 
 def _as_file(text: str, job: CompileJob, path: str) -> str:
