@@ -224,7 +224,7 @@ def _parse(
     shaders: list[Shader] = []
     for src in srcs:
         try:
-            shaders.append(parse(src, config.instances_for(src.path)))
+            shaders.append(parse(src, config.instances_for(src.path), config.map_for(src.path)))
         except HatchSlangError as e:
             _collect(errors.setdefault(src.rel, []), e)
     if every and not errors:
@@ -414,7 +414,7 @@ def inspect(config: BuildConfig, name: str, *, cache: BuildCache | None = None) 
     """One shader's merged contract and reflection, disagreements as warnings (``hatch-slang show``)."""
     every = sources(config.root, list(config.shaders))
     [src] = select(every, [name])[:1]
-    shader = parse(src, config.instances_for(src.path))
+    shader = parse(src, config.instances_for(src.path), config.map_for(src.path))
     errors: dict[str, list[HatchSlangError]] = {}
     specs, _ = checked_specs(config, [shader], errors, strict=False, cache=cache)
     _raise(errors.get(shader.rel, []))

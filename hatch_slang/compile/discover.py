@@ -542,13 +542,17 @@ def read_source(root: Path, path: Path) -> Source:
     return Source(path, rel, module_name(path.stem), source, hashlib.sha256(data).hexdigest())
 
 
-def parse(src: Source, instances: Mapping[str, tuple[str, ...]] | None = None) -> Shader:
+def parse(
+    src: Source, instances: Mapping[str, tuple[str, ...]] | None = None, mapped: tuple[str, ...] = ()
+) -> Shader:
     """Read the comment contract and decide the entry points; ``instances`` (the ``instances``
-    option for this file: entry -> type-argument texts) adds instances of generic entries."""
+    option for this file: entry -> type-argument texts) adds instances of generic entries,
+    ``mapped`` (the ``map`` option's names for it) functions to map."""
     contract = parse_contract(src.rel, src.source)
     functions = _functions(src.source)
-    maps = has_map_lines(src.source)
-    mapped, said = find_mapped(src.source, imported_modules(src.path, src.source)) if maps else ((), [])
+    maps = has_map_lines(src.source) or bool(mapped)
+    modules = imported_modules(src.path, src.source) if maps else []
+    functions_mapped, said = find_mapped(src.source, modules, mapped) if maps else ((), [])
     notes: list[Note] = []
     if contract.declares_entries:
         generics = (t.partition("<")[0] for _, t in contract.instances)
@@ -565,10 +569,10 @@ def parse(src: Source, instances: Mapping[str, tuple[str, ...]] | None = None) -
         src.source,
         src.sha256,
         contract,
-        (*entries, *generated_entries(mapped)),
+        (*entries, *generated_entries(functions_mapped)),
         found,
         tuple(notes),
-        mapped,
+        functions_mapped,
         tuple(Note(line, msg) for line, msg in said),
     )
     entry_functions(shader)  # an entry no wrapper can be named after fails here, before compiling

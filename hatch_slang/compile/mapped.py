@@ -308,9 +308,10 @@ def has_map_lines(source: str) -> bool:
 
 
 def find_mapped(
-    source: str, modules: Sequence[tuple[str, str]] = ()
+    source: str, modules: Sequence[tuple[str, str]] = (), option: Sequence[str] = ()
 ) -> tuple[tuple[MappedFunction, ...], list[tuple[int, str]]]:
-    """The functions ``source``'s ``slang-map`` lines name, and a (line, warning) for each name
+    """The functions ``source``'s ``slang-map`` lines name (then those ``option`` names, the
+    ``map`` option's: as a line would, said of line 1), and a (line, warning) for each name
     that cannot be mapped. A function the file does not define is looked for in ``modules``
     (the files it imports or includes: (path as messages name it, text))."""
     code = _strip_comments("\n".join(source_lines(source)))
@@ -322,11 +323,14 @@ def find_mapped(
     found: dict[str, MappedFunction] = {}
     warned: set[str] = set()
     warnings: list[tuple[int, str]] = []
-    for number, text in enumerate(source_lines(source), start=1):
-        m = _MAP_LINE.match(text)
-        if m is None:
-            continue
-        for item in _ITEM.finditer(m.group("names")):
+    lines = [
+        (n, m.group("names"))
+        for n, t in enumerate(source_lines(source), start=1)
+        if (m := _MAP_LINE.match(t))
+    ]
+    lines += [(1, f"{name} ") for name in option]  # (the option's, each as a line of its own)
+    for number, names in lines:
+        for item in _ITEM.finditer(names):
             name, inner = item.group("name"), item.group("args")
             args = tuple(a.replace(" ", "") for a in _split(inner)) if inner is not None else ()
             spelled = f"{name}<{', '.join(args)}>" if args else name

@@ -108,6 +108,15 @@ class BuildConfig:
                     out[name] = tuple(dict.fromkeys((*out.get(name, ()), *texts)))
         return out
 
+    def map_for(self, path: Path) -> tuple[str, ...]:
+        """The functions the ``map`` options of the overrides matching the shader at ``path``
+        name for it (as its ``slang-map`` lines would)."""
+        names: dict[str, None] = {}
+        for k, override in enumerate(self.overrides):
+            if override.map and self.applies(k, path):
+                names.update(dict.fromkeys(override.map))
+        return tuple(names)
+
     def applies(self, k: int, path: Path) -> bool:
         """Whether override ``k``'s globs match the shader at ``path``."""
         return path.resolve() in self._matching(k)

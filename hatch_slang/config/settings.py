@@ -116,6 +116,13 @@ class OverrideSettings:
     instances: Mapping[str, tuple[str, ...]] = option(
         {}, doc=f"{_INSTANCES_DOC}, for those shaders", must=_INSTANCES_MUST, names=r"[^\W\d]\w*"
     )
+    map: tuple[str, ...] = option(
+        (),
+        doc="functions to apply elementwise in those shaders, as a `// slang-map:` line names them "
+        '(`"poly"`, `"softsign<float>"`): for functions of modules the shaders import, without '
+        "editing them",
+        must='a list of function names ("poly", "softsign<float>")',
+    )
 
 
 @dataclass(frozen=True)
@@ -160,7 +167,7 @@ class HookSettings:
         {}, doc=_INSTANCES_DOC, must=_INSTANCES_MUST, names=r"[^\W\d]\w*"
     )
     overrides: tuple[OverrideSettings, ...] = option(
-        (), doc="per-glob `compiler-args`, `defines`, `constants` and `instances` (see below)"
+        (), doc="per-glob `compiler-args`, `defines`, `constants`, `instances` and `map` (see below)"
     )
     templates: str | None = option(
         None,

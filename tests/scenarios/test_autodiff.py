@@ -412,3 +412,13 @@ def test_numbers_pick_numpys_instance_and_read_only_out_is_refused(built: BuiltP
         funcs.ndot64.jvp(np.ones((4, 3)), np.ones((4, 3)), tangents=(np.ones((3, 3)), None))
     with pytest.raises(ValueError, match=r"at most 8"):
         funcs.poly(np.ones((1,) * 9, np.float32), 1.0)
+
+
+def test_the_map_option_maps_a_function_of_an_imported_module(built: BuiltPackage) -> None:
+    """An override's `map` names functions for its shaders as a `slang-map` line would."""
+    viaoption = built.kernels("viaoption")
+    x = np.linspace(-2, 2, 5, dtype=np.float32)
+    np.testing.assert_allclose(viaoption.cube(x), x**3)
+    (g,) = viaoption.cube.vjp(x, grad_output=np.ones(5, np.float32))
+    np.testing.assert_allclose(g, 3 * x**2)
+    assert viaoption.__all__ == ["cube"]
