@@ -25,7 +25,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 
 from slangrt.dtypes import DTYPES
-from slangrt.spirv import EntryInfo, Module, Resource, read_module
+from slangrt.spirv import EntryInfo, Module, Resource, read_module, undefined_float64
 
 from hatch_slang.comments import dialect
 from hatch_slang.comments.contract import BindingDoc, BindingSet, DispatchDoc, parse_contract
@@ -35,7 +35,6 @@ from hatch_slang.compile.discover import Shader, entry_functions
 from hatch_slang.errors import BuildErrors, HatchSlangError, ShaderError
 from hatch_slang.spec import images
 from hatch_slang.spec.constants import entry_constants, group_size_constants
-from hatch_slang.spec.float64 import undefined_float64
 from hatch_slang.spec.model import (
     GRID_ARGUMENT,
     Binding,

@@ -422,3 +422,25 @@ def test_the_map_option_maps_a_function_of_an_imported_module(built: BuiltPackag
     (g,) = viaoption.cube.vjp(x, grad_output=np.ones(5, np.float32))
     np.testing.assert_allclose(g, 3 * x**2)
     assert viaoption.__all__ == ["cube"]
+
+
+def test_compiler_messages_name_the_file_not_its_generated_copy(tmp_path: Path) -> None:
+    """A file with mapped functions is compiled from a copy (its text, then the generated
+    entries'): Slang's messages still name the file and its line."""
+    from hatch_slang.builder import pipeline
+    from hatch_slang.config.project import load_project_config
+    from hatch_slang.errors import HatchSlangError
+
+    (tmp_path / "shaders").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "bad"\nversion = "0"\n[tool.hatch.build.hooks.slang]\n'
+        'shaders = ["shaders/*.slang"]\npackage = "bad/kernels"\n'
+    )
+    (tmp_path / "shaders" / "oops.slang").write_text(
+        "// slang-map: f\n\nfloat f(float x)\n{\n    return x + no_such_thing;\n}\n"
+    )
+    with pytest.raises(HatchSlangError) as e:
+        pipeline.build(load_project_config(tmp_path))
+    said = str(e.value)
+    assert "shaders/oops.slang:5" in said and "no_such_thing" in said, said
+    assert "hatch-slang-" not in said  # (the scratch copy's path)

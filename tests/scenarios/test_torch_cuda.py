@@ -13,7 +13,7 @@ import importlib
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType, ModuleType
 from typing import Any
 
@@ -235,6 +235,36 @@ def test_errors_name_the_argument_and_what_to_do() -> None:
 
 
 @pytest.mark.slow
+def _under_interrupts(loop: Callable[[], None], going: Callable[[], bool]) -> None:
+    """Run ``loop`` again and again while ``going()``, SIGALRM raising KeyboardInterrupt every
+    few hundred microseconds."""
+
+    def boom(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGALRM, boom)
+    signal.setitimer(signal.ITIMER_REAL, 0.0003, 0.00037)
+    try:
+        while going():
+            try:  # noqa: SIM105 (a `with` could be cut short between its lines)
+                loop()
+            except KeyboardInterrupt:
+                pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def _stream_drains() -> None:
+    """The current stream finishes within a minute (else it waits for a serial nothing signals)."""
+    deadline = time.monotonic() + 60
+    done = torch.cuda.Event()
+    done.record()
+    while not done.query():
+        assert time.monotonic() < deadline, "the stream waits for a serial nothing signals"
+        time.sleep(0.01)
+
+
 # An interrupt that lands in a finalizer or a DLPack deleter cannot propagate (Python reports it
 # as unraisable): those are written so that one cut short keeps memory, never lets it go early.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -258,9 +288,6 @@ def test_interrupts_never_let_torch_run_ahead_or_hang(where: str) -> None:
     ew.add_inplace_f32(outs[0], vals[0])
     torch.cuda.synchronize()
 
-    def boom(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
     def loop() -> None:
         while st["i"] < 4000:
             i = st["i"]
@@ -275,23 +302,8 @@ def test_interrupts_never_let_torch_run_ahead_or_hang(where: str) -> None:
             except KeyboardInterrupt:
                 st["interrupted"] += 1
 
-    before = signal.signal(signal.SIGALRM, boom)
-    signal.setitimer(signal.ITIMER_REAL, 0.0003, 0.00037)
-    try:
-        while st["i"] < 4000:
-            try:  # noqa: SIM105 (a `with` could be cut short between its lines)
-                loop()
-            except KeyboardInterrupt:
-                pass
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0, 0)
-        signal.signal(signal.SIGALRM, before)
-    deadline = time.monotonic() + 60
-    done = torch.cuda.Event()
-    done.record()
-    while not done.query():
-        assert time.monotonic() < deadline, "the stream waits for a serial nothing signals"
-        time.sleep(0.01)
+    _under_interrupts(loop, lambda: st["i"] < 4000)
+    _stream_drains()
     assert st["returned"] > 100 and st["interrupted"] > 100, st
     assert int(errs) == 0
     o, v = make(), make()
