@@ -126,13 +126,34 @@ def test_tensors_in_tensors_out(built: BuiltPackage) -> None:
 
 
 def test_many_elements_use_a_grid_of_two_axes(built: BuiltPackage) -> None:
-    """More threads than one axis of groups holds (65535 x 256): the rows of the grid."""
+    """More threads than one axis of groups holds (65535 groups of 256, 4 elements a thread):
+    the rows of the grid (half elements, to move less)."""
     funcs = _funcs(built)
-    n = 65535 * 256 + 1000
-    x = np.full(n, 2.0, np.float32)
+    n = 65535 * 256 * 4 + 1000
+    x = np.full(n, 2.0, np.float16)
     x[-1] = 3.0
-    got = funcs.poly(x, 1.0)
-    assert got[0] == 9.0 and got[-1] == 16.0 and np.all(got[:-1] == 9.0)
+    got = funcs.hscale(x, np.float16(1.5))
+    assert got[0] == 3.0 and got[-1] == 4.5 and np.all(got[:-1] == 3.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 1023, 1025, 4 * 256 + 3, 3 * 4 * 256 + 1])
+def test_each_thread_computes_elements_a_stride_apart(built: BuiltPackage, n: int) -> None:
+    """Every element once, whatever is left over past the last whole set of four: the value,
+    the gradient and the tangent, read directly and through broadcast strides."""
+    funcs = _funcs(built)
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((2, n)).astype(np.float32)
+    a = rng.standard_normal((2, 1)).astype(np.float32)
+    np.testing.assert_allclose(funcs.poly(x, a), _poly(x, a), rtol=1e-5, atol=1e-5)
+    out = np.full((2, n), np.nan, np.float32)
+    funcs.poly(x, a, out=out)
+    np.testing.assert_allclose(out, _poly(x, a), rtol=1e-5, atol=1e-5)
+    g = rng.standard_normal((2, n)).astype(np.float32)
+    gx, ga = funcs.poly.vjp(x, a, grad_output=g)
+    np.testing.assert_allclose(gx, g * (2 * a * x + 2), rtol=1e-5, atol=1e-5)
+    assert ga is None
+    t = funcs.poly.jvp(x, a, tangents=(g, None))
+    np.testing.assert_allclose(t, g * (2 * a * x + 2), rtol=1e-5, atol=1e-5)
 
 
 # -- gradients -----------------------------------------------------------------------------------

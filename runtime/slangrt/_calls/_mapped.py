@@ -5,8 +5,8 @@ A generated module describes each parameter as a :class:`Param` and calls :func:
 :func:`vjp` or :func:`jvp` with the raw entry wrappers. Here the arguments are checked (dtype,
 the element's own trailing axes), broadcast (NumPy's rule over the leading axes), described to
 the entries in their first array (``hs_meta``: the element count, the threads in a row of the
-grid, the rank, the shape, then per array read a flag and its strides, 0 along a broadcast
-axis), and the outputs made: NumPy arrays, or ``slangrt.Tensor``s where an argument is one.
+grid, the rank, the threads T (thread t computes elements t + j * T), the shape, then per array
+read a flag and its strides, 0 along a broadcast axis), and the outputs made: NumPy arrays, or ``slangrt.Tensor``s where an argument is one.
 A gradient of an argument that was broadcast is summed over those axes on the device.
 """
 
@@ -25,6 +25,7 @@ from .._devices._tensor import Tensor
 __all__ = ["Param", "Spec", "call", "jvp", "pick", "vjp"]
 
 _GROUP = 256  # threads per group of every generated entry
+_ELEMENTS = 4  # elements each thread of a map, vjp or jvp entry computes (hatch-slang's MAP_ELEMENTS)
 _MAX_GROUPS = 65535  # per grid axis (maxComputeWorkGroupCount's guaranteed minimum)
 _MAX_RANK = 8  # the generated sum entry's bound
 
@@ -103,11 +104,12 @@ def _meta(fn: str, shape: Shape, reads: Sequence[Shape]) -> tuple[Any, tuple[int
     n = math.prod(shape)
     if n >= 1 << 32:
         raise ValueError(f"{fn}(): {n} elements; at most {(1 << 32) - 1} in one call")
-    groups = max(1, -(-n // _GROUP))
+    threads = -(-n // _ELEMENTS)
+    groups = max(1, -(-threads // _GROUP))
     gx = min(groups, _MAX_GROUPS)
     gy = -(-groups // gx)
     rank = len(shape)
-    meta = [n, gx * _GROUP, rank, *shape]
+    meta = [n, gx * _GROUP, rank, threads, *shape]
     for own in reads:
         padded = (1,) * (rank - len(own)) + own
         if padded == shape:
