@@ -6,8 +6,9 @@ A generated module describes each parameter as a :class:`Param` and calls :func:
 the element's own trailing axes), broadcast (NumPy's rule over the leading axes), described to
 the entries in their first array (``hs_meta``: the element count, the threads in a row of the
 grid, the rank, the threads T (thread t computes elements t + j * T), the shape, then per array
-read a flag and its strides, 0 along a broadcast axis), and the outputs made: NumPy arrays, or ``slangrt.Tensor``s where an argument is one.
-A gradient of an argument that was broadcast is summed over those axes on the device.
+read a flag and its strides, 0 along a broadcast axis), and the outputs made: NumPy arrays, or
+``slangrt.Tensor``s where an argument is one. A gradient of an argument that was broadcast is
+summed over those axes on the device.
 """
 
 from __future__ import annotations
