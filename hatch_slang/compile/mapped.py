@@ -597,9 +597,7 @@ def _jvp(f: MappedFunction) -> list[str]:
             args.append(f"diffPair({values(p, p.name, k)}, {_to_d(p, values(p, f'hs_t_{p.name}', t))})")
         else:
             args.append(values(p, p.name, k))
-    body = _store(
-        f.result, "hs_out_tangent", _from_d(f.result, f"fwd_diff({f.callee})({', '.join(args)}).d")
-    )
+    body = _store(f.result, "hs_out_tangent", _from_d(f.result, f"fwd_diff({f.callee})({', '.join(args)}).d"))
     kept = [(p, p.name) for p in f.params] + [(p, f"hs_t_{p.name}") for p in f.grads]
     tail = _keep(kept, (f.result, "hs_out_tangent"))
     return [*_head(f"_hs_jvp_{f.key}"), *_params(reads + writes), *_elements(values, body), *tail, "}"]
