@@ -35,6 +35,8 @@ from hatch_slang.config.settings import HookSettings, option_name
 from hatch_slang.errors import BuildErrors, CompileError, ConfigError, HatchSlangError, ShaderError
 from hatch_slang.spec.merge import build_spec
 from hatch_slang.spec.model import ShaderSpec
+from hatch_slang.spec.subgroups import with_subgroup_sizes
+from hatch_slang.spec.variants import with_variants
 
 
 class Progress(Protocol):
@@ -180,18 +182,20 @@ def checked_specs(
     never fails a build nor gets into its output: only the fresh result's problems are reported.
     """
     shaders = [_with_constants(config, s) for s in shaders]
+    sizes = {s.rel: config.subgroup_size_for(s.path) for s in shaders}
     hits: dict[str, tuple[ShaderSpec, CompileResult]] = {}
     for shader in shaders if cache is not None else ():
         assert cache is not None
         hit = cache.lookup(shader)
         try:
             if hit is not None:
-                hits[shader.rel] = (_spec(shader, hit, strict=strict), hit)
+                hits[shader.rel] = (_spec(shader, hit, strict=strict, subgroup=sizes[shader.rel]), hit)
         except HatchSlangError:
             cache.discard(shader)
     todo = [s for s in shaders if s.rel not in hits]
     results, compiled = compile_shaders(config, todo, cache=cache, progress=progress, cached=len(hits))
-    fresh = {spec.shader.rel: (spec, r) for spec, r in _specs(todo, results, errors, strict=strict)}
+    made = _specs(todo, results, errors, strict=strict, sizes=sizes)
+    fresh = {spec.shader.rel: (spec, r) for spec, r in made}
     done = hits | fresh
     return [done[s.rel] for s in shaders if s.rel in done], compiled
 
@@ -279,12 +283,12 @@ def unused_option_names(config: BuildConfig, shaders: list[Shader]) -> list[Hatc
     return found
 
 
-def _spec(shader: Shader, result: CompileResult, *, strict: bool) -> ShaderSpec:
+def _spec(shader: Shader, result: CompileResult, *, strict: bool, subgroup: int | None = None) -> ShaderSpec:
     """One shader's spec. Whatever goes wrong reading the compiler's output becomes a ShaderError
     naming the file, so that one odd reflection never hides the other files' problems behind a
     traceback."""
     try:
-        return build_spec(shader, result, strict=strict)
+        return with_variants(with_subgroup_sizes(build_spec(shader, result, strict=strict), subgroup))
     except (ShaderError, CompileError, BuildErrors):
         raise
     except (HatchSlangError, SpirvError) as e:  # names no file: a SPIR-V module it could not read
@@ -301,12 +305,14 @@ def _specs(
     errors: dict[str, list[HatchSlangError]],
     *,
     strict: bool,
+    sizes: dict[str, int | None],
 ) -> list[tuple[ShaderSpec, CompileResult]]:
-    """Specs of the shaders that compiled and agree with their comments; problems into ``errors``."""
+    """Specs of the shaders that compiled and agree with their comments; problems into ``errors``
+    (``sizes``: each shader's ``subgroup-size`` option)."""
     specs: list[tuple[ShaderSpec, CompileResult]] = []
     for shader, result in zip(shaders, results):
         try:
-            specs.append((_spec(shader, result, strict=strict), result))
+            specs.append((_spec(shader, result, strict=strict, subgroup=sizes.get(shader.rel)), result))
         except HatchSlangError as e:
             _collect(errors.setdefault(shader.rel, []), e)
     return specs

@@ -24,7 +24,7 @@ from slangrt.dtypes import DTYPES
 from slangrt.spirv import SpecConstant
 
 from hatch_slang import __version__
-from hatch_slang.codegen import generics, images, layout, mapped, structs, torch_ops
+from hatch_slang.codegen import generics, images, layout, mapped, structs, torch_ops, variants
 from hatch_slang.config.settings import TEMPLATE_FILES, HookSettings, option_name, where
 from hatch_slang.errors import ConfigError, ShaderError
 from hatch_slang.spec.model import (
@@ -144,6 +144,7 @@ def render_module(
         shader.mapped, shader.rel, own.helpers, own.own, own.taken, ns, _struct_dtypes(spec, own)
     )
     exported += mapped_names
+    exported += [v.name for v in spec.variants]
     if torch_namespace is not None:
         _check_torch_ops_name(spec, own)
         exported.append(TORCH_OPS)
@@ -171,6 +172,17 @@ def render_module(
         )
     text += structs.definitions(list(own.structs), own.structs, own.own["np"], spec.shader.module)
     text += mapped_text
+    text += variants.render(
+        spec,
+        own.helpers,
+        own.library,
+        own.locals(),
+        lambda e: _parameters(e, own.own),
+        lambda e: [b.name for b in _positional(e)],
+        _keywords,
+        _escape_doc,
+        _lit,
+    )
     if torch_namespace is not None:
         text += torch_ops.render(spec.entries, own.pickers, own.helpers, TORCH_OPS, torch_namespace, _lit)
     try:  # a last guard: a module that cannot be imported must never be written
@@ -231,7 +243,7 @@ class Names:
                     f"`{p.python}`, the function that picks an instance of generic entry `{p.generic}` "
                     "by dtype, is also an entry's wrapper; rename one",
                 )
-        functions |= {p.python for p in pickers}
+        functions |= {p.python for p in pickers} | {v.name for v in spec.variants}
         taken = functions | {n for e in spec.entries for n in _arguments(e)}
         own = {n: _fresh(n, taken) if n in functions else n for n in (*_IMPORTED, *_BUILTINS)}
         helpers = _fresh("_c", taken)
@@ -391,6 +403,14 @@ def _annotation(b: BufferSpec, own: dict[str, str]) -> str:
     if b.struct is not None:  # a structured dtype's scalar type (torch has none)
         return ("{npt}.NDArray[{np}.void] | {slangrt}.Tensor").format(**own)
     return ("{npt}.NDArray[" + element + "] | {slangrt}.Tensor | {slangrt}.TorchTensor").format(**own)
+
+
+def _keywords(e: EntrySpec) -> list[str]:
+    """The keyword-only arguments of ``e``'s wrapper, in :func:`_parameters`' order."""
+    names = [b.name for b in _samplers(e)]
+    names += [*e.params_required, *e.grid_only, *e.params_optional, *e.params_unread]
+    names += [GRID_ARGUMENT] if e.grid is None else []
+    return names + [c.name for c in e.constants]
 
 
 def _parameters(e: EntrySpec, own: dict[str, str]) -> str:
@@ -825,6 +845,8 @@ def manifest_entry(spec: ShaderSpec) -> manifest.Shader:
         push = [b.params_size for b in e.buffers if b.kind == "push"]
         if push:
             entry["push_size"] = push[0]
+        if e.subgroup_size is not None:
+            entry["subgroup_size"] = e.subgroup_size
         if e.python != e.name:
             entry["python"] = e.python
         if e.constants:

@@ -117,6 +117,20 @@ class BuildConfig:
                 names.update(dict.fromkeys(override.map))
         return tuple(names)
 
+    def subgroup_size_for(self, path: Path) -> int | None:
+        """The ``subgroup-size`` of the last override matching the shader at ``path`` that
+        gives one (None: none does)."""
+        size = None
+        for k, override in enumerate(self.overrides):
+            if override.subgroup_size is not None and self.applies(k, path):
+                if override.subgroup_size & (override.subgroup_size - 1):
+                    raise ConfigError(
+                        f"option `subgroup-size` of override {k + 1} must be a power of two from 1 to 128, "
+                        f"got {override.subgroup_size}"
+                    )
+                size = override.subgroup_size
+        return size
+
     def applies(self, k: int, path: Path) -> bool:
         """Whether override ``k``'s globs match the shader at ``path``."""
         return path.resolve() in self._matching(k)

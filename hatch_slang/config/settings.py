@@ -123,6 +123,14 @@ class OverrideSettings:
         "editing them",
         must='a list of function names ("poly", "softsign<float>")',
     )
+    subgroup_size: int | None = option(
+        None,
+        doc="the subgroup size the entries of those shaders require (a power of two, as a "
+        "`// Subgroup size: 32` line says it; an entry's own line wins), where the files cannot be edited",
+        must="a power of two from 1 to 128",
+        minimum=1,
+        maximum=128,
+    )
 
 
 @dataclass(frozen=True)

@@ -327,6 +327,17 @@ class EntrySpec:
     # defaults when omitted; per axis of `threads` (their defaults) the constant that sets it.
     constants: tuple[SpecConstant, ...] = ()
     threads_by: tuple[str | None, str | None, str | None] = (None, None, None)
+    subgroup_size: int | None = None  # the subgroup size it requires (`Subgroup size:`); None: any
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A ``slang-variants`` function: it runs the first of ``entries`` (EntrySpec names, in
+    order) that the device supports."""
+
+    name: str
+    line: int
+    entries: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -335,3 +346,4 @@ class ShaderSpec:
     entries: tuple[EntrySpec, ...]
     dependencies: tuple[str, ...]
     warnings: tuple[str, ...]
+    variants: tuple[Variant, ...] = ()  # `slang-variants` functions (hatch_slang.spec.variants)

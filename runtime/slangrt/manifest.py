@@ -7,7 +7,9 @@ too: ``hatch-slang validate`` sizes the arrays it makes from each binding's dtyp
 Format 2 adds the optional per-binding ``set`` (default 0) and per-entry ``push_size`` (default
 0) to format 1. Format 3 (the newest, :data:`FORMAT`) adds the image, sampler and texel-buffer
 kinds and their optional keys (``dim``, ``arrayed``, ``format``, ``texel``, ``channels``,
-``sampler``); a manifest without such a binding is still written as format 2. slangrt reads every
+``sampler``); a manifest without such a binding is still written as format 2. Format 4 adds the
+per-entry ``subgroup_size`` (the size a kernel requires of its subgroups: a runtime that would
+ignore it must refuse the manifest), written only where an entry has one. slangrt reads every
 format in :data:`FORMATS`. An entry's optional ``constants`` (its specialization constants:
 :class:`Constant`) is written only for entries that have some, in either format.
 """
@@ -22,8 +24,8 @@ from ._errors import SlangRTError
 from .files import read_regular
 
 FILENAME = "manifest.json"
-FORMAT = 3
-FORMATS = (1, 2, 3)
+FORMAT = 4
+FORMATS = (1, 2, 3, 4)
 
 Kind = Literal[
     "storage",
@@ -107,6 +109,7 @@ class Entry(_Entry, total=False):
     """One entry point (kernel) of a shader."""
 
     push_size: int  # bytes of push constants (format 2); absent: 0
+    subgroup_size: int  # the subgroup size the kernel requires (format 4); absent: any
     # Specialization constants, by SpecId (absent: none); slangrt checks them against the SPIR-V.
     constants: list[Constant]
     # For tools (not read by the runtime): the wrapper function, where it is not the entry's
@@ -133,12 +136,14 @@ class Manifest(TypedDict):
 
 
 def format_of(shaders: dict[str, Shader]) -> int:
-    """The format a manifest of ``shaders`` is written as: :data:`FORMAT` where a binding has an
-    image, sampler or texel-buffer kind, else 2 (which every slangrt of the 0.1 series reads)."""
-    for shader in shaders.values():
-        for entry in shader["entries"].values():
-            if any(b["kind"] not in _BUFFER_KINDS for b in entry["bindings"]):
-                return FORMAT
+    """The format a manifest of ``shaders`` is written as: 4 where an entry requires a subgroup
+    size, else 3 where a binding has an image, sampler or texel-buffer kind, else 2 (which every
+    slangrt of the 0.1 series reads)."""
+    entries = [entry for shader in shaders.values() for entry in shader["entries"].values()]
+    if any("subgroup_size" in entry for entry in entries):
+        return 4
+    if any(b["kind"] not in _BUFFER_KINDS for entry in entries for b in entry["bindings"]):
+        return 3
     return 2
 
 
@@ -203,7 +208,8 @@ class _Where:
 def _check(data: dict[str, object], path: str) -> None:
     """Refuse a manifest whose structure is not the format's, naming the value and the file."""
     w = _Where(path)
-    kinds = _KINDS if data.get("format") == 3 else _BUFFER_KINDS
+    fmt = data.get("format")
+    kinds = _KINDS if fmt in (3, 4) else _BUFFER_KINDS
     w.typed(data, "shaders", "manifest", dict, "an object")
     shaders: dict[str, object] = data["shaders"]  # type: ignore[assignment]
     for module, shader in shaders.items():
@@ -215,6 +221,7 @@ def _check(data: dict[str, object], path: str) -> None:
             if not isinstance(entry, dict):
                 raise w.bad(at, "an object", entry)
             _check_entry(w, entry, at, kinds)
+            _check_subgroup(w, entry, at, fmt)
 
 
 _BUFFER_KINDS = ("storage", "uniform")
@@ -240,6 +247,18 @@ _MAX_FORMAT = 32  # the longest format name read (Slang's longest: 14 letters)
 
 def _one_of(choices: tuple[str, ...]) -> str:
     return " or ".join(f'"{c}"' for c in choices)
+
+
+def _check_subgroup(w: _Where, entry: dict[str, object], at: str, fmt: object) -> None:
+    if "subgroup_size" not in entry:
+        return
+    size = entry["subgroup_size"]
+    if fmt != 4:
+        raise w.bad(f"{at}.subgroup_size", "no subgroup_size below format 4", size)
+    w.int(size, f"{at}.subgroup_size", 1, 128)
+    assert isinstance(size, int)
+    if size & (size - 1):
+        raise w.bad(f"{at}.subgroup_size", "a power of two", size)
 
 
 def _check_entry(w: _Where, entry: dict[str, object], at: str, kinds: tuple[str, ...]) -> None:

@@ -66,6 +66,11 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   through its generated entries, its gradients and its forward-mode derivative; on torch
   tensors, a torch custom op with autograd (``slangrt._calls._mapped``, ``_mapped_api``, ``_mapped_torch``).
   Added within API 2.
+- :class:`Variants` ``(name, library, entries)``: a function that runs the first of several
+  entries (``(wrapper name, shader, entry, wrapper)`` each, in order) that the device supports
+  (hatch-slang's ``slang-variants``); ``.pick(arrays)`` is the wrapper a call with those array
+  arguments runs, ``.chosen(device)`` its name, ``.paths(device)`` what each entry lacks there
+  (``slangrt._calls._variants``). Added within API 2.
 - :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
@@ -83,6 +88,7 @@ from ._calls._mapped_api import jvp as map_jvp
 from ._calls._mapped_api import pick as map_pick
 from ._calls._mapped_api import vjp as map_vjp
 from ._calls._pick import choose, pick
+from ._calls._variants import Variants
 from ._cuda._ops import TorchOps
 
 API_VERSION = 2
@@ -94,6 +100,7 @@ __all__ = [
     "MapParam",
     "MapSpec",
     "TorchOps",
+    "Variants",
     "WrapperAPIError",
     "ceil",
     "choose",

@@ -1,9 +1,9 @@
-"""Manifest format 3 (images, samplers, texel buffers) as slangrt reads it: each new key checked
-(good values read, bad ones refused naming the key), and the load-time check that a package's
-manifest agrees with its SPIR-V about every image descriptor: a tampered manifest (an image
-called a buffer or the reverse, the wrong dim, arrayed, format or texel, a written image called
-read-only) is refused at load, naming the binding. Packages are made in ``tmp_path`` from the
-committed fixtures (rt_package)."""
+"""Manifest formats 3 (images, samplers, texel buffers) and 4 (an entry's subgroup size) as
+slangrt reads them: each new key checked (good values read, bad ones refused naming the key),
+and the load-time check that a package's manifest agrees with its SPIR-V about every image
+descriptor: a tampered manifest (an image called a buffer or the reverse, the wrong dim,
+arrayed, format or texel, a written image called read-only) is refused at load, naming the
+binding. Packages are made in ``tmp_path`` from the committed fixtures (rt_package)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rt_package import SHADER, bindings, write_package
+from rt_package import SHADER, bindings, spirv, write_package
 from slangrt import SlangRTError, manifest
 from slangrt._calls._library import KernelLibrary
 
@@ -21,8 +21,8 @@ def _read(tmp_path: Path, entries: dict[str, list[dict[str, Any]]], fmt: int = 3
     return manifest.read(write_package(tmp_path, entries, fmt=fmt) / manifest.FILENAME)
 
 
-def test_format_3_is_the_newest_and_all_are_read() -> None:
-    assert manifest.FORMAT == 3 and manifest.FORMATS == (1, 2, 3)
+def test_format_4_is_the_newest_and_all_are_read() -> None:
+    assert manifest.FORMAT == 4 and manifest.FORMATS == (1, 2, 3, 4)
 
 
 def test_every_fixture_binding_is_read(tmp_path: Path) -> None:
@@ -231,3 +231,37 @@ def test_only_a_manifest_with_images_is_written_as_format_3(tmp_path: Path) -> N
         entry["bindings"] = [b for b in entry["bindings"] if b["kind"] in ("storage", "uniform")]
     assert manifest.format_of(m["shaders"]) == 2
     assert manifest.format_of({}) == 2
+
+
+def _with_subgroup(tmp_path: Path, size: object, fmt: int) -> manifest.Manifest:
+    directory = write_package(tmp_path, {"img_copy": bindings("img_copy")}, fmt=fmt)
+    path = directory / manifest.FILENAME
+    doc = json.loads(path.read_text())
+    doc["shaders"][SHADER]["entries"]["img_copy"]["subgroup_size"] = size
+    path.write_text(json.dumps(doc))
+    return manifest.read(path)
+
+
+def test_format_4_adds_an_entrys_subgroup_size(tmp_path: Path) -> None:
+    """A runtime that ignored the size would run the kernel with the device's own: a manifest
+    below format 4 may not carry one, and a size is a power of two from 1 to 128."""
+    got = _with_subgroup(tmp_path / "ok", 32, 4)
+    assert got["shaders"][SHADER]["entries"]["img_copy"]["subgroup_size"] == 32
+    for size, fmt, want in [
+        (32, 3, "no subgroup_size below format 4"),
+        (24, 4, "a power of two"),
+        (256, 4, "an int from 1 to 128"),
+        ("32", 4, "an int from 1 to 128"),
+        (True, 4, "an int from 1 to 128"),
+    ]:
+        with pytest.raises(SlangRTError, match=r"img_copy\.subgroup_size must be") as info:
+            _with_subgroup(tmp_path / f"{size}{fmt}", size, fmt)
+        assert want in str(info.value)
+
+
+@pytest.mark.parametrize("size", [0, 3, 256, 32.0, True])
+def test_a_kernel_refuses_a_subgroup_size_that_is_none(size: object) -> None:
+    from slangrt import Kernel
+
+    with pytest.raises(ValueError, match="subgroup_size must be a power of two from 1 to 128"):
+        Kernel(spirv("img_copy"), "img_copy", [], (8, 8, 1), subgroup_size=size)  # type: ignore[arg-type]

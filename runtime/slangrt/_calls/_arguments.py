@@ -164,6 +164,42 @@ def _checked_push_size(name: str, push_size: int) -> int:
     return size
 
 
+def _checked_subgroup_size(name: str, size: object) -> int | None:
+    if size is None:
+        return None
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1 or size > 128 or size & (size - 1):
+        raise ValueError(f"kernel {name!r}: subgroup_size must be a power of two from 1 to 128, got {size!r}")
+    return size
+
+
+def required_subgroup(core: Core, size: int | None) -> int | None:
+    """The size a pipeline requires through ``VkPipelineShaderStageRequiredSubgroupSizeCreateInfo``
+    for a kernel that needs subgroups of ``size`` (None: none to require, the device's own is it)."""
+    if size is None or not core.subgroup_control:
+        return None
+    return size
+
+
+def subgroup_problems(core: Core, size: int, threads: tuple[int, int, int]) -> list[str]:
+    """Why the device cannot run a kernel that needs subgroups of ``size`` (empty: it can)."""
+    total = threads[0] * threads[1] * threads[2]
+    low, high = core.subgroup_range
+    if core.subgroup_control and low <= size <= high:
+        if total > core.max_group_subgroups * size:
+            return [
+                f"subgroups of {size} for a group of {total} threads (maxComputeWorkgroupSubgroups is "
+                f"{core.max_group_subgroups})"
+            ]
+        return []
+    if core.subgroup_size == size and low in (0, size) and high in (0, size):
+        return []  # the only size the device has
+    offers = f"{low} to {high}" if core.subgroup_control else f"{core.subgroup_size} only"
+    return [
+        f"a subgroup size of {size} (VK_EXT_subgroup_size_control's requiredSubgroupSize; the device "
+        f"offers {offers})"
+    ]
+
+
 def _checked_threads(name: str, threads: tuple[int, int, int]) -> tuple[int, int, int]:
     if len(threads) != 3 or any(operator.index(t) < 1 for t in threads):
         raise ValueError(f"kernel {name!r}: threads must be three positive ints, got {threads!r}")
@@ -184,6 +220,7 @@ class Signature:
         "push_size",
         "specialization",
         "spirv",
+        "subgroup_size",
         "threads",
         "uniforms",
         "writable",
@@ -198,6 +235,7 @@ class Signature:
         name: str | None,
         push_size: int,
         specialization: tuple[tuple[tuple[int, int, int], ...], bytes] = ((), b""),
+        subgroup_size: int | None = None,
     ) -> None:
         code = _checked_code(spirv, name or entry)
         if not isinstance(entry, str) or not entry:
@@ -219,12 +257,15 @@ class Signature:
         # A device's pipelines are shared by kernels of the same module, entry, layout and
         # specialization constants' values (``Kernel``'s ``constants``: SpecIds, offsets, data).
         self.specialization = specialization
+        #: The subgroup size the kernel requires (its comment's ``Subgroup size:``); None: any.
+        self.subgroup_size = _checked_subgroup_size(self.name, subgroup_size)
         self.pipeline_key = (
             hashlib.sha256(code).digest(),
             entry,
             tuple((b.set, b.binding, b.kind) for b in self.bindings),
             self.push_range,
             specialization,
+            self.subgroup_size,
         )
 
     def check_grid(self, dev: Device, grid: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -382,22 +423,28 @@ class Signature:
 
     # -- Vulkan ------------------------------------------------------------------------------
 
+    def unsupported(self, dev: Device) -> list[str]:
+        """What the kernel needs that ``dev`` lacks, one phrase each (empty: it runs there)."""
+        mod = _features.scan(self.spirv, self.entry)
+        missing = _features.missing(mod, dev.features)
+        core = dev.parts.core
+        if self.push_range > core.max_push_constants:
+            limit = core.max_push_constants
+            missing.append(f"{self.push_size} bytes of push constants (maxPushConstantsSize is {limit})")
+        if self.subgroup_size is not None:
+            missing += subgroup_problems(core, self.subgroup_size, self.threads)
+        return missing
+
     def check_module(self, dev: Device) -> None:
         """Refuse a kernel the device cannot run, or whose SPIR-V uses what it does not describe."""
         mod = _features.scan(self.spirv, self.entry)
         info = dev.info
-        missing = _features.missing(mod, dev.features)
+        missing = self.unsupported(dev)
         if missing:
             them = "it" if len(missing) == 1 else "them"
             raise UnsupportedKernelError(
                 f"kernel `{self.name}` needs {' and '.join(missing)}; {info.name} does not support {them}"
                 + _unformatted_hint(self.spirv, self.entry, missing)
-            )
-        limit = dev.parts.core.max_push_constants
-        if self.push_range > limit:
-            raise UnsupportedKernelError(
-                f"kernel `{self.name}` needs {self.push_size} bytes of push constants; {info.name} "
-                f"allows {limit} (maxPushConstantsSize)"
             )
         if mod.entry_points and self.entry not in mod.entry_points:
             raise ValueError(

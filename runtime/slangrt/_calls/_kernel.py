@@ -35,7 +35,7 @@ from .._vulkan._core import Core
 from ..spirv._constants import local_size_ids, spec_constants
 from ..spirv._format import parse
 from . import _images
-from ._arguments import Packed, Signature
+from ._arguments import Packed, Signature, required_subgroup
 from ._specialize import Specialization, specialize
 
 __all__ = ["BindingSpec", "Kernel"]
@@ -161,11 +161,12 @@ class Kernel:
         name: str | None = None,
         push_size: int = 0,
         constants: Mapping[str, object] | None = None,
+        subgroup_size: int | None = None,
     ) -> None:
         spec = _specialization(spirv, entry, name, threads, constants) if constants else None
         self._base = (threads, dict(constants or {}))  # what `specialized` starts from
         size, values = (spec.threads, (spec.entries, spec.data)) if spec else (threads, ((), b""))
-        sig = self._sig = Signature(spirv, entry, bindings, size, name, push_size, values)
+        sig = self._sig = Signature(spirv, entry, bindings, size, name, push_size, values, subgroup_size)
         #: The specialization constants' values this kernel was made with (by name; {}: defaults).
         self.constants: Mapping[str, bool | int | float] = spec.values if spec else {}
         self._specialized: dict[Any, Kernel] = {}
@@ -223,6 +224,7 @@ class Kernel:
             name=self.name,
             push_size=self.push_size,
             constants={**base, **values},
+            subgroup_size=self._sig.subgroup_size,
         )
         with self._lock:
             if len(self._specialized) >= _SPECIALIZED:
@@ -247,8 +249,15 @@ class Kernel:
                     name=self.name,
                     push_size=self.push_size,
                     constants=base or None,
+                    subgroup_size=self._sig.subgroup_size,
                 )
             return found
+
+    def unsupported(self, device: Device | None = None) -> list[str]:
+        """What the kernel needs that ``device`` (default: its own) lacks, one phrase each: a
+        SPIR-V capability or extension and the Vulkan feature behind it, a limit. Empty: it
+        runs there (its first dispatch would not raise :class:`UnsupportedKernelError`)."""
+        return self._sig.unsupported(device or self.device)
 
     @property
     def device(self) -> Device:
@@ -740,7 +749,14 @@ class Kernel:
                     what = f"kernel {self.name!r}"
                     sig = self._sig
                     pipeline = Pipeline(
-                        core, sig.spirv, self.entry, self.bindings, sig.push_range, what, sig.specialization
+                        core,
+                        sig.spirv,
+                        self.entry,
+                        self.bindings,
+                        sig.push_range,
+                        what,
+                        sig.specialization,
+                        _subgroups(dev, sig),
                     )
                     core.pipelines[self._sig.pipeline_key] = pipeline
             state = KernelState(
@@ -759,6 +775,15 @@ class Kernel:
             self._finalizer = weakref.finalize(self, state.free)
             self._finalizer.atexit = False
             return state
+
+
+def _subgroups(dev: Device, sig: Signature) -> tuple[int, bool] | None:
+    """What the pipeline requires of its subgroups: (size, whether they are full: a group's
+    first axis a multiple of the size and computeFullSubgroups on), or None."""
+    size = required_subgroup(dev.parts.core, sig.subgroup_size)
+    if size is None:
+        return None
+    return size, sig.threads[0] % size == 0 and "computeFullSubgroups" in dev.features
 
 
 def _specialization(

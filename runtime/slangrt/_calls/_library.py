@@ -104,6 +104,7 @@ class KernelLibrary:
                     (x, y, z),
                     name=f"{shader}.{entry}",
                     push_size=int(info.get("push_size", 0)),
+                    subgroup_size=info.get("subgroup_size"),
                 )
                 self._kernels[key] = k
         return k.specialized(constants) if constants else k

@@ -212,6 +212,26 @@ def _describe_core(core: Core, pd: Any, info: DeviceInfo, instance: Instance, de
     core.timestamp_period_ns = float(limits.timestampPeriod)
     families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
     core.timestamp_bits = int(families[core.queue_family].timestampValidBits)
+    _describe_subgroups(core, pd, info)
+
+
+def _describe_subgroups(core: Core, pd: Any, info: DeviceInfo) -> None:
+    """The subgroup size of compute shaders, and what a pipeline may require of it."""
+    vk = _vk.vk()
+    basic = _vk.device_properties(
+        pd, "VkPhysicalDeviceSubgroupProperties", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
+    )
+    core.subgroup_size = int(basic.subgroupSize)
+    if "subgroupSizeControl" not in info.features:
+        return
+    control = _vk.device_properties(
+        pd,
+        "VkPhysicalDeviceSubgroupSizeControlProperties",
+        vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES,
+    )
+    core.subgroup_range = (int(control.minSubgroupSize), int(control.maxSubgroupSize))
+    core.max_group_subgroups = int(control.maxComputeWorkgroupSubgroups)
+    core.subgroup_control = bool(control.requiredSubgroupSizeStages & vk.VK_SHADER_STAGE_COMPUTE_BIT)
 
 
 def _make_parts(core: Core, pd: Any, info: DeviceInfo, finalizer: weakref.finalize[Any, Any]) -> Parts:

@@ -146,10 +146,12 @@ class Pipeline:
         push_range: int,
         what: str,
         specialization: tuple[tuple[tuple[int, int, int], ...], bytes] = ((), b""),
+        subgroups: tuple[int, bool] | None = None,
     ) -> None:
         vk = _vk.vk()
         h = core.handle
         self.specialization = specialization
+        self.subgroups = subgroups
         self.shader: Any = None
         self.set_layouts: list[Any] = []
         self.layout: Any = None
@@ -222,14 +224,24 @@ class Pipeline:
             spec = vk.VkSpecializationInfo(
                 mapEntryCount=len(entries), pMapEntries=map_entries, dataSize=len(data), pData=raw
             )
+        required, flags = None, 0
+        if self.subgroups is not None:
+            size, full = self.subgroups
+            required = vk.VkPipelineShaderStageRequiredSubgroupSizeCreateInfo(requiredSubgroupSize=size)
+            flags = vk.VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT if full else 0
         stage = vk.VkPipelineShaderStageCreateInfo(
-            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.shader, pName=entry, pSpecializationInfo=spec
+            pNext=required,
+            flags=flags,
+            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            module=self.shader,
+            pName=entry,
+            pSpecializationInfo=spec,
         )
         pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
         cache = core.pipeline_cache.handle if core.pipeline_cache is not None else None
         with _vk.call(f"creating the compute pipeline of {what} (entry {entry!r})"):
             handle = vk.vkCreateComputePipelines(core.handle, cache, 1, [pipeline_info], None)[0]
-        del stage, pipeline_info, spec
+        del stage, pipeline_info, spec, required
         if core.pipeline_cache is not None:
             core.pipeline_cache.dirty = True
         return handle

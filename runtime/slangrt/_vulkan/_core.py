@@ -105,6 +105,13 @@ class Core:
         # minTexelBufferOffsetAlignment, maxTexelBufferElements: texel buffers' start and length.
         self.texel_align = 1
         self.max_texel_elements = 0
+        # Subgroups: the size compute shaders get (subgroupSize), and with subgroupSizeControl
+        # the sizes a pipeline may require (min, max), how many subgroups a group may hold
+        # (maxComputeWorkgroupSubgroups) and whether compute shaders may require one at all.
+        self.subgroup_size = 0
+        self.subgroup_range = (0, 0)
+        self.max_group_subgroups = 0
+        self.subgroup_control = False
         # Shared by the kernels on it.
         self.pipeline_cache: PipelineCache | None = None
         self.pipelines: dict[Any, Pipeline] = {}

@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 from slangrt import dtypes, manifest, wrapper_api
 
 from hatch_slang import runtime_requirement
-from hatch_slang.codegen import generics, mapped, torch_ops
+from hatch_slang.codegen import generics, mapped, torch_ops, variants
 from hatch_slang.codegen import wrappers as codegen
 from hatch_slang.comments import expr
 from hatch_slang.spec import reflection
@@ -37,12 +37,13 @@ def _emitted() -> set[str]:
     """Every `_c.<name>` the generator can write: templates, codegen's (the generic entries'
     pickers too) and expr's renderings."""
     texts = [(REPO / "templates" / name).read_text() for name in codegen.TEMPLATE_FILES]
-    texts += [Path(m.__file__).read_text() for m in (codegen, generics, mapped, torch_ops, expr)]
+    texts += [Path(m.__file__).read_text() for m in (codegen, generics, mapped, torch_ops, variants, expr)]
     # The wrapper API is `_c` in a module unless a user's name takes it: `$helpers` in the
     # templates, `{c}` / `{at.helpers}` / `{own.helpers}` / `{helpers}` where codegen and expr
-    # write it; codegen names a call by its head (`layout.call(f"{c}.grid_dim", ...)`).
+    # write it; codegen names a call by its head (`layout.call(f"{c}.grid_dim", ...)`), a base
+    # class by itself (`class _hs_Variants_f({helpers}.Variants):`).
     api = r"(?:_c|\$helpers|\{c\}|\{at\.helpers\}|\{own\.helpers\}|\{helpers\})"
-    names = {m for t in texts for m in re.findall(api + r"\.(\w+)[(\"]", t)}
+    names = {m for t in texts for m in re.findall(api + r"\.(\w+)[(\")]", t)}
     return names | {expr.DIVISION, *expr.FUNCTIONS}  # expr writes `_c.{name}(...)`
 
 
@@ -58,7 +59,7 @@ def test_the_api_exports_exactly_what_generated_code_uses() -> None:
 def _module(tmp_path: Path, api: int) -> str:
     """A generated module (no kernels) written for wrapper API ``api``, in package `apipkg`."""
     templates = codegen.Templates.load()
-    own = codegen.Names.of(SimpleNamespace(entries=()))  # type: ignore[arg-type]  # a module of no entries
+    own = codegen.Names.of(SimpleNamespace(entries=(), variants=()))  # type: ignore[arg-type]  # a module of no entries
     text = templates.module.substitute(
         version="0",
         api=api,
@@ -91,10 +92,11 @@ def test_a_runtime_with_another_api_is_refused_at_import(tmp_path: Path) -> None
 
 
 def test_one_manifest_format() -> None:
-    """Format 3 (the newest) only where a binding is an image kind; without one the bytes stay
-    format 2's, as every package built before images was."""
+    """Format 4 (the newest) only where an entry requires a subgroup size, format 3 where a
+    binding is an image kind; without either the bytes stay format 2's, as every package built
+    before images was."""
     assert codegen.MANIFEST == manifest.FILENAME == "manifest.json"
-    assert manifest.FORMAT == 3 and manifest.FORMATS == (1, 2, 3)
+    assert manifest.FORMAT == 4 and manifest.FORMATS == (1, 2, 3, 4)
     assert set(get_args(manifest.Kind)) == {"storage", "uniform", *IMAGE_KINDS}  # one vocabulary
     text = codegen.render_manifest({}, "2025.1")
     assert text == manifest.dumps({"format": 2, "compiler": "slang 2025.1", "shaders": {}})
@@ -117,7 +119,9 @@ def test_one_manifest_format() -> None:
             "bindings": [binding],
         }
         shaders: dict[str, manifest.Shader] = {"m": {"source": "m", "entries": {"k": entry}}}
-        assert json.loads(codegen.render_manifest(shaders, "2025.1"))["format"] == manifest.FORMAT
+        assert json.loads(codegen.render_manifest(shaders, "2025.1"))["format"] == 3
+        entry["subgroup_size"] = 32
+        assert json.loads(codegen.render_manifest(shaders, "2025.1"))["format"] == manifest.FORMAT == 4
 
 
 def test_manifest_read_refuses_other_formats(tmp_path: Path) -> None:
