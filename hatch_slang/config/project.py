@@ -125,7 +125,8 @@ class BuildConfig:
             if override.subgroup_size is not None and self.applies(k, path):
                 if override.subgroup_size & (override.subgroup_size - 1):
                     raise ConfigError(
-                        f"option `subgroup-size` of override {k + 1} must be a power of two from 1 to 128, "
+                        f"option `{option_name(OverrideSettings, 'subgroup_size')}` of override {k + 1} must be "
+                        "a power of two from 1 to 128, "
                         f"got {override.subgroup_size}"
                     )
                 size = override.subgroup_size
