@@ -16,7 +16,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from hatch_slang.validate import Case, load_manifest, load_reference, run_case
+from hatch_slang.validate import Case, Skipped, load_manifest, load_reference, run_case
 
 from ..helpers import REPO, built_package, requires_device
 
@@ -72,9 +72,13 @@ def test_kernel_matches_numpy_reference(library: Path, name: str) -> None:
     failures = []
     labels: dict[str, list[str]] = {}
     for number, case in enumerate(reference_cases(name), start=1):
-        label, abs_err, rel_err, ok, _, error = run_case(
-            module, manifest, case, rng, f"{name}.py case {number}"
-        )
+        try:
+            label, abs_err, rel_err, ok, _, error = run_case(
+                module, manifest, case, rng, f"{name}.py case {number}"
+            )
+        except Skipped as s:  # the device lacks what the kernel needs (coopmat on lavapipe): as validate
+            labels.setdefault(case.entry, []).append(s.label)
+            continue
         labels.setdefault(case.entry, []).append(label)
         if not ok:
             failures.append(

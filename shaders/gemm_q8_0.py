@@ -1,0 +1,82 @@
+"""NumPy reference and validation cases for gemm_q8_0.slang, per path (tiled, coopmat) and
+format of x and y (f32, f16); the helpers gemm_q4_0.py shares.
+
+The tiled path computes with the weights q * d and x exactly (in f32), so it differs from
+float64 by f32 summation only. The coopmat path rounds both to f16 as it stages them: its
+reference rounds them the same way first. An f16 y is the f32 result rounded once to f16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hatch_slang.validate import Case, held, load_reference
+
+q8 = load_reference(Path(__file__).with_name("gemv_q8_0.py"))
+
+# (tokens, n, k): one block; tokens and n below, at and past the 128 x 128 tile; several tiles
+# each way; k of one stage of the coopmat path, and not a multiple of two stages.
+SHAPES = [(1, 1, 32), (3, 33, 64), (17, 33, 96), (1, 130, 1024), (129, 257, 64), (200, 300, 544)]
+PATHS = ("tiled", "coopmat")
+FORMATS = ("f32", "f16")
+
+Dequantize = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def reference(args: dict[str, Any], dequantize: Dequantize, path: str, fmt: str) -> dict[str, np.ndarray]:
+    w = dequantize(args["wq"], args["wd"])
+    x = args["x"]
+    if path == "coopmat":  # staged as f16
+        w, x = held(w, "f16"), held(x, "f16")
+    y = x.astype(np.float64) @ w.astype(np.float64).T
+    if args["accumulate"]:
+        y += args["y"].astype(np.float64)
+    return {"y": held(y, fmt)}
+
+
+def tolerance(fmt: str, k: int) -> tuple[float, float]:
+    """(atol, rtol): f32 sums of `k` products summed in another order (as gemv_q8_0's); for
+    an f16 y, also one f16 ulp (the float64 result and the f32 one may round apart)."""
+    atol = 2e-6 * k**0.5 * 8
+    return (atol, 1e-5) if fmt == "f32" else (atol + 2.0**-24, 2.0**-10)
+
+
+def flops(entry: str, sizes: dict[str, int]) -> float:
+    """Floating-point operations of one call (`hatch-slang bench` reports GFLOP/s from it): a
+    multiply and an add per weight and token, and one add per output when accumulating."""
+    outputs = sizes["n"] * sizes["tokens"]
+    return 2.0 * outputs * sizes["k"] + (outputs if sizes.get("accumulate") else 0)
+
+
+def quant_cases(
+    rng: np.random.Generator, name: str, random: Callable[..., Any], dequantize: Dequantize
+) -> Iterator[Case]:
+    """The cases of gemm_<name>: every path and format, shape and accumulate flag; the weights
+    from `random(rng, (n, k))`, x and y from the contract."""
+    for tokens, n, k in SHAPES:
+        wq, wd = random(rng, (n, k))
+        for path in PATHS:
+            for fmt in FORMATS:
+
+                def expect(args: dict[str, Any], path: str = path, fmt: str = fmt) -> dict[str, np.ndarray]:
+                    return reference(args, dequantize, path, fmt)
+
+                atol, rtol = tolerance(fmt, k)
+                for accumulate in (0, 1):
+                    yield Case(
+                        f"gemm_{name}_{path}_{fmt}",
+                        label=f"tokens={tokens} n={n} k={k} acc={accumulate}",
+                        dims={"tokens": tokens, "n": n, "k": k},
+                        args={"wq": wq, "wd": wd, "accumulate": accumulate},
+                        expect=expect,
+                        atol=atol,
+                        rtol=rtol,
+                    )
+
+
+def cases(rng: np.random.Generator) -> Iterator[Case]:
+    yield from quant_cases(rng, "q8_0", q8.random_q8_0, q8.dequantize_q8_0)
