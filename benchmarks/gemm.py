@@ -1,0 +1,143 @@
+"""GEMM kernels of the library (``shaders/gemm_*.slang``) against ``torch.matmul``, in one process.
+
+    python benchmarks/gemm.py [--reps R] [--small] [--json FILE]
+
+Needs the kernel library built into ``hatch_slang/kernels`` (``hatch-slang build``). Each row
+is one product ``y = x @ w.T`` (x ``[tokens][k]``, w ``[n][k]``): our GPU time (GPU timestamps,
+``slangrt.profile()``) of the entry or variant function named, against ``torch.matmul`` on the
+same shapes (CUDA events):
+
+- f16 4096 x 4096 x 4096 (``gemm_f16_f16``: f16 in, f32 sums, f16 out) against torch in f16
+  (cuBLAS, tensor cores), and the tiled path alone (``gemm_f16_tiled_f16``);
+- prefill shapes (tokens 512; n 14336, k 4096 and n 4096, k 14336): ``gemm_q4_0_f16`` and
+  ``gemm_q8_0_f16`` (weights quantized in memory, f16 activations) against torch in f16 on
+  the weights dequantized beforehand, and ``gemm_f32_tiled`` against torch in f32 with TF32
+  off.
+
+Each row also gives TFLOPS (2 n k tokens a product), the fraction of the device's peak (NVIDIA's
+dense figures for the H100/H200 SXM: 989 TFLOPS f16 tensor, 67 TFLOPS f32 without tensor cores)
+and the largest difference from torch's result relative to its largest value (both are f32
+sums: they differ by rounding only). ``--small`` runs small shapes (lavapipe). Without torch on
+a CUDA device the torch columns are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "runtime")]
+
+import slangrt  # noqa: E402
+
+from benchmarks.kernels import Torch, _kernels, _q4, gpu_time_us  # noqa: E402
+
+PEAK_TFLOPS = {"f16": 989.0, "f32": 67.0}  # H100 / H200 SXM, dense
+
+
+def _q8() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_q8_0_helpers", ROOT / "shaders" / "gemv_q8_0.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+Weights = tuple[tuple[np.ndarray, ...], np.ndarray]
+
+
+def _weights(kind: str, n: int, k: int, rng: np.random.Generator) -> Weights:
+    """The weights as our entry takes them, and as f32 (what torch multiplies)."""
+    if kind == "f32":
+        w = rng.standard_normal((n, k), dtype=np.float32) * 0.05
+        return (w,), w
+    if kind == "f16":
+        w16 = (rng.standard_normal((n, k), dtype=np.float32) * 0.05).astype(np.float16)
+        return (w16,), w16.astype(np.float32)
+    helpers = _q4() if kind == "q4_0" else _q8()
+    wq, wd = getattr(helpers, f"random_{kind}")(rng, (n, k))
+    return (wq, wd), getattr(helpers, f"dequantize_{kind}")(wq, wd)
+
+
+def row(
+    th: Torch, name: str, fn: Callable[..., None], kind: str, shape: tuple[int, int, int], reps: int, act: str
+) -> dict[str, Any]:
+    """One product: ``fn(*weights, x, y, accumulate=0)`` on Tensors, against torch's matmul."""
+    tokens, n, k = shape
+    rng = np.random.default_rng(0)
+    weights, w32 = _weights(kind, n, k, rng)
+    dtype = np.float16 if act == "f16" else np.float32
+    x = rng.standard_normal((tokens, k), dtype=np.float32).astype(dtype)
+    dev = [slangrt.Tensor.from_numpy(np.ascontiguousarray(a)) for a in (*weights, x)]
+    y = slangrt.Tensor.empty((tokens, n), dtype)
+    us, _, how = gpu_time_us(lambda: fn(*dev, y, accumulate=0), reps)
+    flops = 2.0 * tokens * n * k
+    peak = PEAK_TFLOPS["f32" if kind == "f32" else "f16"]
+    out: dict[str, Any] = {"entry": name, "shape": f"{tokens}x{n}x{k}", "us": us, "how": how}
+    out["TFLOPS"] = flops / us / 1e6
+    out["of peak"] = out["TFLOPS"] / peak
+    if th:
+        torch = th.torch
+        tdtype = torch.float16 if act == "f16" else torch.float32
+        tw, tx = th.tensor(w32).to(tdtype), th.tensor(x.astype(np.float32)).to(tdtype)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        out["torch us"] = th.time_us(lambda: torch.matmul(tx, tw.T), reps)
+        out["torch / ours"] = out["torch us"] / us
+        ref = torch.matmul(tx, tw.T).float().cpu().numpy()
+        got = y.numpy().astype(np.float32)
+        out["rel diff"] = float(np.abs(got - ref).max() / max(float(np.abs(ref).max()), 1e-30))
+    return out
+
+
+def plan(small: bool) -> list[tuple[str, str, str, tuple[int, int, int], str]]:
+    """(module, function, weight kind, (tokens, n, k), activation format) of each row."""
+    big = (64, 96, 128) if small else (4096, 4096, 4096)
+    pre = [(37, 72, 64), (37, 64, 96)] if small else [(512, 14336, 4096), (512, 4096, 14336)]
+    rows = [
+        ("gemm_f16", "gemm_f16_f16", "f16", big, "f16"),
+        ("gemm_f16", "gemm_f16_tiled_f16", "f16", big, "f16"),
+    ]
+    for shape in pre:
+        rows += [
+            ("gemm_q4_0", "gemm_q4_0_f16", "q4_0", shape, "f16"),
+            ("gemm_q8_0", "gemm_q8_0_f16", "q8_0", shape, "f16"),
+            ("gemm_f16", "gemm_f16_f16", "f16", shape, "f16"),
+            ("gemm_f32", "gemm_f32_tiled", "f32", shape, "f32"),
+        ]
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--small", action="store_true", help="small shapes (lavapipe)")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args()
+    th = Torch(enabled=not args.no_torch)
+    results = []
+    for module, name, kind, shape, act in plan(args.small):
+        fn = getattr(_kernels(module), name)
+        got = row(th, name, fn, kind, shape, args.reps, act)
+        if hasattr(fn, "chosen"):
+            got["path"] = fn.chosen()
+        results.append(got)
+        print(json.dumps(got), flush=True)
+    header = {"device": slangrt.device().info.name, "torch": th.reason}
+    print("\n".join(f"{k}: {v}" for k, v in header.items()))
+    if args.json:
+        args.json.write_text(json.dumps({**header, "rows": results}, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
