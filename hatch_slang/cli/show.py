@@ -182,6 +182,7 @@ def _entry_data(e: EntrySpec, constants: tuple[LinkConstant, ...], shader: Shade
         "function": e.python,
         "threads": list(e.threads),
         "threads_per_group": e.threads[0] * e.threads[1] * e.threads[2],
+        "subgroup_size": e.subgroup_size,
         "dispatch": re.sub(r"(?i)^\s*dispatch\s*:\s*", "", e.grid_text) if e.grid_text else None,
         "grid": [g.text for g in e.grid] if e.grid is not None else None,
         "uses": [b.register + " " + b.name for b in e.buffers],
@@ -222,8 +223,17 @@ def show_data(
         "entries": [_entry_data(e, constants.get(e.name, ()), spec.shader) for e in own],
         "generics": _generics(spec),
         "mapped": _mapped(spec),
+        "variants": [
+            {"name": v.name, "line": v.line, "entries": _pythons(spec, v.entries)} for v in spec.variants
+        ],
         "warnings": list(spec.warnings),
     }
+
+
+def _pythons(spec: ShaderSpec, entries: tuple[str, ...]) -> list[str]:
+    """The wrapper names of ``entries`` (EntrySpec names)."""
+    by_name = {e.name: e.python for e in spec.entries}
+    return [by_name[n] for n in entries]
 
 
 def _generics(spec: ShaderSpec) -> list[dict[str, Any]]:
@@ -373,6 +383,8 @@ def print_show(data: dict[str, Any]) -> None:
         by = entry.get("threads_by") or [None, None, None]
         size = " x ".join(f"{n} (default {v})" if n else str(v) for v, n in zip(t, by, strict=True))
         click.echo(f"  threads per group: {size} = {entry['threads_per_group']}")
+        if entry.get("subgroup_size"):
+            click.echo(f"  subgroup size: {entry['subgroup_size']} (required of the device)")
         click.echo(f"  dispatch: {entry['dispatch'] or 'not documented: the caller passes grid=(x, y, z)'}")
         grid = f"({', '.join(entry['grid'])})" if entry["grid"] is not None else "grid="
         click.echo(f"  grid: {grid}  [{entry['grid_from']}]")
@@ -384,6 +396,10 @@ def print_show(data: dict[str, Any]) -> None:
         _print_types(entry)
     _print_generics(data.get("generics", []))
     _print_mapped(data.get("mapped", []))
+    for v in data.get("variants", []):
+        click.echo()
+        click.secho(f"variant function {v['name']} (line {v['line']})", bold=True)
+        click.echo(f"  runs the first the device supports of: {', '.join(v['entries'])}")
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow", err=True)
 

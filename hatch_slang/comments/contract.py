@@ -59,6 +59,7 @@ __all__ = [
 _LINE_COMMENT = re.compile(r"^\s*//+!?(?P<text>.*)$")
 _SKIPPABLE = re.compile(r"^\s*(?:#\s*\w+|import\s+[\w.]+\s*;|module\s+\w+\s*;|implementing\s+\w+\s*;)")
 _ENTRIES = re.compile(r"^\s*(?:slang-entries|entry[- ]points?|entries)\s*:(?P<names>.*)$", re.IGNORECASE)
+_VARIANTS = re.compile(r"^\s*slang-variants\s*:", re.IGNORECASE)
 _HEADER = re.compile(
     r"^\s*(?:[-*•]\s*)?(?:the\s+)?(?:bindings?|buffers?|resources?|descriptors?|inputs?(?:\s*/\s*outputs?)?|"
     r"outputs?|arguments|args|layout|parameters|storage\s+buffers?|descriptor\s+set\s*\d*)\b"
@@ -236,6 +237,8 @@ def _walk(lines: list[tuple[int, str]]) -> _Block:
             i += 1
         elif (m := _ENTRIES.match(text)) and (read := _entry_names(m.group("names"), number)) is not None:
             block.add_entries(number, read)
+            i += 1
+        elif _VARIANTS.match(text):  # (hatch_slang.comments.variants reads them: no prose)
             i += 1
         elif _DISPATCH_HEAD.match(text):
             d, i, notes = _read_dispatch(lines, i)

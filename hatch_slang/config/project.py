@@ -124,9 +124,9 @@ class BuildConfig:
         for k, override in enumerate(self.overrides):
             if override.subgroup_size is not None and self.applies(k, path):
                 if override.subgroup_size & (override.subgroup_size - 1):
+                    name = option_name(OverrideSettings, "subgroup_size")
                     raise ConfigError(
-                        f"option `{option_name(OverrideSettings, 'subgroup_size')}` of override {k + 1} must be "
-                        "a power of two from 1 to 128, "
+                        f"option `{name}` of override {k + 1} must be a power of two from 1 to 128, "
                         f"got {override.subgroup_size}"
                     )
                 size = override.subgroup_size

@@ -143,3 +143,15 @@ def test_no_entry_the_device_runs_names_what_each_lacks(built: BuiltPackage, mon
         "runs none of its entries: `lanes32` needs a part lanes32 wants; `lanes8` needs a part lanes8 wants"
         in str(e.value)
     )
+
+
+def test_show_lists_variant_functions_and_subgroup_sizes(built: BuiltPackage) -> None:
+    from hatch_slang.builder import pipeline
+    from hatch_slang.cli.show import show_data
+    from hatch_slang.config.project import load_project_config
+
+    data = show_data(pipeline.inspect(load_project_config(built.root), "lanes"))
+    assert data["variants"] == [{"name": "lanes", "line": 2, "entries": ["lanes32", "lanes8"]}]
+    sizes = {e["name"]: e["subgroup_size"] for e in data["entries"]}
+    assert sizes == {"lanes8": 8, "lanes32": 32, "lanes_any": None}
+    assert "slang-variants" not in data["summary"]
