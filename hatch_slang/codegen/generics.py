@@ -69,6 +69,11 @@ def pickers(spec: ShaderSpec) -> list[Picker]:
     return out
 
 
+def dtypes_of(e: EntrySpec, arrays: tuple[str, ...]) -> tuple[str | None, ...]:
+    """The NumPy dtypes ``e`` takes for its array arguments ``arrays`` (None: any)."""
+    return tuple(_dtype(e, a) for a in arrays)
+
+
 def _names(e: EntrySpec) -> set[str]:
     return {b.name for b in e.buffers} | {p.name for b in e.buffers for p in b.params if p.name}
 

@@ -11,11 +11,27 @@ the function. Names reach the code as the validated identifiers of the spec.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
-from hatch_slang.codegen import layout
+from hatch_slang.codegen import generics, layout
 from hatch_slang.spec.model import EntrySpec, ShaderSpec, Variant
 
-__all__ = ["render"]
+__all__ = ["pickers", "render"]
+
+
+def pickers(spec: ShaderSpec) -> list[generics.Picker]:
+    """The functions of ``slang-variants`` lines of generic entries (``gemm = gemm_coopmat
+    gemm_tiled``): each picks, by the arrays' dtypes, the variant function of one instance
+    (``gemm_f32``, ``gemm_f16``), as a generic entry's function picks an instance."""
+    by_name = {e.name: e for e in spec.entries}
+    made = {v.name: v for v in spec.variants}
+    out: list[generics.Picker] = []
+    for p in spec.variant_pickers:
+        firsts = tuple(replace(by_name[made[n].entries[0]], python=n) for n in p.entries)
+        arrays = tuple(b.name for b in firsts[0].buffers if b.role == "data" and b.kind != "sampler")
+        if len({generics.dtypes_of(e, arrays) for e in firsts}) > 1:
+            out.append(generics.Picker(p.name, p.name, arrays, firsts))
+    return out
 
 
 def _doc(v: Variant, entries: list[EntrySpec], escape: Callable[[str], str]) -> list[str]:

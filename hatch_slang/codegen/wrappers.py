@@ -233,7 +233,7 @@ class Names:
 
     @classmethod
     def of(cls, spec: ShaderSpec) -> Names:
-        pickers = generics.pickers(spec)
+        pickers = generics.pickers(spec) + variants.pickers(spec)
         functions = {e.python for e in spec.entries}
         for p in pickers:
             if p.python in functions:

@@ -347,3 +347,6 @@ class ShaderSpec:
     dependencies: tuple[str, ...]
     warnings: tuple[str, ...]
     variants: tuple[Variant, ...] = ()  # `slang-variants` functions (hatch_slang.spec.variants)
+    # A `slang-variants` line of generic entries: its function, which picks by the arrays' dtypes
+    # among the variant functions it made, one per instance (Variant.entries: their names).
+    variant_pickers: tuple[Variant, ...] = ()

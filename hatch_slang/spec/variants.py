@@ -49,13 +49,18 @@ def _entry(spec: ShaderSpec, written: str) -> EntrySpec | None:
     return None
 
 
-def _check(spec: ShaderSpec, v: VariantsLine, taken: set[str]) -> Variant | str:
-    """The function of line ``v``, or why it is left out."""
+def _usable(name: str, taken: set[str]) -> bool:
+    """Whether ``name`` may be a module-level function of the generated module."""
     try:
-        usable = entry_name(v.name) == v.name and not v.name.startswith("_")
+        usable = entry_name(name) == name and not name.startswith("_")
     except ExprError:
         usable = False
-    if not usable or v.name in taken or v.name in _RESERVED:
+    return usable and name not in taken and name not in _RESERVED
+
+
+def _check(spec: ShaderSpec, v: VariantsLine, taken: set[str]) -> Variant | str:
+    """The function of line ``v``, or why it is left out."""
+    if not _usable(v.name, taken):
         return (
             f"`{v.name}` cannot be the variant function's name (the module has it, or it is no Python name)"
         )
@@ -79,6 +84,47 @@ def _check(spec: ShaderSpec, v: VariantsLine, taken: set[str]) -> Variant | str:
     return Variant(v.name, v.line, tuple(e.name for e in found))
 
 
+def _of_generics(spec: ShaderSpec, v: VariantsLine) -> list[VariantsLine] | None:
+    """Where every entry ``v`` names is a generic entry (`gemm_coopmat`, no entry of that name):
+    one line per instance they all have, named after ``v`` and the instance (`gemm_f32 =
+    gemm_coopmat_f32 gemm_tiled_f32`); else None."""
+    by_generic: dict[str, dict[tuple[str, ...], str]] = {}
+    for i in spec.shader.instances:
+        by_generic.setdefault(i.generic, {})[i.args] = i.key
+    if not all(w in by_generic and _entry(spec, w) is None for w in v.entries):
+        return None
+    first = by_generic[v.entries[0]]
+    lines = []
+    for args, key in first.items():
+        if all(args in by_generic[w] for w in v.entries[1:]):
+            suffix = key[len(v.entries[0]) :] if key.startswith(v.entries[0]) else "_" + "_".join(args)
+            lines.append(VariantsLine(v.line, v.name + suffix, tuple(by_generic[w][args] for w in v.entries)))
+    return lines
+
+
+def _made(
+    spec: ShaderSpec, v: VariantsLine, taken: set[str]
+) -> tuple[list[Variant], Variant | None, list[str]]:
+    """The variant functions of line ``v`` (with a picker by dtype where it names generic
+    entries), and why any is left out."""
+    lines = _of_generics(spec, v)
+    made: list[Variant] = []
+    problems: list[str] = []
+    for line in lines if lines is not None else [v]:
+        got = _check(spec, line, taken)
+        if isinstance(got, str):
+            problems.append(got)
+        else:
+            made.append(got)
+            taken.add(got.name)
+    if lines is None or not made:
+        return made, None, problems
+    if not _usable(v.name, taken):
+        return made, None, [*problems, f"`{v.name}` cannot be the name of the function that picks by dtype"]
+    taken.add(v.name)
+    return made, Variant(v.name, v.line, tuple(m.name for m in made)), problems
+
+
 def with_variants(spec: ShaderSpec) -> ShaderSpec:
     """``spec`` with the functions its ``slang-variants`` lines make, and a warning for each
     line that makes none."""
@@ -91,11 +137,12 @@ def with_variants(spec: ShaderSpec) -> ShaderSpec:
     taken |= {i.generic for i in spec.shader.instances}  # (the functions that pick an instance)
     taken |= {b.struct.name for e in spec.entries for b in e.buffers if b.struct is not None}
     made: list[Variant] = []
+    pickers: list[Variant] = []
     for v in lines:
-        got = _check(spec, v, taken)
-        if isinstance(got, str):
-            warnings.append(f"{rel}:{v.line}: warning: {got}")
-            continue
-        made.append(got)
-        taken.add(got.name)
-    return replace(spec, variants=tuple(made), warnings=(*spec.warnings, *warnings))
+        got, picker, problems = _made(spec, v, taken)
+        made += got
+        pickers += [picker] if picker is not None else []
+        warnings += [f"{rel}:{v.line}: warning: {p}" for p in problems]
+    return replace(
+        spec, variants=tuple(made), variant_pickers=tuple(pickers), warnings=(*spec.warnings, *warnings)
+    )

@@ -155,3 +155,21 @@ def test_show_lists_variant_functions_and_subgroup_sizes(built: BuiltPackage) ->
     sizes = {e["name"]: e["subgroup_size"] for e in data["entries"]}
     assert sizes == {"lanes8": 8, "lanes32": 32, "lanes_any": None}
     assert "slang-variants" not in data["summary"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_line_of_generic_entries_makes_one_function_per_instance_and_a_picker(
+    built: BuiltPackage, dtype: Any
+) -> None:
+    """`twice = twice_wide twice_any` (two generic entries): `twice_float` and `twice_half`
+    each run the first of their instances the device supports; `twice` picks by dtype."""
+    twice = built.kernels("twice")
+    x = np.arange(300, dtype=dtype)
+    twice.twice(x)
+    np.testing.assert_array_equal(x, 2 * np.arange(300, dtype=dtype))
+    one = twice.twice_float if dtype == np.float32 else twice.twice_half
+    suffix = "float" if dtype == np.float32 else "half"
+    assert one.entries == (f"twice_wide_{suffix}", f"twice_any_{suffix}")
+    if _lavapipe():
+        assert one.chosen() == f"twice_any_{suffix}"
+    assert {"twice", "twice_float", "twice_half"} <= set(twice.__all__)
