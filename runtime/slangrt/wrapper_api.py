@@ -66,7 +66,10 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   through its generated entries, its gradients and its forward-mode derivative; on torch
   tensors, a torch custom op with autograd (``slangrt._calls._mapped``, ``_mapped_api``, ``_mapped_torch``).
   Added within API 2.
-- :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
+- :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid
+  (within API 2, ``grid_arg`` also takes a grid read on the device: a ``slangrt.IndirectGrid``
+  or a ``slangrt.Tensor``); :func:`grid_or` ``(grid, computed)``: a Dispatch line's grid
+  ``computed``, or the caller's indirect ``grid=`` in its place (added within API 2).
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
   evaluates expressions with these same functions.
@@ -74,7 +77,7 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
 
 from __future__ import annotations
 
-from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
+from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, grid_or, library, max, min
 from ._calls._lastcall import LastCall
 from ._calls._mapped import Param as MapParam
 from ._calls._mapped import Spec as MapSpec
@@ -100,6 +103,7 @@ __all__ = [
     "div",
     "grid_arg",
     "grid_dim",
+    "grid_or",
     "library",
     "map_call",
     "map_jvp",

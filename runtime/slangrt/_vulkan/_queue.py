@@ -136,6 +136,8 @@ class Queue:
         self._seq = itertools.count()
         # The thread in _flush_locked, else 0 (see wait(): a finalizer run there; and submit()).
         self._flusher = 0
+        self.after_wait: Callable[[], None] | None = None  # (see wait)
+        self.indirect: Any = None  # what after_wait reads (``_calls._indirect``)
         self._init_promises()
         if delay_s > 0.0:  # (made here, not under the lock by a call: see _flusher)
             self._start_helper()
@@ -633,7 +635,14 @@ class Queue:
         return self.completed
 
     def wait(self, serial: int, what: str, timeout_ns: int | None = None) -> None:
-        """Return once submission ``serial`` has finished; raise after the timeout."""
+        """Return once submission ``serial`` has finished; raise after the timeout, or (once)
+        what ``after_wait`` (None: nothing to check) finds wrong in work that has finished: an
+        indirect grid over the device's limits (``_calls._indirect``)."""
+        self._wait(serial, what, timeout_ns)
+        if self.after_wait is not None:
+            self.after_wait()
+
+    def _wait(self, serial: int, what: str, timeout_ns: int | None = None) -> None:
         if self._errors or serial > self.flushed:
             if self._flusher == threading.get_ident():  # the locks are held, the work not submitted
                 raise SlangRTError(f"{what} was waited for inside a submission (by a finalizer?)")
@@ -736,7 +745,8 @@ class Queue:
             errors, self._errors = self._errors, []
         for _, exc, _threads in errors:
             _log.warning("slangrt: closing a device after a failed submission: %s", exc)
-        self.wait_idle("closing the device", timeout_ns=min(self.timeout_ns, timeout_ns))
+        # (not wait: closing raises nothing that the finished work found; see _calls._indirect)
+        self._wait(max(self.submitted, self._calling), "closing the device", min(self.timeout_ns, timeout_ns))
 
     # -- deferred work -------------------------------------------------------------------------
 
