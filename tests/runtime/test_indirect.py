@@ -171,3 +171,26 @@ def test_counts_over_the_device_limit_dispatch_nothing_and_the_next_wait_raises(
     with pytest.raises(slangrt.SlangRTError, match="maxComputeWorkGroupCount"):
         dev.synchronize()
     assert moe.out[0].numpy().sum() == 64  # the good one ran
+
+
+def test_profile_shows_an_indirect_dispatch_and_its_check(dev: slangrt.Device) -> None:
+    moe = Moe(dev)
+    counts = slangrt.Tensor.from_numpy(np.array([2, 1, 1], np.uint32), device=dev)
+    if dev.parts.core.timestamp_bits == 0:
+        pytest.skip("no timestamps on this device's compute queue")
+    with slangrt.profile() as p:
+        moe.hits.dispatch({0: moe.out[0], 1: moe.n}, counts)
+    assert [(r.kernel, r.grid) for r in p.records] == [
+        ("slangrt.indirect_check", (1, 1, 1)),
+        ("moe_hits", None),
+    ]
+    assert "indirect" in p.table()
+    assert moe.out[0].numpy().sum() == 128
+
+
+def test_closing_a_device_raises_no_fault_that_no_wait_saw() -> None:
+    dev = slangrt.Device(slangrt.device().info.index)
+    moe = Moe(dev)
+    over = slangrt.Tensor.from_numpy(np.array([2**31, 1, 1], np.uint32), device=dev)
+    moe.hits.dispatch({0: moe.out[0], 1: moe.n}, over)
+    dev.close()  # (the fault is dropped with the device)

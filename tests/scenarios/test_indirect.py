@@ -141,3 +141,22 @@ def test_bad_indirect_grids_name_the_argument(route: ModuleType) -> None:
     finally:
         other.close()
     assert not slots.numpy().any()  # nothing ran
+
+
+def test_the_runtime_s_check_kernel_is_its_source() -> None:
+    """The built-in check kernel's committed SPIR-V (shipped in the runtime's wheel, which needs no
+    compiler) is what its source compiles to: rebuild it with tests/runtime/data/regen.py."""
+    from hatch_slang.compile.compiler import CompileJob, CompileOptions, CompilerPool
+    from hatch_slang.spec.reflection import normalize_spirv
+
+    from ..helpers import REPO
+
+    here = REPO / "runtime" / "slangrt" / "_calls" / "_builtin"
+    job = CompileJob("indirect_check.slang", ("indirect_check",), CompileOptions(), str(here))
+    with CompilerPool(workers=1) as pool:
+        (result,) = pool.compile([job])
+    assert result.error is None, result.error
+    spirv = normalize_spirv(result.entries[0].spirv, keep_capabilities=False)
+    assert spirv == (here / "indirect_check.spv").read_bytes(), (
+        "run tests/runtime/data/regen.py indirect_check"
+    )

@@ -366,9 +366,8 @@ class Kernel:
             bound.tensors.extend(refs)
             bound.slots = None
         owned = self._copy_in(parts, bound, graph is not None)
-        if counted is not None:  # (its memory: released with the call's, or kept by the step)
-            dims = _indirect.prepare(dev, counted, self.name)
-            owned, bound.tensors = [*(owned or ()), dims.alloc], [*bound.tensors, counted[0]]
+        if counted is not None:
+            dims, owned = self._indirect(dev, counted, bound, owned)
         if graph is not None:
             graph.keep(bound.tensors, owned)  # the recorded step binds them on every replay
             owned = None
@@ -384,6 +383,24 @@ class Kernel:
         if bound.slots is not None:  # the packed params' memory is known now
             slots = tuple((b, held, a if held is None else allocs[a]) for b, held, a in bound.slots)
             self._plans = [_Plan(grid, slots, allocs, dims, state, parts), *self._plans[: _PLANS - 1]]
+
+    def _indirect(
+        self,
+        dev: Device,
+        counted: tuple[Tensor, Allocation, int],
+        bound: _Bound,
+        owned: list[Allocation] | None,
+    ) -> tuple[Any, list[Allocation]]:
+        """An indirect grid's dims (``_indirect.prepare``): its memory joins the call's own
+        (released once the work is done, or kept by a recorded step), its tensor the bound ones."""
+        try:
+            dims = _indirect.prepare(dev, counted, self.name)
+        except BaseException:
+            for a in owned or ():
+                a.release()
+            raise
+        bound.tensors.append(counted[0])
+        return dims, [*(owned or ()), dims.alloc]
 
     def _grid(self, dev: Device, grid: Any) -> tuple[Any, tuple[Tensor, Allocation, int] | None]:
         """The checked grid of a call: its dims, or for an indirect grid what the host checked

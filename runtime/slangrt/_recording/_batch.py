@@ -237,7 +237,7 @@ class Batches:
                 if len(self._items) >= self.CAPACITY:
                     _, program = self._items.popitem(last=False)
                     # Re-recording needs it idle.
-                    self.queue.wait(program.serial, "a recorded batch")
+                    self.queue.wait_quietly(program.serial, "a recorded batch")
                     _vk.check(lib.vkResetCommandBuffer(program.cb, 0), "resetting a command buffer")
                     self.descriptors.free(program.sets)
                 else:

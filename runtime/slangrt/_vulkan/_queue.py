@@ -638,11 +638,14 @@ class Queue:
         """Return once submission ``serial`` has finished; raise after the timeout, or (once)
         what ``after_wait`` (None: nothing to check) finds wrong in work that has finished: an
         indirect grid over the device's limits (``_calls._indirect``)."""
-        self._wait(serial, what, timeout_ns)
+        self.wait_quietly(serial, what, timeout_ns)
         if self.after_wait is not None:
             self.after_wait()
 
-    def _wait(self, serial: int, what: str, timeout_ns: int | None = None) -> None:
+    def wait_quietly(self, serial: int, what: str, timeout_ns: int | None = None) -> None:
+        """:meth:`wait` without ``after_wait``: the runtime's own waits in the middle of its
+        bookkeeping (reusing memory or a command buffer), which a fault of other work must not
+        cut short; the caller's next wait raises it."""
         if self._errors or serial > self.flushed:
             if self._flusher == threading.get_ident():  # the locks are held, the work not submitted
                 raise SlangRTError(f"{what} was waited for inside a submission (by a finalizer?)")
@@ -732,9 +735,11 @@ class Queue:
         if found is not None:
             raise found
 
-    def wait_idle(self, what: str, timeout_ns: int | None = None) -> None:
-        """Wait for everything submitted so far (a submission cut short too: see wait)."""
-        self.wait(max(self.submitted, self._calling), what, timeout_ns)
+    def wait_idle(self, what: str, timeout_ns: int | None = None, *, quiet: bool = False) -> None:
+        """Wait for everything submitted so far (a submission cut short too: see wait);
+        ``quiet``: as :meth:`wait_quietly`."""
+        waiting = self.wait_quietly if quiet else self.wait
+        waiting(max(self.submitted, self._calling), what, timeout_ns)
 
     def drain(self, timeout_ns: int) -> None:
         """Wait for everything submitted, at most ``timeout_ns``, the device closing (logging
@@ -745,8 +750,8 @@ class Queue:
             errors, self._errors = self._errors, []
         for _, exc, _threads in errors:
             _log.warning("slangrt: closing a device after a failed submission: %s", exc)
-        # (not wait: closing raises nothing that the finished work found; see _calls._indirect)
-        self._wait(max(self.submitted, self._calling), "closing the device", min(self.timeout_ns, timeout_ns))
+        # (quietly: closing raises nothing that the finished work found; see _calls._indirect)
+        self.wait_idle("closing the device", min(self.timeout_ns, timeout_ns), quiet=True)
 
     # -- deferred work -------------------------------------------------------------------------
 
