@@ -332,20 +332,35 @@ def _has_images(e: EntrySpec) -> bool:
 
 def _arguments(e: EntrySpec) -> list[str]:
     """Every parameter of entry ``e``'s wrapper, in the signature's order."""
-    data = [b.name for b in _positional(e)]
-    grid = [GRID_ARGUMENT] if e.grid is None else []
-    samplers = [b.name for b in _samplers(e)]
-    constants = [c.name for c in e.constants]
+    named = _named(e)
+    at = len(named) - len(e.constants)  # the grid goes before the constants
+    return [*named[:at], grid_keyword(e), *named[at:]]
+
+
+def _named(e: EntrySpec) -> list[str]:
+    """The wrapper's parameters but the grid's, in the signature's order."""
     return [
-        *data,
-        *samplers,
+        *(b.name for b in _positional(e)),
+        *(b.name for b in _samplers(e)),
         *e.params_required,
         *e.grid_only,
         *e.params_optional,
         *e.params_unread,
-        *grid,
-        *constants,
+        *(c.name for c in e.constants),
     ]
+
+
+def grid_keyword(e: EntrySpec) -> str:
+    """The keyword that takes the grid: ``grid`` (required where there is no Dispatch line; else
+    optional, a grid read on the device in the Dispatch line's place), ``grid_`` (and so on)
+    where an argument of an entry with a Dispatch line is named so."""
+    if e.grid is None:
+        return GRID_ARGUMENT  # (merge refuses an argument of that name)
+    taken = set(_named(e))
+    name = GRID_ARGUMENT
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _struct_dtypes(spec: ShaderSpec, own: Names) -> mapped.StructDtype:
@@ -429,8 +444,11 @@ def _parameters(e: EntrySpec, own: dict[str, str]) -> str:
         default = "None" if slot.whole else "0.0" if slot.as_float else "0"
         annotation = _scalar_annotation(slot, own) + (" | None" if slot.whole else "")
         kw.append(f"    {name}: {annotation} = {default},")
+    indirect = "{slangrt}.IndirectGrid | {slangrt}.Tensor".format(**own)
     if e.grid is None:
-        kw.append("    {}: {tuple}[{int}, {int}, {int}],".format(GRID_ARGUMENT, **own))
+        kw.append("    {}: {tuple}[{int}, {int}, {int}] | {}".format(GRID_ARGUMENT, indirect, **own) + ",")
+    else:
+        kw.append(f"    {grid_keyword(e)}: {indirect} | None = None,")
     kw += [f"    {c.name}: {_constant_annotation(c, own)} = {_constant_literal(c)}," for c in e.constants]
     if kw:
         params += ["    *,", *kw]
@@ -627,7 +645,8 @@ def _grid(e: EntrySpec, at: _Locals) -> list[str]:
         for i, g in enumerate(e.grid)
     ]
     axes += ["1"] * (3 - len(axes))
-    return _statement(layout.tuple_of(axes), f"{at.grid} = ")
+    # (the caller's indirect grid, if any, in the Dispatch line's place)
+    return _statement(layout.call(f"{c}.grid_or", [grid_keyword(e), layout.tuple_of(axes)]), f"{at.grid} = ")
 
 
 def _specialized(spec: ShaderSpec, e: EntrySpec, at: _Locals, library: str) -> list[str]:
@@ -817,7 +836,15 @@ def _docstring(spec: ShaderSpec, e: EntrySpec, own: Names) -> str:
         said = _described(prose, name)
         lines.append(f"    {name}: {what}." + (f" {said}" if said else ""))
     if e.grid is None:
-        lines.append(f"    {GRID_ARGUMENT}: thread groups to dispatch, (x, y, z).")
+        lines.append(
+            f"    {GRID_ARGUMENT}: thread groups to dispatch, (x, y, z), or read on the device when "
+            "the kernel runs: slangrt.IndirectGrid(tensor, offset), a uint32 slangrt.Tensor."
+        )
+    else:
+        lines.append(
+            f"    {grid_keyword(e)}: the grid read on the device when the kernel runs, in the Dispatch "
+            "line's place: slangrt.IndirectGrid(tensor, offset), a uint32 slangrt.Tensor."
+        )
     for c in e.constants:
         said = _described(prose, c.name)
         what = f"specialization constant ({c.scalar}), default {_constant_literal(c)}"

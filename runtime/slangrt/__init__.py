@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from ._calls._graph import Graph, Recorded, record, recorded
+from ._calls._indirect import IndirectGrid
 from ._calls._kernel import BindingSpec, Kernel
 from ._cuda import _tensors as _cuda_tensors  # noqa: F401 (Tensor's DLPack to and from CUDA)
 from ._devices._device import Device, DeviceInfo, device, devices
@@ -36,6 +37,7 @@ __all__ = [
     "DispatchTimeoutError",
     "Graph",
     "Image",
+    "IndirectGrid",
     "Kernel",
     "Profile",
     "ProfileRecord",

@@ -71,7 +71,10 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
   (hatch-slang's ``slang-variants``); ``.pick(arrays)`` is the wrapper a call with those array
   arguments runs, ``.chosen(device)`` its name, ``.paths(device)`` what each entry lacks there
   (``slangrt._calls._variants``). Added within API 2.
-- :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid.
+- :func:`grid_dim` ``(axis, value)``, :func:`grid_arg` ``(grid)``: a computed or an explicit grid
+  (within API 2, ``grid_arg`` also takes a grid read on the device: a ``slangrt.IndirectGrid``
+  or a ``slangrt.Tensor``); :func:`grid_or` ``(grid, computed)``: a Dispatch line's grid
+  ``computed``, or the caller's indirect ``grid=`` in its place (added within API 2).
 - :func:`div`, :func:`ceil`, :func:`min`, :func:`max`: the arithmetic of shape and Dispatch
   expressions (``/`` is exact division); ``+ - * // %`` are Python's own. ``hatch_slang.comments.expr``
   evaluates expressions with these same functions.
@@ -79,7 +82,7 @@ The names (implemented in ``slangrt._calls._call``, with ``_lastcall`` and ``_li
 
 from __future__ import annotations
 
-from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, library, max, min
+from ._calls._call import Dims, ceil, div, grid_arg, grid_dim, grid_or, library, max, min
 from ._calls._lastcall import LastCall
 from ._calls._mapped import Param as MapParam
 from ._calls._mapped import Spec as MapSpec
@@ -107,6 +110,7 @@ __all__ = [
     "div",
     "grid_arg",
     "grid_dim",
+    "grid_or",
     "library",
     "map_call",
     "map_jvp",

@@ -121,8 +121,18 @@ def parameters(fn: Callable[..., None]) -> list[str]:
 
 
 def test_signatures_keep_the_names_as_written(built: BuiltPackage) -> None:
-    assert parameters(built.kernels("add").add) == ["a", "b", "c"]
-    assert parameters(built.kernels("mix").mix) == ["np", "slangrt", "_c", "lambda_", "fi", "match", "len"]
+    # (each with a Dispatch line: `grid`, an optional indirect grid, last)
+    assert parameters(built.kernels("add").add) == ["a", "b", "c", "grid"]
+    assert parameters(built.kernels("mix").mix) == [
+        "np",
+        "slangrt",
+        "_c",
+        "lambda_",
+        "fi",
+        "match",
+        "len",
+        "grid",
+    ]
     assert parameters(built.kernels("plain").plain) == [
         "größe",
         "fi",
@@ -298,7 +308,8 @@ def test_any_identifiers_are_the_arguments(compiled: CompileResult, names: list[
     tree = ast.parse(source)
     fn = next(x for x in tree.body if isinstance(x, ast.FunctionDef))
     assert [x.arg for x in fn.args.args] == python[:2]
-    assert sorted(x.arg for x in fn.args.kwonlyargs) == sorted(python[2:])
+    grid = next(g for g in ("grid", "grid_", "grid__") if g not in python)  # (its indirect grid)
+    assert sorted(x.arg for x in fn.args.kwonlyargs) == sorted([*python[2:], grid])
     assert not any(keyword.iskeyword(x) for x in python)
     # The body rebinds no argument but the sizes it infers: every other name it assigns is its own.
     body = [n for stmt in fn.body for n in ast.walk(stmt)]

@@ -44,7 +44,7 @@ GOOD = [
     "//",
     "// Dispatch: ceil(n * m / 64) threadgroups of 64",  # line 9
 ]
-GOOD_SIGNATURE = "x, y, *, scale, n, m"
+GOOD_SIGNATURE = "x, y, *, scale, n, m, grid"  # (grid: optional, an indirect grid)
 
 
 def comment(replace: dict[int, str] | None = None, insert: dict[int, str] | None = None) -> str:
@@ -82,7 +82,7 @@ def signature(source: str, entry: str = "k") -> str:
             comment(replace={5: "//   t0: x  f32, [n][__import__('os').system('x')]"}),
             5,
             r"binding 0 \(`x`\): shape dimension .*; the wrapper takes it as reflection describes it",
-            "a, y, *, scale, n, m",  # the Slang variable, any shape
+            "a, y, *, scale, n, m, grid",  # the Slang variable, any shape
         ),
         (
             "bad name",
@@ -90,7 +90,7 @@ def signature(source: str, entry: str = "k") -> str:
             5,
             r"binding 0 \(`a.b`\): the name `a.b` is not a valid identifier; "
             "the wrapper takes it as reflection describes it",
-            "a, y, *, scale, n, m",
+            "a, y, *, scale, n, m, grid",
         ),
         (
             "unreadable Dispatch line",
@@ -106,7 +106,7 @@ def signature(source: str, entry: str = "k") -> str:
             7,
             r"binding 2 \(`params`\): params field `scale bits here` is not a valid identifier; "
             "the wrapper takes it as reflection describes it",
-            "x, y, params",  # the Slang array; n and m come from the shapes of x and y
+            "x, y, params, *, grid",  # the Slang array; n and m come from the shapes of x and y
         ),
         (
             "duplicate binding",
@@ -208,4 +208,4 @@ def test_a_binding_the_lines_leave_out_is_a_warning_and_comes_from_reflection(tm
     out = build(tmp_path, {"k.slang": text})
     warned = [w for w in out.warnings if "missing from the binding lines" in w]
     assert len(warned) == 1 and warned[0].startswith("shaders/k.slang:4: warning: binding 1 (`b`)")
-    assert signature(out.files["k.py"].decode()) == "x, b, *, scale, n, m"
+    assert signature(out.files["k.py"].decode()) == "x, b, *, scale, n, m, grid"

@@ -288,7 +288,7 @@ class Memory:
                 self._chunks_free.wait(1.0)
             return self._chunk()
         oldest = min(busy, key=lambda c: c.last_use)
-        queue.wait(oldest.last_use, "a staging copy")
+        queue.wait_quietly(oldest.last_use, "a staging copy")
         return self._chunk()
 
     def _chunk_submitted(self, chunk: Allocation, serial: int) -> None:

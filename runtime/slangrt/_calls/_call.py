@@ -29,6 +29,7 @@ from .._recording._callkey import value_key
 from ..dtypes import DTYPES
 from . import _image_args, _values
 from ._arguments import Packed
+from ._indirect import IndirectGrid, is_indirect
 from ._kernel import Kernel
 from ._lastcall import LastCall
 from ._library import KernelLibrary
@@ -85,10 +86,16 @@ def grid_dim(axis: str, value: Number) -> int:
     return int(value)
 
 
-def grid_arg(grid: object) -> tuple[int, int, int]:
-    """Validate an explicit ``grid=`` argument (kernels without a Dispatch line)."""
+def grid_arg(grid: object) -> tuple[int, int, int] | IndirectGrid:
+    """Validate an explicit ``grid=`` argument (kernels without a Dispatch line): a tuple of
+    ints, or an indirect grid (:func:`grid_or`)."""
+    if is_indirect(grid) or isinstance(grid, np.ndarray):
+        return _indirect_arg(grid)
     if not isinstance(grid, tuple | list) or not 1 <= len(grid) <= 3:
-        raise TypeError(f"argument `grid` must be a tuple of 1 to 3 ints, got {grid!r}")
+        raise TypeError(
+            f"argument `grid` must be a tuple of 1 to 3 ints, or a grid read on the device "
+            f"(slangrt.IndirectGrid(tensor, offset), a slangrt.Tensor), got {grid!r}"
+        )
     dims = []
     for axis, v in zip("xyz", grid):
         try:
@@ -99,6 +106,42 @@ def grid_arg(grid: object) -> tuple[int, int, int]:
             raise ValueError(f"argument `grid` axis {axis} is negative ({n})")
         dims.append(n)
     return (dims + [1, 1])[:3]  # type: ignore[return-value]
+
+
+def grid_or(grid: object, computed: tuple[int, int, int]) -> tuple[int, int, int] | IndirectGrid:
+    """The grid of a kernel with a Dispatch line: ``computed`` from it, unless the caller gave
+    ``grid=``, a grid read on the device: a ``slangrt.IndirectGrid`` or a ``slangrt.Tensor``
+    (its first three elements); a tuple is refused (the Dispatch line gives that grid)."""
+    if grid is None:
+        return computed
+    if is_indirect(grid) or isinstance(grid, np.ndarray):
+        return _indirect_arg(grid)
+    raise TypeError(
+        "argument `grid` of a kernel with a Dispatch line takes only a grid read on the device "
+        "(slangrt.IndirectGrid(tensor, offset), a slangrt.Tensor), got "
+        f"{type(grid).__name__}; its grid from the host comes from the Dispatch line"
+    )
+
+
+def _indirect_arg(grid: object) -> IndirectGrid:
+    """An indirect ``grid=``, checked as far as the host can without the kernel's device."""
+    if isinstance(grid, np.ndarray):
+        raise TypeError(
+            "argument `grid` is a NumPy array: a grid read on the device is a slangrt.Tensor "
+            "(slangrt.IndirectGrid(tensor, offset)); a grid known on the host is a tuple of ints"
+        )
+    g = grid if isinstance(grid, IndirectGrid) else IndirectGrid(grid)  # type: ignore[arg-type]
+    t = g.tensor
+    if t.dtype != np.uint32:
+        raise TypeError(f"argument `grid` must be a uint32 tensor of (x, y, z) group counts, got {t.dtype}")
+    if t.closed:
+        raise ValueError("argument `grid` is a closed tensor")
+    if g.offset + 3 > t.size:
+        raise ValueError(
+            f"argument `grid`: offset {g.offset} needs {g.offset + 3} elements (x, y, z), the "
+            f"tensor has {t.size}"
+        )
+    return g
 
 
 def _overlap(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
@@ -660,11 +703,18 @@ class Dims:
                 )
         self.written.append((name, value))
 
+    def _same_device(self, name: str, t: Tensor, kernel: Kernel) -> None:
+        dev = kernel.device
+        if t.device is not dev:
+            raise ValueError(
+                self._err(f"argument `{name}` is a tensor on {t.device!r}; the kernel runs on {dev!r}")
+            )
+
     def run(
         self,
         kernel: Kernel,
         buffers: Mapping[Any, Any],
-        grid: tuple[int, int, int],
+        grid: tuple[int, int, int] | IndirectGrid,
         push: Packed | None = None,
         *,
         last: LastCall | None = None,
@@ -680,16 +730,11 @@ class Dims:
         # Packed params are read-only NumPy arguments: the kernel binds them from its device's
         # params cache (same bytes, same memory), so the call does not wait for them.
         refs: list[Tensor] = []
-        if self.pointers:
-            dev = kernel.device
-            for name, t in self.pointers:
-                if t.device is not dev:
-                    raise ValueError(
-                        self._err(
-                            f"argument `{name}` is a tensor on {t.device!r}; the kernel runs on {dev!r}"
-                        )
-                    )
-                refs.append(t)
+        for name, t in self.pointers:
+            self._same_device(name, t, kernel)
+            refs.append(t)
+        if isinstance(grid, IndirectGrid) and self.cuda is None:
+            self._same_device("grid", grid.tensor, kernel)
         if self.cuda is not None:
             self.cuda.run(kernel, lambda k: k.dispatch(buffers, grid, push, refs))
         else:
@@ -699,6 +744,8 @@ class Dims:
         if self.cuda is not None:
             return
         if last is not None and push is None and not refs and not self.writebacks and not self.descriptors:
+            if isinstance(grid, IndirectGrid):
+                return  # (checked each call: its tensor's counts are read on the device)
             last.keep(args, scalars, kernel, buffers, grid)
 
 

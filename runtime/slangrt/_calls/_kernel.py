@@ -34,8 +34,9 @@ from .._recording._pipeline import BindingSpec, KernelState, Pipeline
 from .._vulkan._core import Core
 from ..spirv._constants import local_size_ids, spec_constants
 from ..spirv._format import parse
-from . import _images
+from . import _images, _indirect
 from ._arguments import Packed, Signature, required_subgroup
+from ._indirect import IndirectGrid
 from ._specialize import Specialization, specialize
 
 __all__ = ["BindingSpec", "Kernel"]
@@ -269,11 +270,13 @@ class Kernel:
     def dispatch(
         self,
         buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor | Packed],
-        grid: tuple[int, int, int],
+        grid: tuple[int, int, int] | IndirectGrid | Tensor,
         push: bytes | np.ndarray[Any, Any] | Packed | None = None,
         refs: Sequence[Tensor] = (),
     ) -> None:
-        """Run the kernel over ``grid`` workgroups.
+        """Run the kernel over ``grid`` workgroups: ``(x, y, z)``, or a grid read on the device
+        when the kernel runs, an :class:`IndirectGrid` (or a uint32 Tensor: its first three
+        elements; see ``_indirect``).
 
         ``buffers`` maps each binding to a :class:`Tensor` (bound in place) or a NumPy array
         (copied in; copied back into the same array after the kernel, if the binding is
@@ -339,7 +342,7 @@ class Kernel:
     def _dispatch(
         self,
         buffers: Mapping[Any, np.ndarray[Any, Any] | Tensor | Packed],
-        grid: tuple[int, int, int],
+        grid: tuple[int, int, int] | IndirectGrid | Tensor,
         push: bytes | np.ndarray[Any, Any] | Packed | None,
         refs: Sequence[Tensor],
     ) -> None:
@@ -349,22 +352,19 @@ class Kernel:
         dev = self._usable_device()
         parts = dev.parts
         core = parts.core
-        last_grid, dims = self._last_grid
-        if grid != last_grid:
-            dims = sig.check_grid(dev, grid)
-            self._last_grid = (grid, dims)
+        dims, counted = self._grid(dev, grid)
         if len(buffers) != len(sig.keys):
             sig.check_keys(buffers)
         if sig.descs:
-            return self._dispatch_images(dev, buffers, grid, dims, push, refs)
-        bound = self._bind(dev, core, buffers, push is None and not refs)
+            return self._dispatch_images(dev, buffers, grid, dims, push, refs, counted)
+        bound = self._bind(dev, core, buffers, push is None and not refs and counted is None)
         allocs = bound.allocs
         for i in sig.uniforms:
             if allocs[i] is not None and allocs[i].nbytes > core.max_uniform_range:
                 sig.check_range(dev, i, allocs[i].nbytes)
         pushed = sig.check_push(push) if push is not None or sig.push_size else None
         ref_allocs = sig.check_refs(core, dev, refs) if refs else None
-        if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
+        if counted is None and (dims[0] < 1 or dims[1] < 1 or dims[2] < 1):
             return
         state = self._state or self._ensure_state(dev)
         rec = _batch.recorder(parts.batches)
@@ -375,6 +375,8 @@ class Kernel:
             bound.tensors.extend(refs)
             bound.slots = None
         owned = self._copy_in(parts, bound, graph is not None)
+        if counted is not None:
+            dims, owned = self._indirect(dev, counted, bound, owned)
         if graph is not None:
             graph.keep(bound.tensors, owned)  # the recorded step binds them on every replay
             owned = None
@@ -391,14 +393,44 @@ class Kernel:
             slots = tuple((b, held, a if held is None else allocs[a]) for b, held, a in bound.slots)
             self._plans = [_Plan(grid, slots, allocs, dims, state, parts), *self._plans[: _PLANS - 1]]
 
+    def _indirect(
+        self,
+        dev: Device,
+        counted: tuple[Tensor, Allocation, int],
+        bound: _Bound,
+        owned: list[Allocation] | None,
+    ) -> tuple[Any, list[Allocation]]:
+        """An indirect grid's dims (``_indirect.prepare``): its memory joins the call's own
+        (released once the work is done, or kept by a recorded step), its tensor the bound ones."""
+        try:
+            dims = _indirect.prepare(dev, counted, self.name)
+        except BaseException:
+            for a in owned or ():
+                a.release()
+            raise
+        bound.tensors.append(counted[0])
+        return dims, [*(owned or ()), dims.alloc]
+
+    def _grid(self, dev: Device, grid: Any) -> tuple[Any, tuple[Tensor, Allocation, int] | None]:
+        """The checked grid of a call: its dims, or for an indirect grid what the host checked
+        of it (``_indirect.counts``; its dims are made just before the dispatch)."""
+        if _indirect.is_indirect(grid):
+            return None, _indirect.counts(dev, grid, f"kernel {self.name!r}: the indirect grid")
+        last_grid, dims = self._last_grid
+        if grid != last_grid:
+            dims = self._sig.check_grid(dev, grid)
+            self._last_grid = (grid, dims)
+        return dims, None
+
     def _dispatch_images(
         self,
         dev: Device,
         buffers: Mapping[Any, Any],
         grid: Any,
-        dims: tuple[int, int, int],
+        dims: Any,
         push: bytes | np.ndarray[Any, Any] | Packed | None,
         refs: Sequence[Tensor],
+        counted: tuple[Tensor, Allocation, int] | None = None,
     ) -> None:
         """:meth:`_dispatch` of a kernel with images, samplers or texel buffers: every argument
         checked, the dispatch recorded for its one submission (see ``_record``) or kept by the
@@ -415,9 +447,13 @@ class Kernel:
             _images.refuse_unrecordable(sig, buffers)  # (raises what a replay could not redo)
         call = _images.bind_call(sig, dev, buffers)
         try:
-            if dims[0] < 1 or dims[1] < 1 or dims[2] < 1:
+            if counted is None and (dims[0] < 1 or dims[1] < 1 or dims[2] < 1):
                 return
             state = self._state or self._ensure_state(dev)
+            if counted is not None:  # (its memory goes with the call's temporaries)
+                dims = _indirect.prepare(dev, counted, self.name)
+                call.buffers.append(dims.alloc)
+                call.tensors.append(counted[0])
             if graph is not None:
                 # The step binds these images, samplers and tensors on every replay (checked
                 # then), and keeps the packed params' copies for as long as it lives.
@@ -429,7 +465,7 @@ class Kernel:
                 assert serial is not None  # now=True submits
                 parts.queue.wait(serial, f"kernel {self.name!r}")
                 call.copy_back()
-            elif graph is None and pushed is None and not refs:
+            elif graph is None and pushed is None and not refs and counted is None:
                 self._plan_images(grid, buffers, call, dims, state, parts)
         finally:
             call.release()  # once the work that uses them is done
@@ -565,7 +601,7 @@ class Kernel:
         submit the kernel's own command buffer for it. ``now``: submit even inside a batch (the
         caller waits for the result). Returns the serial, or None while a batch keeps it."""
         rec = _batch.recorder(parts.batches)
-        if rec is None and state.descs:
+        if rec is None and (state.descs or dims.__class__ is not tuple):
             rec = _batch.Recorder(parts.batches, batched=False)  # recorded for this submission
         if rec is not None:
             serial = rec.dispatch(state, allocs, ranges, dims, push, refs, now=now)

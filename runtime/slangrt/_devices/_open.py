@@ -188,6 +188,8 @@ def _describe_core(core: Core, pd: Any, info: DeviceInfo, instance: Instance, de
         # Any tensor may be bound as a texel buffer (through a VkBufferView).
         | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
         | vk.VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT
+        # Any buffer may hold an indirect dispatch's grid (slangrt.IndirectGrid).
+        | vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT
     )
     if device_address:
         # Tensors' addresses can be passed to kernels (pointer parameters).

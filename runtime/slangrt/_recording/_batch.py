@@ -88,7 +88,7 @@ class ProfileRecord:
     """
 
     kernel: str
-    grid: tuple[int, int, int]
+    grid: tuple[int, int, int] | None  # None: an indirect grid, read on the device
     gpu_ns: int
     bytes: int
 
@@ -146,7 +146,7 @@ class Profile:
 
     def __init__(self) -> None:
         self.records: list[ProfileRecord] = []
-        self._pending: list[tuple[_Timed, list[tuple[str, tuple[int, int, int], int, int]]]] = []
+        self._pending: list[tuple[_Timed, list[tuple[str, tuple[int, int, int] | None, int, int]]]] = []
         self._count = 0
 
     @property
@@ -157,10 +157,12 @@ class Profile:
         """The records as a fixed-width text table (kernel, grid, GPU µs, GB/s)."""
         lines = [f"{'kernel':<32} {'grid':>20} {'gpu us':>10} {'GB/s':>9}"]
         for r in self.records:
-            lines.append(f"{r.kernel:<32} {r.grid!s:>20} {r.gpu_ns / 1e3:>10.2f} {r.gb_per_s:>9.1f}")
+            lines.append(
+                f"{r.kernel:<32} {r.grid or 'indirect'!s:>20} {r.gpu_ns / 1e3:>10.2f} {r.gb_per_s:>9.1f}"
+            )
         return "\n".join(lines)
 
-    def _add(self, timed: _Timed, entries: list[tuple[str, tuple[int, int, int], int, int]]) -> None:
+    def _add(self, timed: _Timed, entries: list[tuple[str, tuple[int, int, int] | None, int, int]]) -> None:
         self._pending.append((timed, entries))
 
     def _collect(self) -> None:
@@ -235,7 +237,7 @@ class Batches:
                 if len(self._items) >= self.CAPACITY:
                     _, program = self._items.popitem(last=False)
                     # Re-recording needs it idle.
-                    self.queue.wait(program.serial, "a recorded batch")
+                    self.queue.wait_quietly(program.serial, "a recorded batch")
                     _vk.check(lib.vkResetCommandBuffer(program.cb, 0), "resetting a command buffer")
                     self.descriptors.free(program.sets)
                 else:
@@ -320,6 +322,12 @@ class Recorder:
         timed by this thread's open profiles. Its allocations count as in use (``PENDING``)
         until it is submitted. ``key``: :func:`op_key` of the dispatch, where the caller has it
         (no ranges, push constants or refs)."""
+        if dims.__class__ is not tuple:
+            # An indirect grid: the runtime's check of it first (``_calls._indirect``); a plain
+            # call is recorded for its one submission (its grid's memory is new each call).
+            check, check_allocs, check_push = dims.check  # type: ignore[attr-defined]
+            self.add(check, check_allocs, None, (1, 1, 1), check_push)
+            self.once = self.once or not self.batched
         for a in allocs:
             a.last_use = PENDING
         open_profiles = _local.profiles
@@ -443,7 +451,7 @@ class Recorder:
         if not entries:
             batches.contexts.give_back(ctx)
             return serial
-        profiles: dict[int, tuple[Profile, list[tuple[str, tuple[int, int, int], int, int]]]] = {}
+        profiles: dict[int, tuple[Profile, list[tuple[str, tuple[int, int, int] | None, int, int]]]] = {}
         for owners, name, grid, nbytes, q in entries:
             for p in owners:
                 profiles.setdefault(id(p), (p, []))[1].append((name, grid, nbytes, q))

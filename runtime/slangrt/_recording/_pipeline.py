@@ -409,7 +409,7 @@ class KernelState:
             variant = variants.pop(oldest_key)
             # No caller's cache may take it for its old key any more; its command buffer may
             # still be pending: it must finish before re-recording.
-            self.queue.wait(self.queue.retire(variant), f"kernel {self.name!r}")
+            self.queue.wait_quietly(self.queue.retire(variant), f"kernel {self.name!r}")
             _vk.check(lib.vkResetCommandBuffer(variant.cb, 0), "resetting a command buffer")
             self.descriptors.free(variant.sets)
         else:
@@ -449,7 +449,7 @@ class KernelState:
             alloc = self.memory.host.allocate(nbytes + nbytes // 2, what)
             self.scratch[binding] = alloc
         elif alloc.last_use > self.queue.completed:
-            self.queue.wait(alloc.last_use, f"the previous call of {self.what} (interrupted)")
+            self.queue.wait_quietly(alloc.last_use, f"the previous call of {self.what} (interrupted)")
         return alloc
 
     def drop_scratch(self, binding: Any) -> None:
@@ -480,7 +480,7 @@ class KernelState:
             self.queue.defer(self.queue.submitted, lambda: self._destroy(variants))
             return
         try:
-            self.queue.wait_idle("closing a kernel")
+            self.queue.wait_idle("closing a kernel", quiet=True)
         except Exception:
             return  # (the pool goes with the device)
         self._destroy(variants)

@@ -25,7 +25,7 @@ from .._vulkan import _vk
 from .._vulkan._core import Core
 from .._vulkan._queue import Queue
 
-__all__ = ["Descriptor", "DescriptorSets", "Op", "record_ops"]
+__all__ = ["Descriptor", "DescriptorSets", "Indirect", "Op", "record_ops"]
 
 _OUT_OF_POOL_MEMORY = -1000069000
 _FRAGMENTED_POOL = -12
@@ -189,9 +189,34 @@ class Descriptor:
             self.alloc.last_use = serial
 
 
+class Indirect:
+    """The grid of a dispatch read on the device when it runs (``vkCmdDispatchIndirect``), in
+    the place of a grid's ``(x, y, z)`` in an :data:`Op`: three uint32 at the start of
+    ``alloc``, which the runtime's check kernel wrote just before (``_calls._indirect``).
+    ``check``: that kernel's dispatch, ``(state, allocs, push)``. Two are the same grid when
+    they read the same memory (``key``, as an allocation's), whatever it holds."""
+
+    __slots__ = ("alloc", "check", "key")
+
+    def __init__(self, alloc: Allocation, check: tuple[Any, list[Allocation], bytes]) -> None:
+        self.alloc = alloc
+        self.check = check
+        self.key = ("indirect", alloc.key)
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is Indirect and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return "indirect"
+
+
 # One recorded dispatch: kernel state (``_pipeline.KernelState``), buffers, descriptor ranges
-# (None: the allocations' sizes), grid, the profiles that time it (``_batch.Profile``), push
-# constants (None: none) and the allocations it reaches through device addresses (None: none).
+# (None: the allocations' sizes), grid (or an :class:`Indirect` one), the profiles that time it
+# (``_batch.Profile``), push constants (None: none) and the allocations it reaches through device
+# addresses (None: none).
 Op = tuple[
     Any,
     list["Allocation"],
@@ -366,10 +391,22 @@ def _moved(allocs: list[Any], rs: list[int], writable: Any) -> int:
 
 
 def _buffer_barrier(
-    core: Core, cb: Any, hazards: _Hazards, spans: list[Any], writable: Any, refs: list[Allocation] | None
+    core: Core,
+    cb: Any,
+    hazards: _Hazards,
+    spans: list[Any],
+    writable: Any,
+    refs: list[Allocation] | None,
+    dims: Any = None,
 ) -> None:
-    """The barrier before a dispatch over ``spans`` where it needs one (see :func:`record_ops`)."""
+    """The barrier before a dispatch over ``spans`` where it needs one (see :func:`record_ops`).
+    An indirect grid's bytes count as read (the barrier makes them visible to the indirect read:
+    ``Core.barrier_between_dispatches``)."""
     ref_spans = [_whole(a) for a in refs] if refs else []
+    if dims is not None and dims.__class__ is not tuple:
+        a = dims.alloc
+        spans = [*spans, (a.block.serial, a.offset, a.offset + 12)]
+        writable = (*writable, False)
     if hazards.need_barrier(spans, writable, ref_spans):
         core.barrier_between_dispatches(cb)
         hazards.clear()
@@ -405,10 +442,10 @@ def record_ops(
         writable = state.writable
         rs = ranges if ranges is not None else [a.nbytes for a in allocs]
         if state.descs:
-            _desc_barriers(core, cb, hazards, state, allocs, rs, refs)
+            _desc_barriers(core, cb, hazards, state, allocs, rs, refs, dims)
         else:
             spans = [(a.block.serial, a.offset, a.offset + bind_range(a, r)) for a, r in zip(allocs, rs)]
-            _buffer_barrier(core, cb, hazards, spans, writable, refs)
+            _buffer_barrier(core, cb, hazards, spans, writable, refs, dims)
         if state.pipeline is not pipeline:
             pipeline = state.pipeline
             lib.vkCmdBindPipeline(cb, 1, pipeline.handle)  # VK_PIPELINE_BIND_POINT_COMPUTE
@@ -425,13 +462,23 @@ def record_ops(
             push_constants(state, cb, push_data)
         if timed is not None and profiles:
             lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q)
-            lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
+            _dispatch(lib, cb, dims)
             lib.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timed[0], q + 1)
-            entries.append((profiles, state.name, dims, _moved(allocs, rs, writable), q))
+            grid = dims if dims.__class__ is tuple else None  # (read on the device: not known)
+            entries.append((profiles, state.name, grid, _moved(allocs, rs, writable), q))
             q += 2
         else:
-            lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
+            _dispatch(lib, cb, dims)
     return entries
+
+
+def _dispatch(lib: Any, cb: Any, dims: Any) -> None:
+    """``vkCmdDispatch`` over ``dims``, or ``vkCmdDispatchIndirect`` of an :class:`Indirect`."""
+    if dims.__class__ is tuple:
+        lib.vkCmdDispatch(cb, dims[0], dims[1], dims[2])
+    else:
+        a = dims.alloc
+        lib.vkCmdDispatchIndirect(cb, a.buffer, a.offset)
 
 
 # -- kernels with images, samplers and texel buffers ----------------------------------------------
@@ -445,6 +492,7 @@ def _desc_barriers(
     allocs: list[Any],
     rs: list[int],
     refs: list[Allocation] | None,
+    dims: Any = None,
 ) -> None:
     """The barriers before a dispatch of a kernel with descriptors: its buffers' (texel
     buffers' bytes included) as any dispatch's, then each image moved to its binding's layout."""
@@ -454,7 +502,7 @@ def _desc_barriers(
         if held is not None:
             spans.append((held.block.serial, held.offset, held.offset + bind_range(held, r)))
             writable.append(w)
-    _buffer_barrier(core, cb, hazards, spans, writable, refs)
+    _buffer_barrier(core, cb, hazards, spans, writable, refs, dims)
     vk = _vk.vk()
     for a in allocs:
         if isinstance(a, Descriptor) and a.image is not None:

@@ -143,21 +143,25 @@ class Core:
         vk = _vk.vk()
         barrier = self._barriers.get(name)
         if barrier is None:
+            # (an indirect dispatch reads its grid in the DRAW_INDIRECT stage: slangrt.IndirectGrid)
             everything = (
                 vk.VK_ACCESS_SHADER_READ_BIT
                 | vk.VK_ACCESS_SHADER_WRITE_BIT
                 | vk.VK_ACCESS_TRANSFER_READ_BIT
                 | vk.VK_ACCESS_TRANSFER_WRITE_BIT
                 | vk.VK_ACCESS_HOST_READ_BIT
+                | vk.VK_ACCESS_INDIRECT_COMMAND_READ_BIT
             )
+            indirect = vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT
             all_stages = (
                 vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
                 | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
                 | vk.VK_PIPELINE_STAGE_HOST_BIT
+                | indirect
             )
             src_stage, src_access, dst_stage, dst_access = {
                 "compute": (
-                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | indirect,
                     vk.VK_ACCESS_SHADER_WRITE_BIT,
                     all_stages,
                     everything,
@@ -169,10 +173,12 @@ class Core:
                     everything,
                 ),
                 "dispatch": (
-                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | indirect,
                     vk.VK_ACCESS_SHADER_WRITE_BIT,
-                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                    vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+                    vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | indirect,
+                    vk.VK_ACCESS_SHADER_READ_BIT
+                    | vk.VK_ACCESS_SHADER_WRITE_BIT
+                    | vk.VK_ACCESS_INDIRECT_COMMAND_READ_BIT,
                 ),
             }[name]
             struct = vk.ffi.new(

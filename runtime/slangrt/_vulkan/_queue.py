@@ -136,6 +136,8 @@ class Queue:
         self._seq = itertools.count()
         # The thread in _flush_locked, else 0 (see wait(): a finalizer run there; and submit()).
         self._flusher = 0
+        self.after_wait: Callable[[], None] | None = None  # (see wait)
+        self.indirect: Any = None  # what after_wait reads (``_calls._indirect``)
         self._init_promises()
         if delay_s > 0.0:  # (made here, not under the lock by a call: see _flusher)
             self._start_helper()
@@ -633,7 +635,17 @@ class Queue:
         return self.completed
 
     def wait(self, serial: int, what: str, timeout_ns: int | None = None) -> None:
-        """Return once submission ``serial`` has finished; raise after the timeout."""
+        """Return once submission ``serial`` has finished; raise after the timeout, or (once)
+        what ``after_wait`` (None: nothing to check) finds wrong in work that has finished: an
+        indirect grid over the device's limits (``_calls._indirect``)."""
+        self.wait_quietly(serial, what, timeout_ns)
+        if self.after_wait is not None:
+            self.after_wait()
+
+    def wait_quietly(self, serial: int, what: str, timeout_ns: int | None = None) -> None:
+        """:meth:`wait` without ``after_wait``: the runtime's own waits in the middle of its
+        bookkeeping (reusing memory or a command buffer), which a fault of other work must not
+        cut short; the caller's next wait raises it."""
         if self._errors or serial > self.flushed:
             if self._flusher == threading.get_ident():  # the locks are held, the work not submitted
                 raise SlangRTError(f"{what} was waited for inside a submission (by a finalizer?)")
@@ -723,9 +735,11 @@ class Queue:
         if found is not None:
             raise found
 
-    def wait_idle(self, what: str, timeout_ns: int | None = None) -> None:
-        """Wait for everything submitted so far (a submission cut short too: see wait)."""
-        self.wait(max(self.submitted, self._calling), what, timeout_ns)
+    def wait_idle(self, what: str, timeout_ns: int | None = None, *, quiet: bool = False) -> None:
+        """Wait for everything submitted so far (a submission cut short too: see wait);
+        ``quiet``: as :meth:`wait_quietly`."""
+        waiting = self.wait_quietly if quiet else self.wait
+        waiting(max(self.submitted, self._calling), what, timeout_ns)
 
     def drain(self, timeout_ns: int) -> None:
         """Wait for everything submitted, at most ``timeout_ns``, the device closing (logging
@@ -736,7 +750,8 @@ class Queue:
             errors, self._errors = self._errors, []
         for _, exc, _threads in errors:
             _log.warning("slangrt: closing a device after a failed submission: %s", exc)
-        self.wait_idle("closing the device", timeout_ns=min(self.timeout_ns, timeout_ns))
+        # (quietly: closing raises nothing that the finished work found; see _calls._indirect)
+        self.wait_idle("closing the device", min(self.timeout_ns, timeout_ns), quiet=True)
 
     # -- deferred work -------------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Indirect dispatch: a kernel counts tokens per expert, the next runs on those counts."""
