@@ -59,7 +59,7 @@ def test_the_api_exports_exactly_what_generated_code_uses() -> None:
 def _module(tmp_path: Path, api: int) -> str:
     """A generated module (no kernels) written for wrapper API ``api``, in package `apipkg`."""
     templates = codegen.Templates.load()
-    own = codegen.Names.of(SimpleNamespace(entries=(), variants=()))  # type: ignore[arg-type]  # a module of no entries
+    own = codegen.Names.of(SimpleNamespace(entries=(), variants=(), variant_pickers=()))  # type: ignore[arg-type]  # a module of no entries
     text = templates.module.substitute(
         version="0",
         api=api,
