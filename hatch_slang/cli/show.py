@@ -382,9 +382,8 @@ def print_show(data: dict[str, Any]) -> None:
         click.secho(f"entry {entry['name']}{renamed}{instance}", bold=True)
         by = entry.get("threads_by") or [None, None, None]
         size = " x ".join(f"{n} (default {v})" if n else str(v) for v, n in zip(t, by, strict=True))
-        click.echo(f"  threads per group: {size} = {entry['threads_per_group']}")
-        if entry.get("subgroup_size"):
-            click.echo(f"  subgroup size: {entry['subgroup_size']} (required of the device)")
+        sub = f", subgroups of {entry['subgroup_size']} required" if entry.get("subgroup_size") else ""
+        click.echo(f"  threads per group: {size} = {entry['threads_per_group']}{sub}")
         click.echo(f"  dispatch: {entry['dispatch'] or 'not documented: the caller passes grid=(x, y, z)'}")
         grid = f"({', '.join(entry['grid'])})" if entry["grid"] is not None else "grid="
         click.echo(f"  grid: {grid}  [{entry['grid_from']}]")
@@ -396,12 +395,16 @@ def print_show(data: dict[str, Any]) -> None:
         _print_types(entry)
     _print_generics(data.get("generics", []))
     _print_mapped(data.get("mapped", []))
-    for v in data.get("variants", []):
+    _print_variants(data.get("variants", []))
+    for w in data["warnings"]:
+        click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+def _print_variants(variants: list[dict[str, Any]]) -> None:
+    for v in variants:
         click.echo()
         click.secho(f"variant function {v['name']} (line {v['line']})", bold=True)
         click.echo(f"  runs the first the device supports of: {', '.join(v['entries'])}")
-    for w in data["warnings"]:
-        click.secho(f"warning: {w}", fg="yellow", err=True)
 
 
 def _print_arguments(entry: dict[str, Any]) -> None:

@@ -171,18 +171,7 @@ def render_module(
             for (_, s), name in own.samplers.items()
         )
     text += structs.definitions(list(own.structs), own.structs, own.own["np"], spec.shader.module)
-    text += mapped_text
-    text += variants.render(
-        spec,
-        own.helpers,
-        own.library,
-        own.locals(),
-        lambda e: _parameters(e, own.own),
-        lambda e: [b.name for b in _positional(e)],
-        _keywords,
-        _escape_doc,
-        _lit,
-    )
+    text += mapped_text + _variant_functions(spec, own)
     if torch_namespace is not None:
         text += torch_ops.render(spec.entries, own.pickers, own.helpers, TORCH_OPS, torch_namespace, _lit)
     try:  # a last guard: a module that cannot be imported must never be written
@@ -418,6 +407,21 @@ def _annotation(b: BufferSpec, own: dict[str, str]) -> str:
     if b.struct is not None:  # a structured dtype's scalar type (torch has none)
         return ("{npt}.NDArray[{np}.void] | {slangrt}.Tensor").format(**own)
     return ("{npt}.NDArray[" + element + "] | {slangrt}.Tensor | {slangrt}.TorchTensor").format(**own)
+
+
+def _variant_functions(spec: ShaderSpec, own: Names) -> str:
+    """The module text of the shader's ``slang-variants`` functions (:mod:`.variants`)."""
+    return variants.render(
+        spec,
+        own.helpers,
+        own.library,
+        own.locals(),
+        lambda e: _parameters(e, own.own),
+        lambda e: [b.name for b in _positional(e)],
+        _keywords,
+        _escape_doc,
+        _lit,
+    )
 
 
 def _keywords(e: EntrySpec) -> list[str]:
