@@ -149,3 +149,13 @@ def test_autodiff_py_measures_mapped_functions_and_first_calls(tmp_path: Path) -
             assert _measured(data, f"{name} {part} GPU us (ours")
             assert _measured(data, f"{name} {part} GB/s (ours)")
     assert len(_measured(data, "first call s, fresh process:")) == 2
+
+
+def test_moe_prefill_py_runs_the_recorded_step_with_device_routing_and_checks_it(tmp_path: Path) -> None:
+    data = _run(tmp_path, "moe_prefill.py", "--small", "--no-torch", "--reps", "2")
+    # The small step steers every token from its last expert: one expert of no slots, the
+    # others past one 128-row tile (indirect grids of 2 rows of workgroups).
+    assert data["counts"][-1] == 0 and max(data["counts"]) > 128, data["counts"]
+    assert sum(data["counts"]) == data["shape"]["tokens"] * data["shape"]["used"]
+    assert data["ok"] and data["max rel err"] < 1e-3 and data["tokens routed unlike numpy"] == 0, data
+    assert _measured(data, "ours ")
