@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hatch_slang.codegen.generics import pickers
+from hatch_slang.codegen.wrappers import grid_keyword
 from hatch_slang.compile.constants import LinkConstant
 from hatch_slang.compile.discover import Shader
 from hatch_slang.compile.mapped import MapParam
@@ -64,7 +65,11 @@ def _arguments(e: EntrySpec) -> list[dict[str, str]]:
     for name in e.grid_only:
         out.append({"name": name, "kind": "Dispatch size", "from": _origin(e.grid_line)})
     if e.grid is None:
-        out.append({"name": "grid", "kind": "grid=(x, y, z)", "from": "caller (no Dispatch line)"})
+        kind = "grid=(x, y, z), or read on the device (slangrt.IndirectGrid)"
+        out.append({"name": "grid", "kind": kind, "from": "caller (no Dispatch line)"})
+    else:
+        kind = "optional: read on the device (slangrt.IndirectGrid) in the Dispatch line's place"
+        out.append({"name": grid_keyword(e), "kind": kind, "from": "caller"})
     for c in e.constants:
         sets = [axis for axis, by in zip("xyz", e.threads_by, strict=True) if by == c.name]
         kind = f"specialization constant {c.scalar}, default {c.default!r}"

@@ -25,8 +25,8 @@ from .test_unreadable_lines import CODE, GOOD_SIGNATURE, build, comment, signatu
 
 pytestmark = pytest.mark.compile
 
-GRID_FALLBACK = GOOD_SIGNATURE + ", grid"
-X_FROM_REFLECTION = "a, y, *, scale, n, m"  # binding 0 unread: the Slang variable `a`, any shape
+GRID_FALLBACK = GOOD_SIGNATURE  # (with a Dispatch line `grid` is optional, an indirect grid)
+X_FROM_REFLECTION = "a, y, *, scale, n, m, grid"  # binding 0 unread: the Slang variable `a`, any shape
 DIGITS = "9" * 10_000
 
 DISPATCH_CASES = {
@@ -96,7 +96,7 @@ def test_an_oversized_binding_number_is_a_warning(tmp_path: Path, line: str) -> 
 )
 def test_an_oversized_or_zero_dividing_params_field_is_a_warning(tmp_path: Path, tuple_text: str) -> None:
     text = comment(replace={7: f"//   t2: params  {tuple_text}"})
-    assert_one_warning(tmp_path, text, 7, "x, y, params")
+    assert_one_warning(tmp_path, text, 7, "x, y, params, *, grid")
 
 
 def test_an_entries_line_of_30000_names_is_a_warning_and_quick() -> None:

@@ -177,7 +177,7 @@ def test_baseline_module_is_safe(compiled: CompileResult) -> None:
     tree = assert_safe_module(render(compiled))
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
     assert [a.arg for a in fn.args.args] == ["x", "y"]
-    assert [a.arg for a in fn.args.kwonlyargs] == ["scale", "n", "m"]
+    assert [a.arg for a in fn.args.kwonlyargs] == ["scale", "n", "m", "grid"]  # (grid: optional)
 
 
 comment_text = st.text(

@@ -215,7 +215,12 @@ def test_show_lists_each_entrys_constants_and_values(package: Callable[[str], Pa
     printed = _show(root, "linkconst_affine")
     assert "link-time constants (option `constants`):" in printed
     assert "dispatch: ceil(n / BLOCK) workgroups of BLOCK" in printed  # as written
-    assert [a["name"] for a in entry["arguments"]] == ["x", "y", "n"]  # no `BLOCK=`: the build knows it
+    assert [a["name"] for a in entry["arguments"]] == [
+        "x",
+        "y",
+        "n",
+        "grid",
+    ]  # no `BLOCK=`: the build knows it (grid: optional, indirect)
     assert re.search(r"SCALE\s+float\s+-2\.0f\s+line 15", printed)
     [plain] = json.loads(_show(root, "scale_rows", "--json"))["entries"]
     assert plain["link_constants"] == []

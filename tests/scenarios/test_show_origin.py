@@ -72,6 +72,11 @@ def test_show_json_marks_where_each_piece_comes_from(project: Path) -> None:
         {"name": "scale", "kind": "params field", "from": "comment line 6"},
         {"name": "n", "kind": "params field, inferred from `x` when omitted", "from": "comment line 6"},
         {"name": "rows", "kind": "Dispatch size", "from": "comment line 8"},
+        {
+            "name": "grid",
+            "kind": "optional: read on the device (slangrt.IndirectGrid) in the Dispatch line's place",
+            "from": "caller",
+        },
     ]
 
 
@@ -93,7 +98,11 @@ def test_show_without_a_dispatch_line_says_the_caller_passes_grid(project: Path)
     assert result.exit_code == 0, result.output
     (entry,) = json.loads(result.stdout)["entries"]
     assert entry["grid"] is None and entry["grid_from"] == "caller (grid=)"
-    grid = {"name": "grid", "kind": "grid=(x, y, z)", "from": "caller (no Dispatch line)"}
+    grid = {
+        "name": "grid",
+        "kind": "grid=(x, y, z), or read on the device (slangrt.IndirectGrid)",
+        "from": "caller (no Dispatch line)",
+    }
     assert entry["arguments"][-1] == grid
 
 
