@@ -37,19 +37,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "runtime")]
 
 import slangrt  # noqa: E402
 
-from benchmarks.kernels import Torch, _kernels, _q4, gpu_time_us  # noqa: E402
+from benchmarks.kernels import Torch, _kernels, gpu_time_us, shader_helpers  # noqa: E402
 
 PEAK_TFLOPS = {"f16": 989.0, "f32": 67.0}  # H100 / H200 SXM, dense
-
-
-def _q8() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_q8_0_helpers", ROOT / "shaders" / "gemv_q8_0.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 Weights = tuple[tuple[np.ndarray, ...], np.ndarray]
@@ -63,7 +53,7 @@ def _weights(kind: str, n: int, k: int, rng: np.random.Generator) -> Weights:
     if kind == "f16":
         w16 = (rng.standard_normal((n, k), dtype=np.float32) * 0.05).astype(np.float16)
         return (w16,), w16.astype(np.float32)
-    helpers = _q4() if kind == "q4_0" else _q8()
+    helpers = shader_helpers(f"gemv_{kind}")
     wq, wd = getattr(helpers, f"random_{kind}")(rng, (n, k))
     return (wq, wd), getattr(helpers, f"dequantize_{kind}")(wq, wd)
 
@@ -116,6 +106,18 @@ def plan(small: bool) -> list[tuple[str, str, str, tuple[int, int, int], str]]:
     return rows
 
 
+def table(results: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table (what benchmarks/RESULTS.md shows)."""
+    cols = ["entry", "shape", "path", "us", "TFLOPS", "of peak", "torch us", "torch / ours", "rel diff"]
+
+    def cell(v: Any) -> str:
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
+    lines += ["| " + " | ".join(cell(r.get(c, "-")) for c in cols) + " |" for r in results]
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=10)
@@ -134,6 +136,7 @@ def main() -> int:
         print(json.dumps(got), flush=True)
     header = {"device": slangrt.device().info.name, "torch": th.reason}
     print("\n".join(f"{k}: {v}" for k, v in header.items()))
+    print(table(results))
     if args.json:
         args.json.write_text(json.dumps({**header, "rows": results}, indent=1), encoding="utf-8")
     return 0

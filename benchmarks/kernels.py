@@ -66,10 +66,15 @@ def _kernels(name: str) -> ModuleType:
 
 
 def _q4() -> ModuleType:
-    """The Q4_0 packing helpers of shaders/gemv_q4_0.py, loaded without hatch_slang.validate."""
+    """The Q4_0 packing helpers of shaders/gemv_q4_0.py."""
+    return shader_helpers("gemv_q4_0")
+
+
+def shader_helpers(stem: str) -> ModuleType:
+    """A reference module of the library (``shaders/<stem>.py``: its packing helpers), loaded by path."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_q4_0_helpers", ROOT / "shaders" / "gemv_q4_0.py")
+    spec = importlib.util.spec_from_file_location(f"_{stem}_helpers", ROOT / "shaders" / f"{stem}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -159,3 +159,12 @@ def test_moe_prefill_py_runs_the_recorded_step_with_device_routing_and_checks_it
     assert sum(data["counts"]) == data["shape"]["tokens"] * data["shape"]["used"]
     assert data["ok"] and data["max rel err"] < 1e-3 and data["tokens routed unlike numpy"] == 0, data
     assert _measured(data, "ours ")
+
+
+def test_gemm_py_times_every_product_and_names_the_path_each_variant_ran(tmp_path: Path) -> None:
+    data = _run(tmp_path, "gemm.py", "--small", "--no-torch", "--reps", "1")
+    rows = data["rows"]
+    assert len(rows) == 10 and all(r["us"] > 0 and r["TFLOPS"] > 0 for r in rows), rows
+    # The variant functions say which entry they ran (lavapipe: the tiled path, no coopmat).
+    paths = {r["entry"]: r.get("path") for r in rows}
+    assert paths["gemm_q4_0_f16"] in ("gemm_q4_0_tiled_f16", "gemm_q4_0_coopmat_f16"), paths
