@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import numpy as np
 
-from hatch_slang.validate import Case
+from hatch_slang.validate import Case, load_reference
+
+# y (+)= x @ w.T: gemv_f32's reference (its arguments are named alike); the FLOPs: gemm_f16's.
+reference = load_reference(Path(__file__).with_name("gemv_f32.py")).reference
+flops = load_reference(Path(__file__).with_name("gemm_f16.py")).flops
 
 # (tokens, n, k): one element; tokens and n below, at and past the 128 x 128 tile; k not a
 # multiple of 4 (scalar loads) nor of the stage of 8; several tiles each way.
 SHAPES = [(1, 1, 1), (3, 33, 7), (17, 33, 64), (1, 130, 1000), (129, 257, 36), (200, 300, 515)]
-
-
-def reference(args: dict[str, Any]) -> dict[str, np.ndarray]:
-    y = args["x"].astype(np.float64) @ args["w"].astype(np.float64).T
-    if args["accumulate"]:
-        y += args["y"]
-    return {"y": y.astype(np.float32)}
-
-
-def flops(entry: str, sizes: dict[str, int]) -> float:
-    """Floating-point operations of one call (`hatch-slang bench` reports GFLOP/s from it): a
-    multiply and an add per weight and token, and one add per output when accumulating."""
-    outputs = sizes["n"] * sizes["tokens"]
-    return 2.0 * outputs * sizes["k"] + (outputs if sizes.get("accumulate") else 0)
 
 
 def cases(rng: np.random.Generator) -> Iterator[Case]:

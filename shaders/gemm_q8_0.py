@@ -17,6 +17,9 @@ import numpy as np
 from hatch_slang.validate import Case, held, load_reference
 
 q8 = load_reference(Path(__file__).with_name("gemv_q8_0.py"))
+# The tolerances of f32 sums (and an f16 y) and the FLOPs of a product: gemm_f16's.
+_f16 = load_reference(Path(__file__).with_name("gemm_f16.py"))
+tolerance, flops = _f16.tolerance, _f16.flops
 
 # (tokens, n, k): one block; tokens and n below, at and past the 128 x 128 tile; several tiles
 # each way; k of one stage of the coopmat path, and not a multiple of two stages.
@@ -36,20 +39,6 @@ def reference(args: dict[str, Any], dequantize: Dequantize, path: str, fmt: str)
     if args["accumulate"]:
         y += args["y"].astype(np.float64)
     return {"y": held(y, fmt)}
-
-
-def tolerance(fmt: str, k: int) -> tuple[float, float]:
-    """(atol, rtol): f32 sums of `k` products summed in another order (as gemv_q8_0's); for
-    an f16 y, also one f16 ulp (the float64 result and the f32 one may round apart)."""
-    atol = 2e-6 * k**0.5 * 8
-    return (atol, 1e-5) if fmt == "f32" else (atol + 2.0**-24, 2.0**-10)
-
-
-def flops(entry: str, sizes: dict[str, int]) -> float:
-    """Floating-point operations of one call (`hatch-slang bench` reports GFLOP/s from it): a
-    multiply and an add per weight and token, and one add per output when accumulating."""
-    outputs = sizes["n"] * sizes["tokens"]
-    return 2.0 * outputs * sizes["k"] + (outputs if sizes.get("accumulate") else 0)
 
 
 def quant_cases(

@@ -267,23 +267,31 @@ def test_a_generic_function_picks_its_instance_by_dtype(built: BuiltPackage) -> 
         funcs.softsign(np.arange(3))
 
 
-def test_transcendentals_of_doubles_fail_the_build(tmp_path: Path) -> None:
-    """Vulkan defines exp, log, sin... on 16- and 32-bit floats only; Slang writes them for
-    doubles anyway and lavapipe returns garbage: the build refuses, naming the function's line."""
+def _build_one(root: Path, name: str, source: str) -> None:
+    """Build a project of one shader, ``shaders/<name>.slang`` holding ``source``."""
     from hatch_slang.builder import pipeline
     from hatch_slang.config.project import load_project_config
-    from hatch_slang.errors import HatchSlangError
 
-    (tmp_path / "shaders").mkdir()
-    (tmp_path / "pyproject.toml").write_text(
+    (root / "shaders").mkdir()
+    (root / "pyproject.toml").write_text(
         '[project]\nname = "bad"\nversion = "0"\n[tool.hatch.build.hooks.slang]\n'
         'shaders = ["shaders/*.slang"]\npackage = "bad/kernels"\n'
     )
-    (tmp_path / "shaders" / "sp.slang").write_text(
-        "// slang-map: sp\n\n[Differentiable]\ndouble sp(double x) { return log(1.0 + exp(x)); }\n"
-    )
+    (root / "shaders" / f"{name}.slang").write_text(source)
+    pipeline.build(load_project_config(root))
+
+
+def test_transcendentals_of_doubles_fail_the_build(tmp_path: Path) -> None:
+    """Vulkan defines exp, log, sin... on 16- and 32-bit floats only; Slang writes them for
+    doubles anyway and lavapipe returns garbage: the build refuses, naming the function's line."""
+    from hatch_slang.errors import HatchSlangError
+
     with pytest.raises(HatchSlangError) as e:
-        pipeline.build(load_project_config(tmp_path))
+        _build_one(
+            tmp_path,
+            "sp",
+            "// slang-map: sp\n\n[Differentiable]\ndouble sp(double x) { return log(1.0 + exp(x)); }\n",
+        )
     assert "shaders/sp.slang:4: entry `_hs_map_sp` applies `exp`, `log` to double-precision values" in str(
         e.value
     )
@@ -448,20 +456,12 @@ def test_the_map_option_maps_a_function_of_an_imported_module(built: BuiltPackag
 def test_compiler_messages_name_the_file_not_its_generated_copy(tmp_path: Path) -> None:
     """A file with mapped functions is compiled from a copy (its text, then the generated
     entries'): Slang's messages still name the file and its line."""
-    from hatch_slang.builder import pipeline
-    from hatch_slang.config.project import load_project_config
     from hatch_slang.errors import HatchSlangError
 
-    (tmp_path / "shaders").mkdir()
-    (tmp_path / "pyproject.toml").write_text(
-        '[project]\nname = "bad"\nversion = "0"\n[tool.hatch.build.hooks.slang]\n'
-        'shaders = ["shaders/*.slang"]\npackage = "bad/kernels"\n'
-    )
-    (tmp_path / "shaders" / "oops.slang").write_text(
-        "// slang-map: f\n\nfloat f(float x)\n{\n    return x + no_such_thing;\n}\n"
-    )
     with pytest.raises(HatchSlangError) as e:
-        pipeline.build(load_project_config(tmp_path))
+        _build_one(
+            tmp_path, "oops", "// slang-map: f\n\nfloat f(float x)\n{\n    return x + no_such_thing;\n}\n"
+        )
     said = str(e.value)
     assert "shaders/oops.slang:5" in said and "no_such_thing" in said, said
     assert "hatch-slang-" not in said  # (the scratch copy's path)

@@ -423,9 +423,10 @@ class Signature:
 
     # -- Vulkan ------------------------------------------------------------------------------
 
-    def unsupported(self, dev: Device) -> list[str]:
-        """What the kernel needs that ``dev`` lacks, one phrase each (empty: it runs there)."""
-        mod = _features.scan(self.spirv, self.entry)
+    def unsupported(self, dev: Device, mod: _features.Module | None = None) -> list[str]:
+        """What the kernel needs that ``dev`` lacks, one phrase each (empty: it runs there);
+        ``mod``: the module's scan, where the caller has it."""
+        mod = mod or _features.scan(self.spirv, self.entry)
         missing = _features.missing(mod, dev.features)
         core = dev.parts.core
         if self.push_range > core.max_push_constants:
@@ -439,7 +440,7 @@ class Signature:
         """Refuse a kernel the device cannot run, or whose SPIR-V uses what it does not describe."""
         mod = _features.scan(self.spirv, self.entry)
         info = dev.info
-        missing = self.unsupported(dev)
+        missing = self.unsupported(dev, mod)
         if missing:
             them = "it" if len(missing) == 1 else "them"
             raise UnsupportedKernelError(
