@@ -1,4 +1,4 @@
-"""NumPy reference and validation cases for gemm_f16.slang, per path (tiled, coopmat) and output
+"""NumPy reference and validation cases for gemm_f16.slang, per path (tiled, coopmat, cm2) and output
 format (f32, f16).
 
 x and w are f16, so each product is exact in f32 and the sums differ from float64's by f32
@@ -18,7 +18,7 @@ from hatch_slang.validate import Case, held
 # (tokens, n, k): one element; tokens and n below, at and past the 128 x 128 tile; k not a
 # multiple of 8 (scalar loads) nor of the stages (8 tiled, 32 coopmat); several tiles each way.
 SHAPES = [(1, 1, 1), (3, 33, 13), (17, 33, 64), (1, 130, 1000), (129, 257, 40), (200, 300, 517)]
-PATHS = ("tiled", "coopmat")
+PATHS = ("tiled", "coopmat", "cm2")
 FORMATS = ("f32", "f16")
 
 

@@ -1,9 +1,9 @@
-"""NumPy reference and validation cases for gemm_q8_0.slang, per path (tiled, coopmat) and
+"""NumPy reference and validation cases for gemm_q8_0.slang, per path (tiled, coopmat, cm2) and
 format of x and y (f32, f16); the helpers gemm_q4_0.py shares.
 
 The tiled path computes with the weights q * d and x exactly (in f32), so it differs from
-float64 by f32 summation only. The coopmat path rounds both to f16 as it stages them: its
-reference rounds them the same way first. An f16 y is the f32 result rounded once to f16.
+float64 by f32 summation only. The coopmat and cm2 paths round both to f16 as they stage or
+load them: their reference rounds them the same way first. An f16 y is the f32 result rounded once to f16.
 """
 
 from __future__ import annotations
@@ -21,10 +21,19 @@ q8 = load_reference(Path(__file__).with_name("gemv_q8_0.py"))
 _f16 = load_reference(Path(__file__).with_name("gemm_f16.py"))
 tolerance, flops = _f16.tolerance, _f16.flops
 
-# (tokens, n, k): one block; tokens and n below, at and past the 128 x 128 tile; several tiles
-# each way; k of one stage of the coopmat path, and not a multiple of two stages.
-SHAPES = [(1, 1, 32), (3, 33, 64), (17, 33, 96), (1, 130, 1024), (129, 257, 64), (200, 300, 544)]
-PATHS = ("tiled", "coopmat")
+# (tokens, n, k): one block; tokens and n below, at and past the 128 x 128 tile (and tokens past
+# the cm2 path's 256); several tiles each way; k of one stage of the coopmat path, and not a
+# multiple of two stages.
+SHAPES = [
+    (1, 1, 32),
+    (3, 33, 64),
+    (17, 33, 96),
+    (1, 130, 1024),
+    (129, 257, 64),
+    (200, 300, 544),
+    (300, 40, 64),
+]
+PATHS = ("tiled", "coopmat", "cm2")
 FORMATS = ("f32", "f16")
 
 Dequantize = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -33,7 +42,7 @@ Dequantize = Callable[[np.ndarray, np.ndarray], np.ndarray]
 def reference(args: dict[str, Any], dequantize: Dequantize, path: str, fmt: str) -> dict[str, np.ndarray]:
     w = dequantize(args["wq"], args["wd"])
     x = args["x"]
-    if path == "coopmat":  # staged as f16
+    if path in ("coopmat", "cm2"):  # staged (or loaded) as f16
         w, x = held(w, "f16"), held(x, "f16")
     y = x.astype(np.float64) @ w.astype(np.float64).T
     if args["accumulate"]:

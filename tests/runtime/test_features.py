@@ -20,7 +20,7 @@ import pytest
 import slangrt
 from rt_helpers import ADD_BINDINGS, DATA, has_vulkan_device, run_python, spirv
 from slangrt import BindingSpec, Kernel, Tensor
-from slangrt._vulkan import _features
+from slangrt._vulkan import _features, _vk
 
 pytestmark = [
     pytest.mark.gpu,
@@ -401,7 +401,7 @@ def test_a_device_without_buffer_device_address() -> None:
     code = textwrap.dedent(
         f"""
         import struct, numpy as np, slangrt
-        from slangrt._vulkan import _features
+        from slangrt._vulkan import _features, _vk
         from dataclasses import replace
         structs = []
         for fs in _features.FEATURE_STRUCTS:
@@ -485,6 +485,58 @@ def test_missing_names_capabilities_and_extensions() -> None:
     ]
     # Capabilities slangrt does not know are left to the driver.
     assert _features.missing(_features.scan(with_capability(spirv("add"), 999_999)), set()) == []
+
+
+def test_workgroup_matrices_need_cooperative_matrix2() -> None:
+    mod = _features.scan(spirv("wg_matrix"), "wg_matrix")
+    assert mod.workgroup_matrices
+    assert not _features.scan(spirv("add"), "add").workgroup_matrices
+    assert {"TensorAddressingNV", "CooperativeMatrixTensorAddressingNV"} <= set(mod.capabilities)
+    cm2 = {
+        "cooperativeMatrix",
+        "VK_KHR_cooperative_matrix",
+        "VK_NV_cooperative_matrix2",
+        "cooperativeMatrixTensorAddressing",
+        "cooperativeMatrixWorkgroupScope",
+        "cooperativeMatrixFlexibleDimensions",
+        "Vulkan 1.3",
+        "shaderFloat16",
+        "storageBuffer16BitAccess",
+        "uniformAndStorageBuffer16BitAccess",
+        "vulkanMemoryModel",
+    }
+    assert _features.missing(mod, cm2) == []
+    assert _features.missing(mod, cm2 - {"cooperativeMatrixFlexibleDimensions"}) == [
+        "cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2's "
+        "cooperativeMatrixWorkgroupScope and cooperativeMatrixFlexibleDimensions)"
+    ]
+    lacking = _features.missing(mod, cm2 - {"cooperativeMatrixTensorAddressing", "VK_NV_cooperative_matrix2"})
+    addressing = "VK_NV_cooperative_matrix2 cooperativeMatrixTensorAddressing"
+    assert f"the SPIR-V capability TensorAddressingNV ({addressing})" in lacking
+    assert "the SPIR-V extension SPV_NV_cooperative_matrix2 (VK_NV_cooperative_matrix2)" in lacking
+    # A SPIR-V 1.6 module needs a Vulkan 1.3 device.
+    v16 = spirv("add")[:4] + struct.pack("<I", 0x00010600) + spirv("add")[8:]
+    assert _features.missing(_features.scan(v16), {"Vulkan 1.2"}) == ["SPIR-V 1.6 (Vulkan 1.3)"]
+    assert _features.missing(_features.scan(v16), {"Vulkan 1.2", "Vulkan 1.3"}) == []
+
+
+def test_a_feature_struct_newer_than_the_vulkan_package_is_laid_out_by_hand() -> None:
+    # VkPhysicalDeviceCooperativeMatrix2FeaturesNV: sType, pNext, then its VkBool32 members.
+    fs = next(f for f in _features.FEATURE_STRUCTS if f.raw)
+    vk = _vk.vk()
+    head = vk.ffi.new("VkPhysicalDeviceVulkan12Features*")
+    raw, pointer = _features.new_struct(vk, fs, head)
+    base = vk.ffi.cast("VkBaseOutStructure*", pointer)
+    assert base.sType == 1000593000 and base.pNext == vk.ffi.cast("VkBaseOutStructure*", head)
+    members = list(fs.members)
+    assert all(getattr(raw, m) == 0 for m in members)
+    raw.cooperativeMatrixBlockLoads = 1
+    words = vk.ffi.cast("uint32_t*", pointer)
+    assert [words[4 + i] for i in range(len(members))] == [
+        int(m == "cooperativeMatrixBlockLoads") for m in members
+    ]
+    with pytest.raises(AttributeError):
+        _ = raw.notAMember
 
 
 def test_device_features_and_supports() -> None:

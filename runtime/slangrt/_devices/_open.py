@@ -21,7 +21,7 @@ from .._alloc._memory import Memory
 from .._errors import VulkanUnavailableError
 from .._recording import _batch
 from .._recording._record import DescriptorSets
-from .._vulkan import _vk
+from .._vulkan import _features, _vk
 from .._vulkan._core import Core
 from .._vulkan._instance import DeviceInfo, Instance, Probe, compute_queue_family
 from .._vulkan._pcache import PipelineCache
@@ -129,11 +129,10 @@ def _create_core(pd: Any, info: DeviceInfo, probe: Probe, family: int, extension
     head: Any = ffi.NULL
     chain: list[Any] = []
     for fs, members in reversed(probe.structs):
-        struct = ffi.new(f"{fs.ctype}*", {"sType": getattr(vk, fs.stype), "pNext": head})
+        struct, head = _features.new_struct(vk, fs, head)
         for m in members:
             setattr(struct, m, 1)
         chain.append(struct)
-        head = struct
     features2 = ffi.new(
         "VkPhysicalDeviceFeatures2*",
         {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": head},

@@ -24,6 +24,7 @@ kernel's SPIR-V is parsed once); this module only knows what a device needs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._errors import SpirvError
 from ..spirv._capabilities import CAPABILITIES, EXTENSIONS
@@ -32,6 +33,7 @@ from ..spirv._format import (
     DEC_DESCRIPTOR_SET,
     GLCOMPUTE,
     SC_PUSH_CONSTANT,
+    SCOPE_WORKGROUP,
     Parsed,
     little_endian,
     parse,
@@ -65,11 +67,47 @@ class FeatureStruct:
     """
 
     ctype: str
-    stype: str
+    stype: str | int  # the package's constant's name, or the value (a raw struct's)
     members: dict[str, str]  # member -> token
     version: tuple[int, int] | None = None
     extensions: tuple[str, ...] = ()
     below: tuple[int, int] | None = None
+    # A struct the ``vulkan`` package does not declare (newer than its headers): sType, pNext
+    # and then only VkBool32 members, in ``members``' order, made by :func:`new_struct`.
+    raw: bool = False
+
+
+class RawStruct:
+    """A feature struct of VkBool32 members that the ``vulkan`` package does not declare, laid
+    out as Vulkan does (sType, pNext, then the members), read and set by member name."""
+
+    def __init__(self, ffi: Any, fs: FeatureStruct, head: Any) -> None:
+        self._names = list(fs.members)
+        self._words = ffi.new("uint32_t[]", 4 + len(self._names))  # 4: sType, padding, pNext
+        base = ffi.cast("VkBaseOutStructure*", self._words)
+        base.sType = int(fs.stype)
+        base.pNext = ffi.cast("VkBaseOutStructure*", head)
+        self.pointer = ffi.cast("void*", self._words)
+
+    def __getattr__(self, name: str) -> int:
+        if name.startswith("_") or name not in self._names:
+            raise AttributeError(name)
+        return int(self._words[4 + self._names.index(name)])
+
+    def __setattr__(self, name: str, value: int) -> None:
+        if name.startswith("_") or name == "pointer":
+            object.__setattr__(self, name, value)
+            return
+        self._words[4 + self._names.index(name)] = value
+
+
+def new_struct(vk: Any, fs: FeatureStruct, head: Any) -> tuple[Any, Any]:
+    """A zeroed feature struct ``fs`` chained to ``head``: (the struct, a pointer to chain to)."""
+    if fs.raw:
+        raw = RawStruct(vk.ffi, fs, head)
+        return raw, raw.pointer
+    struct = vk.ffi.new(f"{fs.ctype}*", {"sType": getattr(vk, str(fs.stype)), "pNext": head})
+    return struct, struct
 
 
 def _same(*names: str) -> dict[str, str]:
@@ -172,6 +210,22 @@ FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
         extensions=("VK_KHR_cooperative_matrix",),
     ),
     FeatureStruct(
+        # VK_NV_cooperative_matrix2 (2024) is newer than the ``vulkan`` package's headers.
+        "VkPhysicalDeviceCooperativeMatrix2FeaturesNV",
+        1000593000,  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV
+        _same(
+            "cooperativeMatrixWorkgroupScope",
+            "cooperativeMatrixFlexibleDimensions",
+            "cooperativeMatrixReductions",
+            "cooperativeMatrixConversions",
+            "cooperativeMatrixPerElementOperations",
+            "cooperativeMatrixTensorAddressing",
+            "cooperativeMatrixBlockLoads",
+        ),
+        extensions=("VK_NV_cooperative_matrix2",),
+        raw=True,
+    ),
+    FeatureStruct(
         "VkPhysicalDeviceCooperativeMatrixFeaturesNV",
         "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV",
         {"cooperativeMatrix": "cooperativeMatrixNV"},
@@ -264,6 +318,8 @@ class Module:
     # An entry's thread-group size given by ids (LocalSizeId: `[numthreads(BLOCK, 1, 1)]` over
     # a specialization constant), which Vulkan allows only with maintenance4.
     local_size_id: bool = False
+    # It declares cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2).
+    workgroup_matrices: bool = False
 
 
 def scan(spirv: bytes, entry: str | None = None) -> Module:
@@ -281,6 +337,7 @@ def scan(spirv: bytes, entry: str | None = None) -> Module:
     mod.entry_points = [n for n, model in p.entry_model.items() if model == GLCOMPUTE]
     fns = [p.entry_function[entry]] if entry in mod.entry_points else list(p.entry_function.values())
     mod.local_size_id = any(fn in p.local_size_ids for fn in fns)
+    mod.workgroup_matrices = any(m[0] == SCOPE_WORKGROUP for m in p.cooperative_matrices())
     if entry in mod.entry_points and p.version >= (1, 4):
         mod.resources, mod.push_constants = _interface(p, p.entry_interface[entry])
     return mod
@@ -324,5 +381,15 @@ def missing(mod: Module, tokens: frozenset[str] | set[str]) -> list[str]:
         out.append(
             "the execution mode LocalSizeId (a thread-group size set by a specialization constant, "
             "[numthreads(BLOCK, ...)]: the maintenance4 feature, Vulkan 1.3)"
+        )
+    if mod.version >= (1, 6) and "Vulkan 1.3" not in tokens:
+        out.append(f"SPIR-V {mod.version[0]}.{mod.version[1]} (Vulkan 1.3)")
+    if (
+        mod.workgroup_matrices
+        and not {"cooperativeMatrixWorkgroupScope", "cooperativeMatrixFlexibleDimensions"} <= tokens
+    ):
+        out.append(
+            "cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2's "
+            "cooperativeMatrixWorkgroupScope and cooperativeMatrixFlexibleDimensions)"
         )
     return out

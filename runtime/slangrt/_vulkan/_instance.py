@@ -314,9 +314,8 @@ def _query_features(
     structs: list[Any] = []
     head: Any = ffi.NULL
     for fs, _ in reversed(chosen):
-        q = ffi.new(f"{fs.ctype}*", {"sType": getattr(vk, fs.stype), "pNext": head})
+        q, head = _features.new_struct(vk, fs, head)
         structs.insert(0, q)
-        head = q
     q2 = ffi.new(
         "VkPhysicalDeviceFeatures2*",
         {"sType": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": head},

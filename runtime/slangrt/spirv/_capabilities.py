@@ -170,6 +170,30 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "DotProductInput4x8BitPacked": ("shaderIntegerDotProduct", ("shaderIntegerDotProduct",)),
     "DotProduct": ("shaderIntegerDotProduct", ("shaderIntegerDotProduct",)),
     "CooperativeMatrixKHR": ("VK_KHR_cooperative_matrix", ("cooperativeMatrix",)),
+    "CooperativeMatrixReductionsNV": (
+        "VK_NV_cooperative_matrix2 cooperativeMatrixReductions",
+        ("cooperativeMatrixReductions",),
+    ),
+    "CooperativeMatrixConversionsNV": (
+        "VK_NV_cooperative_matrix2 cooperativeMatrixConversions",
+        ("cooperativeMatrixConversions",),
+    ),
+    "CooperativeMatrixPerElementOperationsNV": (
+        "VK_NV_cooperative_matrix2 cooperativeMatrixPerElementOperations",
+        ("cooperativeMatrixPerElementOperations",),
+    ),
+    "CooperativeMatrixTensorAddressingNV": (
+        "VK_NV_cooperative_matrix2 cooperativeMatrixTensorAddressing",
+        ("cooperativeMatrixTensorAddressing",),
+    ),
+    "CooperativeMatrixBlockLoadsNV": (
+        "VK_NV_cooperative_matrix2 cooperativeMatrixBlockLoads",
+        ("cooperativeMatrixBlockLoads",),
+    ),
+    "TensorAddressingNV": (
+        "VK_NV_cooperative_matrix2 cooperativeMatrixTensorAddressing",
+        ("cooperativeMatrixTensorAddressing",),
+    ),
     "AtomicFloat32AddEXT": (
         "VK_EXT_shader_atomic_float shaderBufferFloat32AtomicAdd",
         ("shaderBufferFloat32AtomicAdd", "shaderSharedFloat32AtomicAdd"),
@@ -207,6 +231,8 @@ EXTENSIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "SPV_KHR_subgroup_vote": ("VK_EXT_shader_subgroup_vote", ("VK_EXT_shader_subgroup_vote",)),
     "SPV_KHR_cooperative_matrix": ("VK_KHR_cooperative_matrix", ("VK_KHR_cooperative_matrix",)),
     "SPV_NV_cooperative_matrix": ("VK_NV_cooperative_matrix", ("VK_NV_cooperative_matrix",)),
+    "SPV_NV_cooperative_matrix2": ("VK_NV_cooperative_matrix2", ("VK_NV_cooperative_matrix2",)),
+    "SPV_NV_tensor_addressing": ("VK_NV_cooperative_matrix2", ("VK_NV_cooperative_matrix2",)),
     "SPV_EXT_shader_atomic_float_add": ("VK_EXT_shader_atomic_float", ("VK_EXT_shader_atomic_float",)),
     "SPV_EXT_shader_atomic_float16_add": ("VK_EXT_shader_atomic_float2", ("VK_EXT_shader_atomic_float2",)),
     "SPV_EXT_shader_atomic_float_min_max": (

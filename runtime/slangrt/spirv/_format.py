@@ -90,6 +90,8 @@ OP_LIFETIME_STOP = 257
 OP_NO_LINE = 317
 OP_EXECUTION_MODE_ID = 331
 OP_TYPE_ACCELERATION_STRUCTURE = 5341
+OP_TYPE_COOPERATIVE_MATRIX = 4456  # OpTypeCooperativeMatrixKHR
+SCOPE_WORKGROUP = 2
 
 # Instructions that read texels of the image or sampled image at word 3: the sampling, fetch,
 # gather and read instructions, their sparse forms, and OpImageSampleFootprintNV.
@@ -246,6 +248,12 @@ CAPABILITIES: Mapping[int, str] = {
     5357: "CooperativeMatrixNV",
     5373: "ShaderSMBuiltinsNV",
     5379: "DemoteToHelperInvocation",
+    5430: "CooperativeMatrixReductionsNV",
+    5431: "CooperativeMatrixConversionsNV",
+    5432: "CooperativeMatrixPerElementOperationsNV",
+    5433: "CooperativeMatrixTensorAddressingNV",
+    5434: "CooperativeMatrixBlockLoadsNV",
+    5439: "TensorAddressingNV",
     5629: "ExpectAssumeKHR",
     6016: "DotProductInputAll",
     6017: "DotProductInput4x8Bit",
@@ -419,7 +427,7 @@ class Parsed:
     def _index_value(self, inst: Inst) -> None:
         """Index a type, an integer or composite constant, or a global variable."""
         op, w = inst.op, inst.words
-        if 19 <= op <= 39 or op in (OP_TYPE_ACCELERATION_STRUCTURE, 4472, 4456):
+        if 19 <= op <= 39 or op in (OP_TYPE_ACCELERATION_STRUCTURE, 4472, OP_TYPE_COOPERATIVE_MATRIX):
             self.types[w[1]] = inst
         elif op in (OP_SPEC_CONSTANT_TRUE, OP_SPEC_CONSTANT_FALSE):
             self.spec_scalars[w[2]] = ("bool", (1 if op == OP_SPEC_CONSTANT_TRUE else 0,))
@@ -450,6 +458,16 @@ class Parsed:
         if const in self.spec_constants:
             return self.spec_constants[const]
         raise SpirvError(f"unsupported SPIR-V module: %{const} is not an integer constant")
+
+    def cooperative_matrices(self) -> list[tuple[int, int, int, int]]:
+        """(scope, rows, columns, use) of each cooperative-matrix type the module declares, -1
+        where an operand is not a known constant."""
+        out = []
+        for t in self.types.values():
+            if t.op == OP_TYPE_COOPERATIVE_MATRIX:
+                scope, rows, cols, use = (self.constants.get(i, -1) for i in t.words[3:7])
+                out.append((scope, rows, cols, use))
+        return out
 
     def pointee(self, ptr_type: int) -> int:
         t = self.types[ptr_type]
