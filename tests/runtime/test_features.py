@@ -514,6 +514,13 @@ def test_workgroup_matrices_need_cooperative_matrix2() -> None:
     addressing = "VK_NV_cooperative_matrix2 cooperativeMatrixTensorAddressing"
     assert f"the SPIR-V capability TensorAddressingNV ({addressing})" in lacking
     assert "the SPIR-V extension SPV_NV_cooperative_matrix2 (VK_NV_cooperative_matrix2)" in lacking
+    # The fixture's 128 threads among the sizes the device allows workgroup matrices in.
+    assert mod.invocations == 128
+    sizes = {"cooperativeMatrixWorkgroupInvocations 128", "cooperativeMatrixWorkgroupInvocations 256"}
+    assert _features.missing(mod, cm2 | sizes) == []
+    assert _features.missing(mod, cm2 | {"cooperativeMatrixWorkgroupInvocations 256"}) == [
+        "cooperative matrices of workgroup scope in thread groups of 128 (the device allows them in 256)"
+    ]
     # A SPIR-V 1.6 module needs a Vulkan 1.3 device.
     v16 = spirv("add")[:4] + struct.pack("<I", 0x00010600) + spirv("add")[8:]
     assert _features.missing(_features.scan(v16), {"Vulkan 1.2"}) == ["SPIR-V 1.6 (Vulkan 1.3)"]

@@ -318,8 +318,10 @@ class Module:
     # An entry's thread-group size given by ids (LocalSizeId: `[numthreads(BLOCK, 1, 1)]` over
     # a specialization constant), which Vulkan allows only with maintenance4.
     local_size_id: bool = False
-    # It declares cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2).
+    # It declares cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2), and the
+    # thread-group size of ``entry`` (0: not known), which such matrices must be allowed in.
     workgroup_matrices: bool = False
+    invocations: int = 0
 
 
 def scan(spirv: bytes, entry: str | None = None) -> Module:
@@ -338,6 +340,9 @@ def scan(spirv: bytes, entry: str | None = None) -> Module:
     fns = [p.entry_function[entry]] if entry in mod.entry_points else list(p.entry_function.values())
     mod.local_size_id = any(fn in p.local_size_ids for fn in fns)
     mod.workgroup_matrices = any(m[0] == SCOPE_WORKGROUP for m in p.cooperative_matrices())
+    if entry in mod.entry_points and p.entry_function[entry] in p.local_size:
+        x, y, z = p.local_size[p.entry_function[entry]]
+        mod.invocations = x * y * z
     if entry in mod.entry_points and p.version >= (1, 4):
         mod.resources, mod.push_constants = _interface(p, p.entry_interface[entry])
     return mod
@@ -359,6 +364,26 @@ def _interface(p: Parsed, interface: tuple[int, ...]) -> tuple[set[tuple[int, in
             set_ = p.decoration(v, DEC_DESCRIPTOR_SET)
             resources.add((set_[0] if set_ else 0, binding[0]))
     return resources, push
+
+
+_WG_INVOCATIONS = "cooperativeMatrixWorkgroupInvocations "
+
+
+def _workgroup_matrices(mod: Module, tokens: frozenset[str] | set[str]) -> list[str]:
+    """What a module with cooperative matrices of workgroup scope lacks: the features, and its
+    thread-group size among those the device allows them in (where both are known)."""
+    if not {"cooperativeMatrixWorkgroupScope", "cooperativeMatrixFlexibleDimensions"} <= tokens:
+        return [
+            "cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2's "
+            "cooperativeMatrixWorkgroupScope and cooperativeMatrixFlexibleDimensions)"
+        ]
+    allowed = sorted(int(t[len(_WG_INVOCATIONS) :]) for t in tokens if t.startswith(_WG_INVOCATIONS))
+    if allowed and mod.invocations and mod.invocations not in allowed:
+        return [
+            f"cooperative matrices of workgroup scope in thread groups of {mod.invocations} "
+            f"(the device allows them in {', '.join(map(str, allowed))})"
+        ]
+    return []
 
 
 def missing(mod: Module, tokens: frozenset[str] | set[str]) -> list[str]:
@@ -384,12 +409,6 @@ def missing(mod: Module, tokens: frozenset[str] | set[str]) -> list[str]:
         )
     if mod.version >= (1, 6) and "Vulkan 1.3" not in tokens:
         out.append(f"SPIR-V {mod.version[0]}.{mod.version[1]} (Vulkan 1.3)")
-    if (
-        mod.workgroup_matrices
-        and not {"cooperativeMatrixWorkgroupScope", "cooperativeMatrixFlexibleDimensions"} <= tokens
-    ):
-        out.append(
-            "cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2's "
-            "cooperativeMatrixWorkgroupScope and cooperativeMatrixFlexibleDimensions)"
-        )
+    if mod.workgroup_matrices:
+        out += _workgroup_matrices(mod, tokens)
     return out

@@ -340,6 +340,38 @@ def _subgroup_tokens(pd: Any, dev_exts: set[str]) -> set[str]:
     return tokens
 
 
+# VkCooperativeMatrixFlexibleDimensionsPropertiesNV (VK_NV_cooperative_matrix2; newer than the
+# ``vulkan`` package): sType, pNext, then 10 uint32 (M/N/K granularity, the four component
+# types, saturatingAccumulation, scope, workgroupInvocations): 14 words.
+_FLEX_STYPE = 1000593001
+_FLEX_WORDS = 14
+_SCOPE_WORKGROUP = 2  # VK_SCOPE_WORKGROUP_KHR
+
+
+def _workgroup_matrix_tokens(pd: Any) -> set[str]:
+    """``cooperativeMatrixWorkgroupInvocations N`` for each thread-group size the device allows
+    cooperative matrices of workgroup scope in (vkGetPhysicalDeviceCooperativeMatrixFlexible-
+    DimensionsPropertiesNV)."""
+    vk = _vk.vk()
+    ffi = vk.ffi
+    fp = vk.lib.vkGetInstanceProcAddr(
+        get_instance().handle, b"vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"
+    )
+    if fp == ffi.NULL:
+        return set()
+    query = ffi.cast("VkResult(*)(VkPhysicalDevice, uint32_t*, void*)", fp)
+    count = ffi.new("uint32_t*")
+    if query(pd, count, ffi.NULL) != vk.VK_SUCCESS or count[0] == 0:
+        return set()
+    words = ffi.new("uint32_t[]", _FLEX_WORDS * count[0])
+    for i in range(count[0]):
+        ffi.cast("VkBaseOutStructure*", words + _FLEX_WORDS * i).sType = _FLEX_STYPE
+    if query(pd, count, words) not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
+        return set()
+    rows = [words[_FLEX_WORDS * i + 4 : _FLEX_WORDS * (i + 1)] for i in range(count[0])]
+    return {f"cooperativeMatrixWorkgroupInvocations {r[9]}" for r in rows if r[8] == _SCOPE_WORKGROUP}
+
+
 def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
     """Query the features slangrt knows (``_features.FEATURE_STRUCTS``) on a 1.2+ device."""
     chosen = _chosen_structs(api, dev_exts)
@@ -363,6 +395,8 @@ def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
             extensions.append(ext)
             tokens.add(ext)
     tokens |= _subgroup_tokens(pd, dev_exts)
+    if "cooperativeMatrixFlexibleDimensions" in tokens:
+        tokens |= _workgroup_matrix_tokens(pd)
     for minor in range(2, api[1] + 1 if api[0] == 1 else 10):
         tokens.add(f"Vulkan 1.{minor}")
     return Probe(frozenset(tokens), core, enable, extensions)
