@@ -20,7 +20,7 @@ import pytest
 import slangrt
 from rt_helpers import ADD_BINDINGS, DATA, has_vulkan_device, run_python, spirv
 from slangrt import BindingSpec, Kernel, Tensor
-from slangrt._vulkan import _features, _vk
+from slangrt._vulkan import _features, _instance, _vk
 
 pytestmark = [
     pytest.mark.gpu,
@@ -607,3 +607,42 @@ def test_what_lavapipe_lacks_is_named() -> None:
         k.dispatch(
             {0: np.zeros(1, np.float32), 1: np.zeros(1, np.float32), 2: np.ones(1, np.uint32)}, (1, 1, 1)
         )
+
+
+# What an H100's driver (580.159.04) lists for vkGetPhysicalDeviceCooperativeMatrixFlexible-
+# DimensionsPropertiesNV: (M, N, K granularity, A, B, C, result types, saturating, scope,
+# workgroupInvocations); scope 3 is a subgroup, 2 a workgroup.
+H100_FLEXIBLE = [(16, 16, 16, 0, 0, 0, 0, 0, 3, 0), (16, 16, 32, 7, 7, 9, 9, 0, 3, 0)] + [
+    (m, n, k, a, a, c, c, 0, 2, inv)
+    for inv, (m, n) in ((32, (16, 16)), (64, (16, 16)), (128, (32, 16)), (256, (32, 32)))
+    for k, a, c in ((16, 0, 0), (16, 0, 1), (32, 7, 9), (32, 3, 5))
+]
+
+
+def test_workgroup_matrix_sizes_are_read_from_the_flexible_dimensions_query() -> None:
+    vk = _vk.vk()
+    ffi = vk.ffi
+    calls: list[bool] = []
+
+    @ffi.callback("VkResult(VkPhysicalDevice, uint32_t*, void*)")
+    def query(pd: object, count: object, out: object) -> int:
+        calls.append(out == ffi.NULL)
+        if out == ffi.NULL:
+            count[0] = len(H100_FLEXIBLE)  # type: ignore[index]
+            return 0
+        words = ffi.cast("uint32_t*", out)
+        for i, row in enumerate(H100_FLEXIBLE[: count[0]]):  # type: ignore[index]
+            assert words[14 * i] == 1000593001  # the caller set each row's sType
+            for j, v in enumerate(row):
+                words[14 * i + 4 + j] = v
+        return 0
+
+    assert _instance.workgroup_invocations(query, ffi.NULL) == {32, 64, 128, 256}
+    assert calls == [True, False]
+
+    @ffi.callback("VkResult(VkPhysicalDevice, uint32_t*, void*)")
+    def none(pd: object, count: object, out: object) -> int:
+        count[0] = 0  # type: ignore[index]
+        return 0
+
+    assert _instance.workgroup_invocations(none, ffi.NULL) == set()

@@ -95,7 +95,7 @@ class Instance:
 
         with _vk.call("enumerating physical devices"):
             self.physical_devices: list[Any] = list(vk.vkEnumeratePhysicalDevices(self.handle))
-        described = [_describe(i, pd) for i, pd in enumerate(self.physical_devices)]
+        described = [_describe(self.handle, i, pd) for i, pd in enumerate(self.physical_devices)]
         self.infos = [info for info, _ in described]
         self.probes = [probe for _, probe in described]
         self.check_validation()
@@ -348,18 +348,27 @@ _FLEX_WORDS = 14
 _SCOPE_WORKGROUP = 2  # VK_SCOPE_WORKGROUP_KHR
 
 
-def _workgroup_matrix_tokens(pd: Any) -> set[str]:
+def _workgroup_matrix_tokens(instance: Any, pd: Any) -> set[str]:
     """``cooperativeMatrixWorkgroupInvocations N`` for each thread-group size the device allows
     cooperative matrices of workgroup scope in (vkGetPhysicalDeviceCooperativeMatrixFlexible-
     DimensionsPropertiesNV)."""
     vk = _vk.vk()
     ffi = vk.ffi
+    # (``instance``: the VkInstance being made; get_instance() would wait for itself.)
     fp = vk.lib.vkGetInstanceProcAddr(
-        get_instance().handle, b"vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"
+        instance, b"vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"
     )
     if fp == ffi.NULL:
         return set()
     query = ffi.cast("VkResult(*)(VkPhysicalDevice, uint32_t*, void*)", fp)
+    return {f"cooperativeMatrixWorkgroupInvocations {n}" for n in workgroup_invocations(query, pd)}
+
+
+def workgroup_invocations(query: Any, pd: Any) -> set[int]:
+    """The ``workgroupInvocations`` of the workgroup-scope rows ``query`` (the flexible-dimensions
+    query's function pointer) lists for ``pd``, by the usual count-then-fill protocol."""
+    vk = _vk.vk()
+    ffi = vk.ffi
     count = ffi.new("uint32_t*")
     if query(pd, count, ffi.NULL) != vk.VK_SUCCESS or count[0] == 0:
         return set()
@@ -368,11 +377,11 @@ def _workgroup_matrix_tokens(pd: Any) -> set[str]:
         ffi.cast("VkBaseOutStructure*", words + _FLEX_WORDS * i).sType = _FLEX_STYPE
     if query(pd, count, words) not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
         return set()
-    rows = [words[_FLEX_WORDS * i + 4 : _FLEX_WORDS * (i + 1)] for i in range(count[0])]
-    return {f"cooperativeMatrixWorkgroupInvocations {r[9]}" for r in rows if r[8] == _SCOPE_WORKGROUP}
+    rows = [list(words[_FLEX_WORDS * i + 4 : _FLEX_WORDS * (i + 1)]) for i in range(count[0])]
+    return {r[9] for r in rows if r[8] == _SCOPE_WORKGROUP}
 
 
-def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
+def probe_features(instance: Any, pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
     """Query the features slangrt knows (``_features.FEATURE_STRUCTS``) on a 1.2+ device."""
     chosen = _chosen_structs(api, dev_exts)
     q2, structs = _query_features(pd, chosen)
@@ -396,7 +405,7 @@ def probe_features(pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
             tokens.add(ext)
     tokens |= _subgroup_tokens(pd, dev_exts)
     if "cooperativeMatrixFlexibleDimensions" in tokens:
-        tokens |= _workgroup_matrix_tokens(pd)
+        tokens |= _workgroup_matrix_tokens(instance, pd)
     for minor in range(2, api[1] + 1 if api[0] == 1 else 10):
         tokens.add(f"Vulkan 1.{minor}")
     return Probe(frozenset(tokens), core, enable, extensions)
@@ -428,7 +437,7 @@ def _driver_and_uuid(pd: Any, props: Any) -> tuple[str, str]:
     return driver, uuid
 
 
-def _describe(index: int, pd: Any) -> tuple[DeviceInfo, Probe | None]:
+def _describe(instance: Any, index: int, pd: Any) -> tuple[DeviceInfo, Probe | None]:
     vk = _vk.vk()
     ffi = vk.ffi
     props = vk.vkGetPhysicalDeviceProperties(pd)
@@ -445,7 +454,7 @@ def _describe(index: int, pd: Any) -> tuple[DeviceInfo, Probe | None]:
     if api >= MIN_API:
         with _vk.call("listing device extensions"):
             dev_exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
-        probe = probe_features(pd, api, dev_exts)
+        probe = probe_features(instance, pd, api, dev_exts)
     info = DeviceInfo(
         index=index,
         name=ffi.string(props.deviceName).decode("utf-8", "replace")
