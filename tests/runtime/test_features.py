@@ -646,3 +646,13 @@ def test_workgroup_matrix_sizes_are_read_from_the_flexible_dimensions_query() ->
         return 0
 
     assert _instance.workgroup_invocations(none, ffi.NULL) == set()
+
+
+def test_a_device_with_cooperative_matrix2_runs_workgroup_matrices() -> None:
+    dev = slangrt.device()
+    if "VK_NV_cooperative_matrix2" not in dev.features:
+        pytest.skip(f"{dev.info.name} has no VK_NV_cooperative_matrix2 (an NVIDIA GPU has: run there)")
+    sizes = {f for f in dev.features if f.startswith("cooperativeMatrixWorkgroupInvocations ")}
+    assert sizes, "the flexible-dimensions query listed no workgroup sizes"
+    allowed_128 = "cooperativeMatrixWorkgroupInvocations 128" in sizes
+    assert (dev.supports(spirv("wg_matrix")) == []) == allowed_128
