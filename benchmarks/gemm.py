@@ -3,16 +3,19 @@
     python benchmarks/gemm.py [--reps R] [--small] [--json FILE]
 
 Needs the kernel library built into ``hatch_slang/kernels`` (``hatch-slang build``). Each row
-is one product ``y = x @ w.T`` (x ``[tokens][k]``, w ``[n][k]``): our GPU time (GPU timestamps,
-``slangrt.profile()``) of the entry or variant function named, against ``torch.matmul`` on the
-same shapes (CUDA events):
+is one product ``y = x @ w.T`` (x ``[tokens][k]``, w ``[n][k]``) on one path, each path an
+entry of its own (``gemm_f16_cm2_f16``, ``gemm_q4_0_coopmat_f16``, ...; the paths the device
+lacks are skipped, naming why): our GPU time (GPU timestamps, ``slangrt.profile()``) against
+``torch.matmul`` on the same shapes (CUDA events):
 
-- f16 4096 x 4096 x 4096 (``gemm_f16_f16``: f16 in, f32 sums, f16 out) against torch in f16
-  (cuBLAS, tensor cores), and the tiled path alone (``gemm_f16_tiled_f16``);
-- prefill shapes (tokens 512; n 14336, k 4096 and n 4096, k 14336): ``gemm_q4_0_f16`` and
-  ``gemm_q8_0_f16`` (weights quantized in memory, f16 activations) against torch in f16 on
-  the weights dequantized beforehand, and ``gemm_f32_tiled`` against torch in f32 with TF32
-  off.
+- f16 4096 x 4096 x 4096 (f16 in, f32 sums, f16 out), every path, against torch in f16
+  (cuBLAS, tensor cores);
+- prefill shapes (tokens 512; n 14336, k 4096 and n 4096, k 14336): q4_0, q8_0 (weights
+  quantized in memory, f16 activations) and f16, every path, against torch in f16 (on the
+  weights dequantized beforehand), and ``gemm_f32_tiled`` against torch in f32 with TF32 off.
+
+The header names the entry each product's one wrapper (``gemm_f16_f16``, ``gemm_q4_0_f16``,
+``gemm_q8_0_f16``: its ``slang-variants`` line) runs on the device.
 
 Each row also gives TFLOPS (2 n k tokens a product), the fraction of the device's peak (NVIDIA's
 dense figures for the H100/H200 SXM: 989 TFLOPS f16 tensor, 67 TFLOPS f32 without tensor cores)
@@ -97,7 +100,8 @@ def plan(small: bool) -> list[tuple[str, str, str, tuple[int, int, int], str]]:
     for shape in pre:
         for kind in ("q4_0", "q8_0", "f16"):
             rows += [
-                (f"gemm_{kind}", f"gemm_{kind}_{path}_f16", kind, shape, "f16") for path in ("cm2", "coopmat")
+                (f"gemm_{kind}", f"gemm_{kind}_{path}_f16", kind, shape, "f16")
+                for path in ("cm2", "coopmat", "tiled")
             ]
         rows.append(("gemm_f32", "gemm_f32_tiled", "f32", shape, "f32"))
     return rows

@@ -8,7 +8,8 @@
 ``lib/gemm_coopmat.slang`` and ``lib/gemm_cm2.slang`` defaults give way to them, as do the files'
 own) and their Dispatch lines rewritten to match, plus ``mma_peak`` (below); then builds it.
 ``--run`` times each shape's path on the products of benchmarks/gemm.py (torch's matmul in the
-same process where torch has CUDA; each result checked against it), and ``mma_peak``.
+same process where torch has CUDA, each result's largest difference from its result reported),
+and ``mma_peak``.
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:

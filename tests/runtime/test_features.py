@@ -514,13 +514,24 @@ def test_workgroup_matrices_need_cooperative_matrix2() -> None:
     addressing = "VK_NV_cooperative_matrix2 cooperativeMatrixTensorAddressing"
     assert f"the SPIR-V capability TensorAddressingNV ({addressing})" in lacking
     assert "the SPIR-V extension SPV_NV_cooperative_matrix2 (VK_NV_cooperative_matrix2)" in lacking
-    # The fixture's 128 threads among the sizes the device allows workgroup matrices in.
-    assert mod.invocations == 128
-    sizes = {"cooperativeMatrixWorkgroupInvocations 128", "cooperativeMatrixWorkgroupInvocations 256"}
-    assert _features.missing(mod, cm2 | sizes) == []
-    assert _features.missing(mod, cm2 | {"cooperativeMatrixWorkgroupInvocations 256"}) == [
+    # The fixture's 128 threads among the sizes the device allows workgroup matrices in, and its
+    # matrices (A 64 x 16, B 16 x 64, accumulator 64 x 64) multiples of the granularity there.
+    assert mod.invocations == 128  # its one entry, named or not
+    assert mod.workgroup_shapes == [(16, 64, 1), (64, 16, 0), (64, 64, 2)]
+    h100 = {"cooperativeMatrixWorkgroup 128: 32x16x16", "cooperativeMatrixWorkgroup 256: 32x32x16"}
+    assert _features.missing(mod, cm2 | h100) == []
+    assert _features.missing(mod, cm2 | {"cooperativeMatrixWorkgroup 256: 32x32x16"}) == [
         "cooperative matrices of workgroup scope in thread groups of 128 (the device allows them in 256)"
     ]
+    coarse = {"cooperativeMatrixWorkgroup 128: 32x16x32"}  # K of 32: A's 16 columns, B's 16 rows
+    assert _features.missing(mod, cm2 | coarse) == [
+        "a workgroup-scope cooperative matrix B of 16 x 64 in thread groups of 128 (the device's "
+        "granularity there, M x N x K: 32x16x32)",
+        "a workgroup-scope cooperative matrix A of 64 x 16 in thread groups of 128 (the device's "
+        "granularity there, M x N x K: 32x16x32)",
+    ]
+    # Any one granularity of the size that fits will do (the rows differ by component types).
+    assert _features.missing(mod, cm2 | coarse | {"cooperativeMatrixWorkgroup 128: 32x16x16"}) == []
     # A SPIR-V 1.6 module needs a Vulkan 1.3 device.
     v16 = spirv("add")[:4] + struct.pack("<I", 0x00010600) + spirv("add")[8:]
     assert _features.missing(_features.scan(v16), {"Vulkan 1.2"}) == ["SPIR-V 1.6 (Vulkan 1.3)"]
@@ -535,15 +546,20 @@ def test_a_feature_struct_newer_than_the_vulkan_package_is_laid_out_by_hand() ->
     raw, pointer = _features.new_struct(vk, fs, head)
     base = vk.ffi.cast("VkBaseOutStructure*", pointer)
     assert base.sType == 1000593000 and base.pNext == vk.ffi.cast("VkBaseOutStructure*", head)
-    members = list(fs.members)
+    members = list(fs.raw)  # its C layout
+    assert len(members) == 7 and set(fs.members) <= set(members)
     assert all(getattr(raw, m) == 0 for m in members)
     raw.cooperativeMatrixBlockLoads = 1
     words = vk.ffi.cast("uint32_t*", pointer)
     assert [words[4 + i] for i in range(len(members))] == [
         int(m == "cooperativeMatrixBlockLoads") for m in members
     ]
+    # sizeof: 8 (sType and padding) + 8 (pNext) + 7 * 4, rounded up to its 8-byte alignment.
+    assert vk.ffi.sizeof(raw._words) == 48
     with pytest.raises(AttributeError):
         _ = raw.notAMember
+    with pytest.raises(AttributeError):
+        raw.notAMember = 1
 
 
 def test_device_features_and_supports() -> None:
@@ -637,7 +653,16 @@ def test_workgroup_matrix_sizes_are_read_from_the_flexible_dimensions_query() ->
                 words[14 * i + 4 + j] = v
         return 0
 
-    assert _instance.workgroup_invocations(query, ffi.NULL) == {32, 64, 128, 256}
+    assert _instance.workgroup_granularity(query, ffi.NULL) == {
+        (32, 16, 16, 16),
+        (32, 16, 16, 32),
+        (64, 16, 16, 16),
+        (64, 16, 16, 32),
+        (128, 32, 16, 16),
+        (128, 32, 16, 32),
+        (256, 32, 32, 16),
+        (256, 32, 32, 32),
+    }
     assert calls == [True, False]
 
     @ffi.callback("VkResult(VkPhysicalDevice, uint32_t*, void*)")
@@ -645,14 +670,20 @@ def test_workgroup_matrix_sizes_are_read_from_the_flexible_dimensions_query() ->
         count[0] = 0  # type: ignore[index]
         return 0
 
-    assert _instance.workgroup_invocations(none, ffi.NULL) == set()
+    assert _instance.workgroup_granularity(none, ffi.NULL) == set()
 
 
 def test_a_device_with_cooperative_matrix2_runs_workgroup_matrices() -> None:
     dev = slangrt.device()
     if "VK_NV_cooperative_matrix2" not in dev.features:
         pytest.skip(f"{dev.info.name} has no VK_NV_cooperative_matrix2 (an NVIDIA GPU has: run there)")
-    sizes = {f for f in dev.features if f.startswith("cooperativeMatrixWorkgroupInvocations ")}
+    sizes = {f for f in dev.features if f.startswith(_features.WORKGROUP_GRANULARITY)}
     assert sizes, "the flexible-dimensions query listed no workgroup sizes"
-    allowed_128 = "cooperativeMatrixWorkgroupInvocations 128" in sizes
-    assert (dev.supports(spirv("wg_matrix")) == []) == allowed_128
+    # The fixture's one entry runs in 128 threads, on 64 x 16 x 64 matrices.
+    fits = any(
+        f.startswith(f"{_features.WORKGROUP_GRANULARITY}128: ")
+        and all(64 % int(d) == 0 for d in f.split(": ")[1].split("x")[:2])
+        and 16 % int(f.split("x")[-1]) == 0
+        for f in sizes
+    )
+    assert (dev.supports(spirv("wg_matrix")) == []) == fits, (sizes, dev.supports(spirv("wg_matrix")))

@@ -167,11 +167,15 @@ def test_gemm_py_times_every_path_the_device_has_and_names_what_each_variant_run
     assert all(r["us"] > 0 and r["TFLOPS"] > 0 for r in rows), rows
     # Every device has the tiled paths; the tensor-core ones where it has their features.
     ran = {(r["entry"], r["shape"]) for r in rows}
-    assert {
+    tiled = {
         ("gemm_f16_tiled_f16", "64x96x128"),
         ("gemm_f32_tiled", "37x72x64"),
         ("gemm_f32_tiled", "37x64x96"),
-    } <= ran
+    }
+    tiled |= {
+        (f"gemm_{k}_tiled_f16", shape) for k in ("q4_0", "q8_0", "f16") for shape in ("37x72x64", "37x64x96")
+    }
+    assert tiled <= ran, ran
     assert {r["path"] for r in rows} <= {"tiled", "coopmat", "cm2"}
     for kind in ("f16", "q4_0", "q8_0"):
         runs = data[f"gemm_{kind}_f16 runs"]

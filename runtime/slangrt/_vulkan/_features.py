@@ -73,8 +73,9 @@ class FeatureStruct:
     extensions: tuple[str, ...] = ()
     below: tuple[int, int] | None = None
     # A struct the ``vulkan`` package does not declare (newer than its headers): sType, pNext
-    # and then only VkBool32 members, in ``members``' order, made by :func:`new_struct`.
-    raw: bool = False
+    # and then only VkBool32 members, these, in this order (its C layout; ``members`` may name
+    # fewer), made by :func:`new_struct`.
+    raw: tuple[str, ...] = ()
 
 
 class RawStruct:
@@ -82,8 +83,10 @@ class RawStruct:
     out as Vulkan does (sType, pNext, then the members), read and set by member name."""
 
     def __init__(self, ffi: Any, fs: FeatureStruct, head: Any) -> None:
-        self._names = list(fs.members)
-        self._words = ffi.new("uint32_t[]", 4 + len(self._names))  # 4: sType, padding, pNext
+        self._names = list(fs.raw)
+        # 4 words: sType, padding, pNext; then the members, padded to the struct's 8-byte
+        # alignment (what C's sizeof gives, and what a driver may copy whole).
+        self._words = ffi.new("uint32_t[]", (4 + len(self._names) + 1) & ~1)
         base = ffi.cast("VkBaseOutStructure*", self._words)
         base.sType = int(fs.stype)
         base.pNext = ffi.cast("VkBaseOutStructure*", head)
@@ -98,6 +101,8 @@ class RawStruct:
         if name.startswith("_") or name == "pointer":
             object.__setattr__(self, name, value)
             return
+        if name not in self._names:
+            raise AttributeError(name)
         self._words[4 + self._names.index(name)] = value
 
 
@@ -223,7 +228,15 @@ FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
             "cooperativeMatrixBlockLoads",
         ),
         extensions=("VK_NV_cooperative_matrix2",),
-        raw=True,
+        raw=(
+            "cooperativeMatrixWorkgroupScope",
+            "cooperativeMatrixFlexibleDimensions",
+            "cooperativeMatrixReductions",
+            "cooperativeMatrixConversions",
+            "cooperativeMatrixPerElementOperations",
+            "cooperativeMatrixTensorAddressing",
+            "cooperativeMatrixBlockLoads",
+        ),
     ),
     FeatureStruct(
         "VkPhysicalDeviceCooperativeMatrixFeaturesNV",
@@ -318,9 +331,12 @@ class Module:
     # An entry's thread-group size given by ids (LocalSizeId: `[numthreads(BLOCK, 1, 1)]` over
     # a specialization constant), which Vulkan allows only with maintenance4.
     local_size_id: bool = False
-    # It declares cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2), and the
-    # thread-group size of ``entry`` (0: not known), which such matrices must be allowed in.
+    # It declares cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2): their
+    # (rows, columns, use: 0 A, 1 B, 2 accumulator); and the thread-group size of ``entry`` (of
+    # the module's one entry point when none is named; 0: not known), which they must be
+    # allowed in.
     workgroup_matrices: bool = False
+    workgroup_shapes: list[tuple[int, int, int]] = field(default_factory=list)
     invocations: int = 0
 
 
@@ -339,9 +355,14 @@ def scan(spirv: bytes, entry: str | None = None) -> Module:
     mod.entry_points = [n for n, model in p.entry_model.items() if model == GLCOMPUTE]
     fns = [p.entry_function[entry]] if entry in mod.entry_points else list(p.entry_function.values())
     mod.local_size_id = any(fn in p.local_size_ids for fn in fns)
-    mod.workgroup_matrices = any(m[0] == SCOPE_WORKGROUP for m in p.cooperative_matrices())
-    if entry in mod.entry_points and p.entry_function[entry] in p.local_size:
-        x, y, z = p.local_size[p.entry_function[entry]]
+    shapes = [(r, c, u) for scope, r, c, u in p.cooperative_matrices() if scope == SCOPE_WORKGROUP]
+    mod.workgroup_matrices = bool(shapes)
+    mod.workgroup_shapes = sorted(set(shapes))
+    one = (
+        entry if entry in mod.entry_points else (mod.entry_points[0] if len(mod.entry_points) == 1 else None)
+    )
+    if one is not None and p.entry_function[one] in p.local_size:
+        x, y, z = p.local_size[p.entry_function[one]]
         mod.invocations = x * y * z
     if entry in mod.entry_points and p.version >= (1, 4):
         mod.resources, mod.push_constants = _interface(p, p.entry_interface[entry])
@@ -366,24 +387,57 @@ def _interface(p: Parsed, interface: tuple[int, ...]) -> tuple[set[tuple[int, in
     return resources, push
 
 
-_WG_INVOCATIONS = "cooperativeMatrixWorkgroupInvocations "
+# A device's offer for workgroup-scope matrices: ``cooperativeMatrixWorkgroup N: MxNxK`` for
+# each thread-group size N they are allowed in, with the granularity of their rows and columns
+# there (VK_NV_cooperative_matrix2's flexible dimensions; component types are not compared).
+WORKGROUP_GRANULARITY = "cooperativeMatrixWorkgroup "
+
+
+def _granularities(tokens: frozenset[str] | set[str]) -> dict[int, list[tuple[int, int, int]]]:
+    out: dict[int, list[tuple[int, int, int]]] = {}
+    for t in tokens:
+        if t.startswith(WORKGROUP_GRANULARITY):
+            size, _, dims = t[len(WORKGROUP_GRANULARITY) :].partition(": ")
+            m, n, k = (int(d) for d in dims.split("x"))
+            out.setdefault(int(size), []).append((m, n, k))
+    return out
+
+
+def _fits(shape: tuple[int, int, int], gran: tuple[int, int, int]) -> bool:
+    """Whether a matrix (rows, columns, use) is a multiple of a granularity (M, N, K)."""
+    rows, cols, use = shape
+    m, n, k = gran
+    want = {0: (m, k), 1: (k, n)}.get(use, (m, n))
+    return rows > 0 and cols > 0 and rows % want[0] == 0 and cols % want[1] == 0
 
 
 def _workgroup_matrices(mod: Module, tokens: frozenset[str] | set[str]) -> list[str]:
-    """What a module with cooperative matrices of workgroup scope lacks: the features, and its
-    thread-group size among those the device allows them in (where both are known)."""
+    """What a module with cooperative matrices of workgroup scope lacks: the features, its
+    thread-group size among those the device allows them in, and their sizes as multiples of
+    the granularity there (where the device and the module say them)."""
     if not {"cooperativeMatrixWorkgroupScope", "cooperativeMatrixFlexibleDimensions"} <= tokens:
         return [
             "cooperative matrices of workgroup scope (VK_NV_cooperative_matrix2's "
             "cooperativeMatrixWorkgroupScope and cooperativeMatrixFlexibleDimensions)"
         ]
-    allowed = sorted(int(t[len(_WG_INVOCATIONS) :]) for t in tokens if t.startswith(_WG_INVOCATIONS))
-    if allowed and mod.invocations and mod.invocations not in allowed:
+    allowed = _granularities(tokens)
+    if not allowed or not mod.invocations:
+        return []
+    if mod.invocations not in allowed:
+        sizes = ", ".join(map(str, sorted(allowed)))
         return [
             f"cooperative matrices of workgroup scope in thread groups of {mod.invocations} "
-            f"(the device allows them in {', '.join(map(str, allowed))})"
+            f"(the device allows them in {sizes})"
         ]
-    return []
+    grans = allowed[mod.invocations]
+    use_names = {0: "A", 1: "B", 2: "accumulator"}
+    return [
+        f"a workgroup-scope cooperative matrix {use_names.get(u, 'of use ' + str(u))} of {r} x {c} "
+        f"in thread groups of {mod.invocations} (the device's granularity there, M x N x K: "
+        f"{', '.join(f'{m}x{n}x{k}' for m, n, k in sorted(set(grans)))})"
+        for r, c, u in mod.workgroup_shapes
+        if not any(_fits((r, c, u), g) for g in grans)
+    ]
 
 
 def missing(mod: Module, tokens: frozenset[str] | set[str]) -> list[str]:

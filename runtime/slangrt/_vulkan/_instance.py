@@ -349,9 +349,9 @@ _SCOPE_WORKGROUP = 2  # VK_SCOPE_WORKGROUP_KHR
 
 
 def _workgroup_matrix_tokens(instance: Any, pd: Any) -> set[str]:
-    """``cooperativeMatrixWorkgroupInvocations N`` for each thread-group size the device allows
-    cooperative matrices of workgroup scope in (vkGetPhysicalDeviceCooperativeMatrixFlexible-
-    DimensionsPropertiesNV)."""
+    """``cooperativeMatrixWorkgroup N: MxNxK`` for each thread-group size N the device allows
+    cooperative matrices of workgroup scope in, with their granularity there (vkGetPhysicalDevice-
+    CooperativeMatrixFlexibleDimensionsPropertiesNV)."""
     vk = _vk.vk()
     ffi = vk.ffi
     # (``instance``: the VkInstance being made; get_instance() would wait for itself.)
@@ -361,12 +361,16 @@ def _workgroup_matrix_tokens(instance: Any, pd: Any) -> set[str]:
     if fp == ffi.NULL:
         return set()
     query = ffi.cast("VkResult(*)(VkPhysicalDevice, uint32_t*, void*)", fp)
-    return {f"cooperativeMatrixWorkgroupInvocations {n}" for n in workgroup_invocations(query, pd)}
+    return {
+        f"{_features.WORKGROUP_GRANULARITY}{size}: {m}x{n}x{k}"
+        for size, m, n, k in workgroup_granularity(query, pd)
+    }
 
 
-def workgroup_invocations(query: Any, pd: Any) -> set[int]:
-    """The ``workgroupInvocations`` of the workgroup-scope rows ``query`` (the flexible-dimensions
-    query's function pointer) lists for ``pd``, by the usual count-then-fill protocol."""
+def workgroup_granularity(query: Any, pd: Any) -> set[tuple[int, int, int, int]]:
+    """(workgroupInvocations, M, N, K granularity) of the workgroup-scope rows ``query`` (the
+    flexible-dimensions query's function pointer) lists for ``pd``, by the usual count-then-fill
+    protocol."""
     vk = _vk.vk()
     ffi = vk.ffi
     count = ffi.new("uint32_t*")
@@ -378,7 +382,7 @@ def workgroup_invocations(query: Any, pd: Any) -> set[int]:
     if query(pd, count, words) not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
         return set()
     rows = [list(words[_FLEX_WORDS * i + 4 : _FLEX_WORDS * (i + 1)]) for i in range(count[0])]
-    return {r[9] for r in rows if r[8] == _SCOPE_WORKGROUP}
+    return {(r[9], r[0], r[1], r[2]) for r in rows if r[8] == _SCOPE_WORKGROUP}
 
 
 def probe_features(instance: Any, pd: Any, api: tuple[int, int], dev_exts: set[str]) -> Probe:
