@@ -687,3 +687,24 @@ def test_a_device_with_cooperative_matrix2_runs_workgroup_matrices() -> None:
         for f in sizes
     )
     assert (dev.supports(spirv("wg_matrix")) == []) == fits, (sizes, dev.supports(spirv("wg_matrix")))
+
+
+def test_the_flexible_dimensions_query_runs_while_the_instance_is_being_made() -> None:
+    # A device offering flexible dimensions is asked for its workgroup-matrix sizes while the
+    # instance lists its devices: that must not wait for the instance itself (an H100 once hung
+    # there). lavapipe has no such query: made to look as if it offered the feature, it lists no
+    # sizes, and the instance is made.
+    code = textwrap.dedent(
+        """
+        from slangrt._vulkan import _instance
+        real = _instance._subgroup_tokens
+        _instance._subgroup_tokens = lambda pd, exts: real(pd, exts) | {"cooperativeMatrixFlexibleDimensions"}
+        import slangrt
+        features = slangrt.devices()[0].features
+        assert "cooperativeMatrixFlexibleDimensions" in features, features
+        assert not any(f.startswith("cooperativeMatrixWorkgroup ") for f in features), features
+        print("made")
+        """
+    )
+    proc = run_python(code, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "made", proc.stdout + proc.stderr
