@@ -119,10 +119,24 @@ def _made(
             taken.add(got.name)
     if lines is None or not made:
         return made, None, problems
+    if len(made) > 1 and len({_dtypes(spec, m) for m in made}) == 1:
+        names = ", ".join(f"`{m.name}`" for m in made)
+        why = (
+            f"`{v.name}` is not made: its instances' functions ({names}) take the same dtypes, so "
+            "nothing tells them apart by dtype; call them by name"
+        )
+        return made, None, [*problems, why]
     if not _usable(v.name, taken):
         return made, None, [*problems, f"`{v.name}` cannot be the name of the function that picks by dtype"]
     taken.add(v.name)
     return made, Variant(v.name, v.line, tuple(m.name for m in made)), problems
+
+
+def _dtypes(spec: ShaderSpec, v: Variant) -> tuple[str | None, ...]:
+    """The dtypes the arrays of ``v``'s first entry take (what a function picking among the
+    instances' variant functions tells them apart by)."""
+    first = next(e for e in spec.entries if e.name == v.entries[0])
+    return tuple(b.dtype for b in first.buffers if b.role == "data" and b.kind != "sampler")
 
 
 def with_variants(spec: ShaderSpec) -> ShaderSpec:

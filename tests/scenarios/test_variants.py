@@ -173,3 +173,21 @@ def test_a_line_of_generic_entries_makes_one_function_per_instance_and_a_picker(
     if _lavapipe():
         assert one.chosen() == f"twice_any_{suffix}"
     assert {"twice", "twice_float", "twice_half"} <= set(twice.__all__)
+
+
+def test_instances_of_one_dtype_get_their_functions_and_a_warning_instead_of_a_picker(
+    built: BuiltPackage,
+) -> None:
+    """`step = step_a step_b` over instances N = 1, 2 of the same dtype: `step_1` and `step_2`
+    are made; `step` could not tell them apart by dtype, so it is not, and the build says so."""
+    said = "\n".join(w for w in built.output.warnings if "steps.slang" in w)
+    assert (
+        "shaders/steps.slang:2: warning: `step` is not made: its instances' functions (`step_1`, `step_2`)"
+        in said
+    )
+    steps = built.kernels("steps")
+    assert "step" not in steps.__all__ and not hasattr(steps, "step")
+    for n, fn in ((1, steps.step_1), (2, steps.step_2)):
+        x = np.zeros(100, np.float32)
+        fn(x)
+        np.testing.assert_array_equal(x, float(n))
