@@ -140,6 +140,17 @@ CORE_FEATURES = _same(
     "samplerAnisotropy",  # (not a shader feature: slangrt.Sampler(max_anisotropy=...))
 )
 
+# VkPhysicalDeviceCooperativeMatrix2FeaturesNV's members, in its C order (a raw struct).
+_COOPERATIVE_MATRIX2 = (
+    "cooperativeMatrixWorkgroupScope",
+    "cooperativeMatrixFlexibleDimensions",
+    "cooperativeMatrixReductions",
+    "cooperativeMatrixConversions",
+    "cooperativeMatrixPerElementOperations",
+    "cooperativeMatrixTensorAddressing",
+    "cooperativeMatrixBlockLoads",
+)
+
 FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
     FeatureStruct(
         "VkPhysicalDeviceVulkan11Features",
@@ -218,25 +229,9 @@ FEATURE_STRUCTS: tuple[FeatureStruct, ...] = (
         # VK_NV_cooperative_matrix2 (2024) is newer than the ``vulkan`` package's headers.
         "VkPhysicalDeviceCooperativeMatrix2FeaturesNV",
         1000593000,  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV
-        _same(
-            "cooperativeMatrixWorkgroupScope",
-            "cooperativeMatrixFlexibleDimensions",
-            "cooperativeMatrixReductions",
-            "cooperativeMatrixConversions",
-            "cooperativeMatrixPerElementOperations",
-            "cooperativeMatrixTensorAddressing",
-            "cooperativeMatrixBlockLoads",
-        ),
+        _same(*_COOPERATIVE_MATRIX2),
         extensions=("VK_NV_cooperative_matrix2",),
-        raw=(
-            "cooperativeMatrixWorkgroupScope",
-            "cooperativeMatrixFlexibleDimensions",
-            "cooperativeMatrixReductions",
-            "cooperativeMatrixConversions",
-            "cooperativeMatrixPerElementOperations",
-            "cooperativeMatrixTensorAddressing",
-            "cooperativeMatrixBlockLoads",
-        ),
+        raw=_COOPERATIVE_MATRIX2,
     ),
     FeatureStruct(
         "VkPhysicalDeviceCooperativeMatrixFeaturesNV",
