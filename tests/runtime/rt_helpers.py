@@ -6,12 +6,26 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from slangrt import BindingSpec
+import slangrt
+from slangrt import BindingSpec, _settings
 
 DATA = Path(__file__).resolve().parent / "data"
+
+
+def device_in_mode(mode: str) -> Iterator[slangrt.Device]:
+    """A device of its own (the default one's GPU), its transfers ``"native"`` (mapped memory
+    where the device has it) or ``"staging"`` (a discrete GPU's path), closed after use: the
+    body of the tests' ``dev`` fixtures parametrized over both modes."""
+    with _settings.overridden(staging=mode == "staging"):
+        d = slangrt.Device(slangrt.device().info.index)
+    if mode == "staging":
+        assert not d.direct_memory
+    yield d
+    d.close()
+
 
 # The binding layouts of the fixture kernels in data/ (what a manifest would say for each).
 ADD_BINDINGS = [

@@ -18,7 +18,16 @@ from typing import Any
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import ADD_BINDINGS, DATA, MOE_BINDINGS, SCALE_BINDINGS, has_vulkan_device, run_python, spirv
+from rt_helpers import (
+    ADD_BINDINGS,
+    DATA,
+    MOE_BINDINGS,
+    SCALE_BINDINGS,
+    device_in_mode,
+    has_vulkan_device,
+    run_python,
+    spirv,
+)
 from slangrt import BindingSpec, _settings
 
 pytestmark = [
@@ -29,12 +38,7 @@ pytestmark = [
 
 @pytest.fixture(params=["native", "staging"])
 def dev(request: pytest.FixtureRequest) -> Iterator[slangrt.Device]:
-    with _settings.overridden(staging=request.param == "staging"):  # SLANGRT_STAGING=1 or unset
-        d = slangrt.Device(slangrt.device().info.index)
-    if request.param == "staging":
-        assert not d.direct_memory
-    yield d
-    d.close()
+    yield from device_in_mode(request.param)  # SLANGRT_STAGING=1 or unset
 
 
 class Kernels:

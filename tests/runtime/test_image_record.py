@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import has_validation_layer, has_vulkan_device, run_python, spirv
-from slangrt import BindingSpec, Image, Kernel, Sampler, Tensor, _settings
+from rt_helpers import device_in_mode, has_validation_layer, has_vulkan_device, run_python, spirv
+from slangrt import BindingSpec, Image, Kernel, Sampler, Tensor
 from slangrt._calls._arguments import Packed
 
 pytestmark = [
@@ -57,10 +57,7 @@ class Kernels:
 def dev(request: pytest.FixtureRequest) -> Iterator[slangrt.Device]:
     """A device of its own, with its own memory mode and with staging transfers (a discrete
     GPU's path), as test_record.py's."""
-    with _settings.overridden(staging=request.param == "staging"):
-        d = slangrt.Device(slangrt.device().info.index)
-    yield d
-    d.close()
+    yield from device_in_mode(request.param)
 
 
 @pytest.fixture(scope="module")

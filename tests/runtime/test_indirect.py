@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import has_vulkan_device, spirv
-from slangrt import BindingSpec, _settings
+from rt_helpers import device_in_mode, has_vulkan_device, spirv
+from slangrt import BindingSpec
 
 pytestmark = [
     pytest.mark.gpu,
@@ -35,10 +35,7 @@ EXPERTS, N = 4, 1000
 
 @pytest.fixture(params=["native", "staging"])
 def dev(request: pytest.FixtureRequest) -> Iterator[slangrt.Device]:
-    with _settings.overridden(staging=request.param == "staging"):
-        d = slangrt.Device(slangrt.device().info.index)
-    yield d
-    d.close()
+    yield from device_in_mode(request.param)
 
 
 class Moe:

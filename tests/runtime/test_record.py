@@ -13,8 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import slangrt
-from rt_helpers import ADD_BINDINGS, SCALE_BINDINGS, has_vulkan_device, spirv
-from slangrt import _settings
+from rt_helpers import ADD_BINDINGS, SCALE_BINDINGS, device_in_mode, has_vulkan_device, spirv
 from slangrt._calls import _call
 from slangrt._recording import _batch
 
@@ -26,10 +25,7 @@ pytestmark = [
 
 @pytest.fixture(params=["native", "staging"])
 def dev(request: pytest.FixtureRequest) -> Iterator[slangrt.Device]:
-    with _settings.overridden(staging=request.param == "staging"):
-        d = slangrt.Device(slangrt.device().info.index)
-    yield d
-    d.close()
+    yield from device_in_mode(request.param)
 
 
 class Step:
