@@ -6,10 +6,10 @@
 ``--build`` writes a hatch-slang project into DIR: for each shape below, copies of the library's
 ``gemm_f16``, ``gemm_q4_0`` and ``gemm_q8_0`` with that shape's macros defined first (the
 ``lib/gemm_coopmat.slang`` and ``lib/gemm_cm2.slang`` defaults give way to them, as do the files'
-own) and their Dispatch lines rewritten to match, plus ``mma_peak`` (below); then builds it.
-``--run`` times each shape's path on the products of benchmarks/gemm.py (torch's matmul in the
-same process where torch has CUDA, each result's largest difference from its result reported),
-and ``mma_peak``.
+own) and their Dispatch lines rewritten to match, plus ``mma_peak`` and ``mma_smem_*`` (below);
+then builds it. ``--run`` times ``mma_peak`` and ``mma_smem_*``, then each shape's path on the
+products of benchmarks/gemm.py (torch's matmul in the same process where torch has CUDA, each
+result's largest difference from its result reported).
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
@@ -98,6 +98,87 @@ void mma_peak(uint3 group : SV_GroupID, uint tid : SV_GroupIndex)
 """
 
 
+# ``mma_smem_<AM>x<AN>``: the same MMAs fed from groupshared memory as ``lib/gemm_coopmat.slang``
+# feeds them (a 128-row tile per operand, 64 of k a row padded by 8 halves), each subgroup of 8
+# loading AM tiles of x and AN of w per 16 of k and multiplying them into AM x AN accumulators;
+# the stage offsets turn with the iteration so that no load can leave the loop. Between
+# ``mma_peak`` and the GEMM: what the loads from shared memory cost, with no global traffic.
+MMA_SMEM = """// slang-entries: mma_smem_{am}x{an}
+//
+// Subgroup size: 32
+//
+// Bindings:
+//   t0: a       u32, [128] one 16 x 16 tile of f16, as words
+//   u1: y       f32, [groups * 2048] one tile per subgroup
+//   t2: params  (iters, groups, _pad, _pad)
+//
+// Dispatch: (groups, 1) threadgroups of 256.
+using namespace linalg;
+typealias CmA = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixA>;
+typealias CmB = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixB>;
+typealias CmC = CoopMat<float, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixAccumulator>;
+
+[[vk::binding(0)]] StructuredBuffer<uint> a : register(t0);
+[[vk::binding(1)]] RWStructuredBuffer<float> y : register(u1);
+[[vk::binding(2)]] StructuredBuffer<uint4> params : register(t2);
+
+static const uint AM = {am};
+static const uint AN = {an};
+static const uint ROW = 9;                 // uint4s a staged row: 64 halves and 8 of padding
+static const uint WORDS = 2 * 128 * ROW;
+groupshared uint4 tiles[WORDS];
+
+[shader("compute")]
+[numthreads(256, 1, 1)]
+void mma_smem_{am}x{an}(uint3 group : SV_GroupID, uint tid : SV_GroupIndex)
+{{
+    for (uint w = tid; w < WORDS; w += 256)
+        tiles[w] = uint4(a[w * 4 % 128], a[w * 4 % 128 + 1], a[w * 4 % 128 + 2], a[w * 4 % 128 + 3]);
+    GroupMemoryBarrierWithGroupSync();
+    uint sg = tid / 32;
+    uint wm = (sg / (8 / (128 / (16 * AN)))) * 16 * AM % 128;
+    uint wn = (sg % (128 / (16 * AN))) * 16 * AN;
+    CmC acc[AM][AN];
+    [unroll]
+    for (uint i = 0; i < AM; i++)
+        [unroll]
+        for (uint j = 0; j < AN; j++)
+            acc[i][j] = CmC(0.0f);
+    for (uint it = 0; it < params[0].x; it++)
+    {{
+        [unroll]
+        for (uint ks = 0; ks < 4; ks++)
+        {{
+            uint off = ((ks + it) & 3) * 2;
+            CmA ma[AM];
+            CmB mb[AN];
+            [unroll]
+            for (uint i = 0; i < AM; i++)
+                ma[i] = CmA.Load<CoopMatMatrixLayout.RowMajor, uint4, WORDS>(
+                    tiles, (wm + i * 16) * ROW + off, ROW);
+            [unroll]
+            for (uint j = 0; j < AN; j++)
+                mb[j] = CmB.Load<CoopMatMatrixLayout.ColumnMajor, uint4, WORDS>(
+                    tiles, (128 + wn + j * 16) * ROW + off, ROW);
+            [unroll]
+            for (uint i = 0; i < AM; i++)
+                [unroll]
+                for (uint j = 0; j < AN; j++)
+                    acc[i][j] = coopMatMulAdd<float, false>(ma[i], mb[j], acc[i][j]);
+        }}
+    }}
+    [unroll]
+    for (uint i = 0; i < AM; i++)
+        [unroll]
+        for (uint j = 0; j < AN; j++)
+            if (i + j > 0)
+                acc[0][0] = acc[0][0] + acc[i][j];
+    acc[0][0].Store<CoopMatMatrixLayout.RowMajor>(y, (group.x * 8 + sg) * 256, 16);
+}}
+"""
+SMEM_SHAPES = ((4, 2), (4, 4), (2, 4))
+
+
 def _variant(source: str, path: str, macros: dict[str, int]) -> str:
     """A library GEMM shader with ``macros`` defined first and the Dispatch lines to match."""
     if path == "cm2":
@@ -130,6 +211,9 @@ def build(out: Path, names: list[str]) -> None:
             source = (ROOT / "shaders" / f"gemm_{kind}.slang").read_text(encoding="utf-8")
             (shaders / f"{kind}_{name}.slang").write_text(_variant(source, path, macros), encoding="utf-8")
     (shaders / "mma_peak.slang").write_text(MMA_PEAK, encoding="utf-8")
+    for am, an in SMEM_SHAPES:
+        text = MMA_SMEM.format(am=am, an=an)
+        (shaders / f"mma_smem_{am}x{an}.slang").write_text(text, encoding="utf-8")
     (out / "pyproject.toml").write_text(
         f'[project]\nname = "{PACKAGE}"\nversion = "0"\n\n[tool.hatch.build.hooks.slang]\n'
         f'shaders = ["shaders/*.slang"]\npackage = "{PACKAGE}/kernels"\n',
@@ -139,30 +223,48 @@ def build(out: Path, names: list[str]) -> None:
     subprocess.run(cmd, cwd=out, check=True)
 
 
-def mma_peak(kernels: Any) -> dict[str, Any]:
-    """The MMAs' throughput with no memory traffic (8 subgroups a group, enough groups to fill
-    the device several times over)."""
-    a = slangrt.Tensor.from_numpy((np.random.default_rng(0).standard_normal(256) * 0.01).astype(np.float16))
+def mma_peak(name: str, fn: Any, mmas: int, a: slangrt.Tensor) -> dict[str, Any]:
+    """The throughput of ``fn`` (``mma_peak`` or an ``mma_smem``), ``mmas`` 16 x 16 x 16 products a
+    subgroup an iteration (8 subgroups a group, enough groups to fill the device several times)."""
     best: dict[str, Any] = {}
-    iters = 4096
+    iters = 4096 if name == "mma_peak" else 1024
     for groups in (132, 528, 2112):
         y = slangrt.Tensor.empty((groups * 2048,), np.float32)
 
         def call(y: slangrt.Tensor = y, groups: int = groups) -> None:
-            kernels.mma_peak(a, y, iters=iters, groups=groups)
+            fn(a, y, iters=iters, groups=groups)
 
         us, _, _ = gpu_time_us(call, 5)
-        tflops = groups * 8 * iters * 8 * 2 * 16**3 / us / 1e6
+        tflops = groups * 8 * iters * mmas * 2 * 16**3 / us / 1e6
         if tflops > best.get("TFLOPS", 0.0):
-            best = {"entry": "mma_peak", "groups": groups, "us": us, "TFLOPS": tflops}
+            best = {"entry": name, "groups": groups, "us": us, "TFLOPS": tflops}
     best["of peak"] = best["TFLOPS"] / PEAK_TFLOPS["f16"]
     return best
+
+
+def mma_rows() -> list[dict[str, Any]]:
+    """``mma_peak`` and each ``mma_smem``, on the devices that have their matrices."""
+    rng = np.random.default_rng(0)
+    a16 = (rng.standard_normal(256) * 0.01).astype(np.float16)
+    rows: list[dict[str, Any]] = []
+    words = a16.view(np.uint32)
+    benches = [("mma_peak", 8, a16)] + [(f"mma_smem_{m}x{n}", 4 * m * n, words) for m, n in SMEM_SHAPES]
+    for name, mmas, data in benches:
+        fn = getattr(importlib.import_module(f"{PACKAGE}.kernels.{name}"), name)
+        try:
+            rows.append(mma_peak(name, fn, mmas, slangrt.Tensor.from_numpy(data)))
+        except slangrt.UnsupportedKernelError as e:
+            print(f"{name}: skipped ({e})", flush=True)
+            continue
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
 
 
 def run(out: Path, names: list[str], reps: int) -> list[dict[str, Any]]:
     sys.path.insert(0, str(out))
     th = Torch(enabled=True)
     results: list[dict[str, Any]] = []
+    results += mma_rows()  # first: the figures that say what bounds every path below
     products = [("f16", (4096, 4096, 4096)), ("f16", (512, 14336, 4096))]
     products += [(k, (512, 14336, 4096)) for k in ("q4_0", "q8_0")]
     for name in names:
@@ -177,11 +279,6 @@ def run(out: Path, names: list[str], reps: int) -> list[dict[str, Any]]:
                 continue
             results.append(got)
             print(json.dumps(got), flush=True)
-    try:
-        results.append(mma_peak(importlib.import_module(f"{PACKAGE}.kernels.mma_peak")))
-        print(json.dumps(results[-1]), flush=True)
-    except slangrt.UnsupportedKernelError as e:
-        print(f"mma_peak: skipped ({e})", flush=True)
     return results
 
 
