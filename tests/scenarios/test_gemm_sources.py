@@ -46,6 +46,31 @@ void {name}(uint3 tid : SV_DispatchThreadID, uniform uint rows_x, uniform uint r
     probe_out[2 * tid.x + 1] = {src}.decode(op, {src}.load(op, row, k, k_total));
 }}
 """
+# One stage of the cooperative-matrix path's staging (cm_fetch, cm_stage_store: the words of both
+# operands' tiles, rows clamped, past k zero) and, after it, the same words from fetch_h at the
+# places lib/gemm_coopmat.slang's products read them from (cm_at).
+_STAGE_ENTRY = """
+[shader("compute")]
+[numthreads(CM_THREADS, 1, 1)]
+void {name}(uint tid : SV_GroupIndex, uniform uint m0, uniform uint n0, uniform uint rows_x,
+            uniform uint rows_w, uniform uint k_total, uniform uint k_stage)
+{{
+    GemmRaw h[CM_FETCH];
+    cm_fetch<{src}>(tid, m0, n0, rows_x, rows_w, k_stage, k_total, h);
+    cm_stage_store<{src}>(tid, 0, h);
+    GroupMemoryBarrierWithGroupSync();
+    for (uint w = tid; w < CM_STAGE; w += CM_THREADS)
+        probe_out[w] = cm_tiles[w];
+    for (uint c = tid; c < (CM_TM + CM_TN) * CM_CPR; c += CM_THREADS)
+    {{
+        uint op = c < CM_TM * CM_CPR ? 0 : 1;
+        uint r = c / CM_CPR - op * CM_TM;
+        uint row = op == 0 ? min(m0 + r, rows_x - 1) : min(n0 + r, rows_w - 1);
+        uint at = cm_at(0, op, r) + c % CM_CPR;
+        probe_out[CM_STAGE + at] = {src}.fetch_h(op, row, k_stage + (c % CM_CPR) * 8, k_total);
+    }}
+}}
+"""
 # shader -> (its first free binding, {probe entry: the source it probes})
 SHADERS = {
     "gemm_f16": (4, {"probe": "Operands"}),
@@ -54,7 +79,7 @@ SHADERS = {
 }
 
 
-def _project(tmp: Path, shader: str) -> Path:
+def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Path:
     root = tmp / "probe"
     (root / "shaders").mkdir(parents=True)
     (root / "probepkg").mkdir()
@@ -72,22 +97,35 @@ def _project(tmp: Path, shader: str) -> Path:
     text = re.sub(r"^// slang-entries: ", f"// slang-entries: {names}\n// slang-entries: ", text, count=1)
     line = f"//   u{binding}: probe_out  u32, flat[probe_len] each chunk's two f16 words\n"
     dispatch = f"// Dispatch ({', '.join(probes)}): (4) threadgroups of 256.\n"
-    text = text.replace("//\n// Dispatch: ", line + "//\n" + dispatch + "// Dispatch: ", 1)
     entries = "".join(_ENTRY.format(name=n, src=s) for n, s in probes.items())
+    if stage is not None:  # the shape's macros first, and one workgroup of its threads
+        defines = "".join(f"#define {k} {v}\n" for k, v in stage.items())
+        text = text.replace('#include "lib/floats.slang"', defines + '#include "lib/floats.slang"', 1)
+        threads = 32 * stage["CM_SG_ROWS"] * stage["CM_SG_COLS"]
+        dispatch = f"// Dispatch ({', '.join(probes)}): (1) threadgroups of {threads}.\n"
+        coopmat = re.search(r"void (\w+_coopmat)<", text)
+        assert coopmat is not None
+        tm, tn = stage.get("CM_TM", 128), stage.get("CM_TN", 128)
+        grid = f"(ceil(n / {tn}), ceil(tokens / {tm})) threadgroups of {threads}"
+        dispatch += f"// Dispatch ({coopmat.group(1)}): {grid}.\n"
+        entries = "".join(_STAGE_ENTRY.format(name=n, src=s) for n, s in probes.items())
+    text = text.replace("//\n// Dispatch: ", line + "//\n" + dispatch + "// Dispatch: ", 1)
     (root / "shaders" / f"{shader}.slang").write_text(text + _PROBE.format(binding=binding, entries=entries))
     return root
 
 
-def _inputs(shader: str, rng: np.random.Generator, act: type) -> list[np.ndarray]:
-    x = rng.standard_normal((ROWS_X, K)).astype(act)
+def _inputs(
+    shader: str, rng: np.random.Generator, act: type, rows_x: int = ROWS_X, rows_w: int = ROWS_W, k: int = K
+) -> list[np.ndarray]:
+    x = (rng.integers(-2048, 2048, (rows_x, k)) / 256).astype(act)  # (exact in f16: no underflow)
     if shader == "gemm_f16":
-        return [rng.standard_normal((ROWS_W, K)).astype(np.float16), x]
+        return [(rng.integers(-2048, 2048, (rows_w, k)) / 256).astype(np.float16), x]
     if act == np.float16:  # (the probe is no instance: its x is f32 to the wrapper, read as f16)
-        x = np.frombuffer(x.tobytes() + bytes(x.nbytes), np.float32).reshape(ROWS_X, K)
+        x = np.frombuffer(x.tobytes() + bytes(x.nbytes), np.float32).reshape(rows_x, k)
     per_word = 4 if shader == "gemm_q8_0" else 8
-    wq = rng.integers(0, 2**32, size=(ROWS_W, K // per_word), dtype=np.uint32)
+    wq = rng.integers(0, 2**32, size=(rows_w, k // per_word), dtype=np.uint32)
     wd = (
-        rng.uniform(0.001, 0.01, size=(ROWS_W, K // 32)) * rng.choice([-1, 1], size=(ROWS_W, K // 32))
+        rng.uniform(0.001, 0.01, size=(rows_w, k // 32)) * rng.choice([-1, 1], size=(rows_w, k // 32))
     ).astype(np.float16)
     return [wq, wd, x]
 
@@ -106,3 +144,51 @@ def test_the_staged_words_are_fetch_hs(tmp_path: Path, shader: str) -> None:
             pairs = out[: 2 * used].reshape(used, 2, 4)
             assert pairs.any(), name  # (the probe ran)
             np.testing.assert_array_equal(pairs[:, 1], pairs[:, 0], err_msg=f"{shader}.{name}")
+
+
+# name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): the library's shape and
+# wider blocks, each probed at a block past the first whose rows run out (clamped) and at a
+# stage past the end of k.
+STAGES = {
+    "128x128_k64": ({"CM_TK": 64, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}, 128, 128, 200, 300, 96, 64),
+    "128x256_k32": (
+        {"CM_TM": 128, "CM_TN": 256, "CM_TK": 32, "CM_SG_ROWS": 2, "CM_SG_COLS": 4},
+        0,
+        256,
+        100,
+        300,
+        96,
+        64,
+    ),
+    "256x128_k32_t512": (
+        {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, "CM_SG_ROWS": 4, "CM_SG_COLS": 4},
+        256,
+        0,
+        300,
+        60,
+        64,
+        32,
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(STAGES))
+@pytest.mark.parametrize("shader", list(SHADERS))
+def test_a_stage_lands_where_the_products_read_it(tmp_path: Path, shader: str, shape: str) -> None:
+    macros, m0, n0, rows_x, rows_w, k, k_stage = STAGES[shape]
+    rng = np.random.default_rng(5)
+    stage = macros.get("CM_TM", 128) + macros.get("CM_TN", 128)
+    stage *= macros["CM_TK"] // 8 + 1
+    with built_package(_project(tmp_path, shader, macros)) as package:
+        module = package.kernels(shader)
+        for name in SHADERS[shader][1]:
+            act = np.float32 if name.endswith("f32") else np.float16
+            out = np.zeros((2 * stage, 4), np.uint32)
+            args = _inputs(shader, rng, act, rows_x, rows_w, k)
+            getattr(module, name)(
+                *args, out, m0=m0, n0=n0, rows_x=rows_x, rows_w=rows_w, k_total=k, k_stage=k_stage
+            )
+            staged, expected = out[:stage], out[stage:]
+            data = np.arange(stage) % (macros["CM_TK"] // 8 + 1) != macros["CM_TK"] // 8  # (not padding)
+            assert expected[data].any(), name  # (the probe ran)
+            np.testing.assert_array_equal(staged[data], expected[data], err_msg=f"{shader}.{name} {shape}")
