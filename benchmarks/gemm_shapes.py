@@ -9,7 +9,8 @@
 own) and their Dispatch lines rewritten to match, plus ``mma_peak`` and ``mma_smem_*`` (below);
 then builds it. ``--run`` times ``mma_peak`` and ``mma_smem_*``, then each shape's path on the
 products of benchmarks/gemm.py (torch's matmul in the same process where torch has CUDA, each
-result's largest difference from its result reported).
+result's largest difference from its result reported, and its largest error on small odd shapes
+against float64 NumPy: ``check``).
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
@@ -35,7 +36,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "runtime")]
 
 import slangrt  # noqa: E402
 
-from benchmarks.gemm import PEAK_TFLOPS, Torch, row  # noqa: E402
+from benchmarks.gemm import PEAK_TFLOPS, Torch, _weights, row  # noqa: E402
 from benchmarks.kernels import gpu_time_us  # noqa: E402
 
 PACKAGE = "gemm_shapes"
@@ -273,6 +274,27 @@ def mma_rows() -> list[dict[str, Any]]:
     return rows
 
 
+CHECKS = ((37, 72, 64), (300, 200, 96), (130, 300, 4096))  # (tokens, n, k): partial blocks
+
+
+def check(fn: Any, kind: str) -> float:
+    """The largest error of ``fn`` (f16 x and y) on small odd shapes, ``accumulate`` on, against
+    float64 NumPy on the operands rounded to f16 as the tensor-core paths round them, relative to
+    the largest value: what each shape's rows rest on besides their agreement with torch."""
+    rng = np.random.default_rng(1)
+    worst = 0.0
+    for tokens, n, k in CHECKS:
+        weights, w32 = _weights(kind, n, k, rng)
+        x = rng.standard_normal((tokens, k), dtype=np.float32).astype(np.float16)
+        y0 = rng.standard_normal((tokens, n), dtype=np.float32).astype(np.float16)
+        y = slangrt.Tensor.from_numpy(y0)
+        fn(*(slangrt.Tensor.from_numpy(np.ascontiguousarray(a)) for a in (*weights, x)), y, accumulate=1)
+        ref = x.astype(np.float64) @ w32.astype(np.float16).astype(np.float64).T + y0
+        err = np.abs(y.numpy().astype(np.float64) - ref).max() / np.abs(ref).max()
+        worst = max(worst, float(err))
+    return worst
+
+
 def run(out: Path, names: list[str], reps: int) -> list[dict[str, Any]]:
     sys.path.insert(0, str(out))
     th = Torch(enabled=True)
@@ -286,7 +308,8 @@ def run(out: Path, names: list[str], reps: int) -> list[dict[str, Any]]:
             module = importlib.import_module(f"{PACKAGE}.kernels.{kind}_{name}")
             fn = getattr(module, f"gemm_{kind}_{path}_f16")
             try:
-                got = {"shape name": name, **row(th, name, fn, kind, shape, reps, "f16")}
+                got = {"shape name": name, "kind": kind, **row(th, name, fn, kind, shape, reps, "f16")}
+                got["check"] = check(fn, kind)
             except slangrt.UnsupportedKernelError as e:
                 print(f"{name} {kind}: skipped ({e})", flush=True)
                 continue
