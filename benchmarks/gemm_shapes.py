@@ -41,9 +41,9 @@ from benchmarks.kernels import gpu_time_us  # noqa: E402
 
 PACKAGE = "gemm_shapes"
 
-# name -> (path, macros). coopmat: the workgroup's block (tokens by n, 128 x 128 unless named), k
-# per stage, staging buffers, subgroups down and across the block. cm2: the workgroup's block (n
-# by tokens), k per stage, threads.
+# name -> (path, macros). coopmat: the workgroup's block (tokens by n, 128 x 128 unless named),
+# k per stage, staging buffers or (d2) stages of loads in flight, subgroups down and across the
+# block. cm2: the workgroup's block (n by tokens), k per stage, threads.
 _B1_2X4 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}
 _B1_4X2 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 4, "CM_SG_COLS": 2}
 _B2_2X4 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}
@@ -59,6 +59,9 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_256x128_k16_b2_4x2": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 16, **_B2_4X2}),
     "cm_128x256_k32_b1_4x4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, "CM_TK": 32, **_B1_4X4}),
     "cm_256x128_k32_b1_4x4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, **_B1_4X4}),
+    "cm_k64_d2_2x4": ("coopmat", {"CM_TK": 64, "CM_DEPTH": 2, **_B1_2X4}),
+    "cm_128x256_k32_d2_2x4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, "CM_TK": 32, "CM_DEPTH": 2, **_B1_2X4}),
+    "cm_256x128_k32_d2_4x2": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, "CM_DEPTH": 2, **_B1_4X2}),
     "cm2_128x128_k32_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 256}),
     "cm2_128x128_k64_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 64, "CM2_THREADS": 256}),
     "cm2_128x128_k32_t128": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 128}),
