@@ -103,11 +103,8 @@ def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Pat
         text = text.replace('#include "lib/floats.slang"', defines + '#include "lib/floats.slang"', 1)
         threads = 32 * stage["CM_SG_ROWS"] * stage["CM_SG_COLS"]
         dispatch = f"// Dispatch ({', '.join(probes)}): (1) threadgroups of {threads}.\n"
-        coopmat = re.search(r"void (\w+_coopmat)<", text)
-        assert coopmat is not None
-        tm, tn = stage.get("CM_TM", 128), stage.get("CM_TN", 128)
-        grid = f"(ceil(n / {tn}), ceil(tokens / {tm})) threadgroups of {threads}"
-        dispatch += f"// Dispatch ({coopmat.group(1)}): {grid}.\n"
+        grid = f"(ceil(n / {stage['CM_TN']}), ceil(tokens / {stage['CM_TM']})) threadgroups of {threads}."
+        text = re.sub(r"(// Dispatch \(\w+_coopmat\): ).*", lambda m: m.group(1) + grid, text)
         entries = "".join(_STAGE_ENTRY.format(name=n, src=s) for n, s in probes.items())
     text = text.replace("//\n// Dispatch: ", line + "//\n" + dispatch + "// Dispatch: ", 1)
     (root / "shaders" / f"{shader}.slang").write_text(text + _PROBE.format(binding=binding, entries=entries))
@@ -146,11 +143,19 @@ def test_the_staged_words_are_fetch_hs(tmp_path: Path, shader: str) -> None:
             np.testing.assert_array_equal(pairs[:, 1], pairs[:, 0], err_msg=f"{shader}.{name}")
 
 
-# name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): the library's shape and
-# wider blocks, each probed at a block past the first whose rows run out (clamped) and at a
-# stage past the end of k.
+# name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): the MoE GEMMs' shape
+# (128 x 128), another, and the library's (256 x 128, 16 subgroups), each probed at a block past
+# the first whose rows run out (clamped) and at a stage past the end of k.
 STAGES = {
-    "128x128_k64": ({"CM_TK": 64, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}, 128, 128, 200, 300, 96, 64),
+    "128x128_k64": (
+        {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 2, "CM_SG_COLS": 4},
+        128,
+        128,
+        200,
+        300,
+        96,
+        64,
+    ),
     "128x256_k32": (
         {"CM_TM": 128, "CM_TN": 256, "CM_TK": 32, "CM_SG_ROWS": 2, "CM_SG_COLS": 4},
         0,
@@ -177,7 +182,7 @@ STAGES = {
 def test_a_stage_lands_where_the_products_read_it(tmp_path: Path, shader: str, shape: str) -> None:
     macros, m0, n0, rows_x, rows_w, k, k_stage = STAGES[shape]
     rng = np.random.default_rng(5)
-    stage = macros.get("CM_TM", 128) + macros.get("CM_TN", 128)
+    stage = macros["CM_TM"] + macros["CM_TN"]
     stage *= macros["CM_TK"] // 8 + 1
     with built_package(_project(tmp_path, shader, macros)) as package:
         module = package.kernels(shader)
