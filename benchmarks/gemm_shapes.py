@@ -223,7 +223,12 @@ def _variant(source: str, path: str, macros: dict[str, int]) -> str:
         threads = 32 * macros["CM_SG_ROWS"] * macros["CM_SG_COLS"]
         tm, tn = macros.get("CM_TM", 128), macros.get("CM_TN", 128)
         line = f"(ceil(n / {tn}), ceil(tokens / {tm})) threadgroups of {threads}."
-        source = re.sub(r"(// Dispatch \(\w+_coopmat\): ).*", lambda m: m.group(1) + line, source)
+        entry = re.search(r"void (\w+_coopmat)<", source)
+        assert entry is not None
+        source = re.sub(r"// Dispatch \(\w+_coopmat\): .*\n", "", source)  # (the file's own, if any)
+        source = re.sub(
+            r"(// Dispatch: .*\n)", lambda m: f"{m.group(1)}// Dispatch ({entry.group(1)}): {line}\n", source
+        )
     if path == "coopmat":  # (all of the path's shape: the library files' own give way as a whole)
         macros = {"CM_TM": 128, "CM_TN": 128, **macros}
     defines = "".join(f"#define {k} {v}\n" for k, v in macros.items())

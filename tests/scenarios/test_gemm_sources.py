@@ -104,7 +104,10 @@ def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Pat
         threads = 32 * stage["CM_SG_ROWS"] * stage["CM_SG_COLS"]
         dispatch = f"// Dispatch ({', '.join(probes)}): (1) threadgroups of {threads}.\n"
         grid = f"(ceil(n / {stage['CM_TN']}), ceil(tokens / {stage['CM_TM']})) threadgroups of {threads}."
-        text = re.sub(r"(// Dispatch \(\w+_coopmat\): ).*", lambda m: m.group(1) + grid, text)
+        entry = re.search(r"void (\w+_coopmat)<", text)
+        assert entry is not None
+        text = re.sub(r"// Dispatch \(\w+_coopmat\): .*\n", "", text)  # (the file's own, if any)
+        dispatch += f"// Dispatch ({entry.group(1)}): {grid}\n"
         entries = "".join(_STAGE_ENTRY.format(name=n, src=s) for n, s in probes.items())
     text = text.replace("//\n// Dispatch: ", line + "//\n" + dispatch + "// Dispatch: ", 1)
     (root / "shaders" / f"{shader}.slang").write_text(text + _PROBE.format(binding=binding, entries=entries))
