@@ -73,7 +73,7 @@ KINDS = ("f16", "q4_0", "q8_0")
 
 # Timing-only probes of the library's coopmat shape (``probe_*``: f16 at 4096^3 only, results wrong
 # by design, not checked): lib/gemm_coopmat.slang with one part taken out, to see what each costs.
-_LIB_SHAPE = {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, **_B1_4X4}
+_LIB_SHAPE = {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, **_B1_2X4}
 _FETCH = "h[i] = Src.load(op, row, k_stage + (c % CM_CPR) * 8, k);"
 _SYNC = "GroupMemoryBarrierWithGroupSync();"
 PROBES: dict[str, list[tuple[str, str]]] = {
@@ -212,6 +212,71 @@ void mma_smem_{am}x{an}(uint3 group : SV_GroupID, uint tid : SV_GroupIndex)
 """
 SMEM_SHAPES = ((4, 2), (4, 4), (2, 4))
 
+# ``gemm_direct``: a probe with no staging at all: each subgroup loads its matrices of x and w
+# straight from the buffers (what other subgroups of the workgroup load again comes from the
+# caches), no shared memory, no barriers. Blocks of 128 x 128 as the library's, 8 subgroups of
+# 64 x 32; shapes multiples of 128 and k of 16 only (no bounds checks); y in f16.
+DIRECT = """// slang-entries: gemm_direct
+//
+// Subgroup size: 32
+//
+// Bindings:
+//   t0: w       f16, [n][k]
+//   t1: x       f16, [tokens][k]
+//   u2: y       f16, [tokens][n]
+//   t3: params  (n, k, tokens, accumulate)
+//
+// Dispatch: (ceil(n / 128), ceil(tokens / 128)) threadgroups of 256.
+using namespace linalg;
+typealias CmA = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixA>;
+typealias CmB = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixB>;
+typealias CmC = CoopMat<float, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixAccumulator>;
+typealias CmH = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixAccumulator>;
+
+[[vk::binding(0)]] StructuredBuffer<half> w : register(t0);
+[[vk::binding(1)]] StructuredBuffer<half> x : register(t1);
+[[vk::binding(2)]] RWStructuredBuffer<half> y : register(u2);
+[[vk::binding(3)]] StructuredBuffer<uint4> params : register(t3);
+
+[shader("compute")]
+[numthreads(256, 1, 1)]
+void gemm_direct(uint3 group : SV_GroupID, uint tid : SV_GroupIndex)
+{
+    uint n = params[0].x;
+    uint k = params[0].y;
+    uint sg = tid / 32;
+    uint m0 = group.y * 128 + (sg / 4) * 64;
+    uint n0 = group.x * 128 + (sg % 4) * 32;
+    CmC acc[4][2];
+    [unroll]
+    for (uint i = 0; i < 4; i++)
+        [unroll]
+        for (uint j = 0; j < 2; j++)
+            acc[i][j] = CmC(0.0f);
+    for (uint kk = 0; kk < k; kk += 16)
+    {
+        CmA a[4];
+        CmB b[2];
+        [unroll]
+        for (uint i = 0; i < 4; i++)
+            a[i] = CmA.Load<CoopMatMatrixLayout.RowMajor>(x, (m0 + i * 16) * k + kk, k);
+        [unroll]
+        for (uint j = 0; j < 2; j++)
+            b[j] = CmB.Load<CoopMatMatrixLayout.ColumnMajor>(w, (n0 + j * 16) * k + kk, k);
+        [unroll]
+        for (uint i = 0; i < 4; i++)
+            [unroll]
+            for (uint j = 0; j < 2; j++)
+                acc[i][j] = coopMatMulAdd<float, false>(a[i], b[j], acc[i][j]);
+    }
+    [unroll]
+    for (uint i = 0; i < 4; i++)
+        [unroll]
+        for (uint j = 0; j < 2; j++)
+            CmH(acc[i][j]).Store<CoopMatMatrixLayout.RowMajor>(y, (m0 + i * 16) * n + n0 + j * 16, n);
+}
+"""
+
 
 def _variant(source: str, path: str, macros: dict[str, int]) -> str:
     """A library GEMM shader with ``macros`` defined first and the Dispatch lines to match."""
@@ -259,6 +324,7 @@ def build(out: Path, names: list[str]) -> None:
                 source = source.replace('"lib/gemm_coopmat.slang"', f'"lib/{name}.slang"')
             (shaders / f"{kind}_{name}.slang").write_text(source, encoding="utf-8")
     (shaders / "mma_peak.slang").write_text(MMA_PEAK, encoding="utf-8")
+    (shaders / "gemm_direct.slang").write_text(DIRECT, encoding="utf-8")
     for am, an in SMEM_SHAPES:
         text = MMA_SMEM.format(am=am, an=an)
         (shaders / f"mma_smem_{am}x{an}.slang").write_text(text, encoding="utf-8")
@@ -329,11 +395,33 @@ def check(fn: Any, kind: str) -> float:
     return worst
 
 
+def direct_rows(th: Torch, reps: int) -> list[dict[str, Any]]:
+    """``gemm_direct`` on the f16 products (timing and torch's difference; no ``check``: it has no
+    bounds checks)."""
+    fn = importlib.import_module(f"{PACKAGE}.kernels.gemm_direct").gemm_direct
+    rows: list[dict[str, Any]] = []
+    for shape in ((4096, 4096, 4096), (512, 14336, 4096), (512, 4096, 14336)):
+        try:
+            rows.append(
+                {
+                    "shape name": "direct",
+                    "kind": "f16",
+                    **row(th, "gemm_direct", fn, "f16", shape, reps, "f16"),
+                }
+            )
+        except slangrt.UnsupportedKernelError as e:
+            print(f"gemm_direct: skipped ({e})", flush=True)
+            break
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def run(out: Path, names: list[str], reps: int) -> list[dict[str, Any]]:
     sys.path.insert(0, str(out))
     th = Torch(enabled=True)
     results: list[dict[str, Any]] = []
     results += mma_rows()  # first: the figures that say what bounds every path below
+    results += direct_rows(th, reps)
     products = [("f16", (4096, 4096, 4096)), ("f16", (512, 14336, 4096))]
     products += [(k, (512, 14336, 4096)) for k in ("q4_0", "q8_0")]
     for name in names:
