@@ -89,25 +89,32 @@ PROBES: dict[str, list[tuple[str, str]]] = {
 }
 SHAPES.update({name: ("coopmat", _LIB_SHAPE) for name in PROBES})
 
-MMA_PEAK = """// slang-entries: mma_peak
-//
-// Subgroup size: 32
-//
-// Bindings:
-//   t0: a       f16, [256] one 16 x 16 tile
-//   u1: y       f32, [groups * 2048] one tile per subgroup
-//   t2: params  (iters, groups, _pad, _pad)
-//
-// Dispatch: (groups, 1) threadgroups of 256.
-using namespace linalg;
+# The microbenchmarks' matrices: 16 x 16 x 16, f16 operands, f32 sums, subgroup scope.
+_TYPES = """using namespace linalg;
 typealias CmA = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixA>;
 typealias CmB = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixB>;
 typealias CmC = CoopMat<float, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixAccumulator>;
+"""
 
-[[vk::binding(0)]] StructuredBuffer<half> a : register(t0);
-[[vk::binding(1)]] RWStructuredBuffer<float> y : register(u1);
-[[vk::binding(2)]] StructuredBuffer<uint4> params : register(t2);
 
+def _mma_head(entry: str, a_doc: str, a_type: str) -> str:
+    """A microbenchmark's comment and bindings: a (one tile), y (a tile per subgroup), params."""
+    return (
+        f"// slang-entries: {entry}\n//\n// Subgroup size: 32\n//\n// Bindings:\n"
+        f"//   t0: a       {a_doc}\n"
+        "//   u1: y       f32, [groups * 2048] one tile per subgroup\n"
+        "//   t2: params  (iters, groups, _pad, _pad)\n//\n"
+        "// Dispatch: (groups, 1) threadgroups of 256.\n"
+        + _TYPES
+        + f"\n[[vk::binding(0)]] StructuredBuffer<{a_type}> a : register(t0);\n"
+        "[[vk::binding(1)]] RWStructuredBuffer<float> y : register(u1);\n"
+        "[[vk::binding(2)]] StructuredBuffer<uint4> params : register(t2);\n"
+    )
+
+
+MMA_PEAK = (
+    _mma_head("mma_peak", "f16, [256] one 16 x 16 tile", "half")
+    + """
 [shader("compute")]
 [numthreads(256, 1, 1)]
 void mma_peak(uint3 group : SV_GroupID, uint tid : SV_GroupIndex)
@@ -130,6 +137,7 @@ void mma_peak(uint3 group : SV_GroupID, uint tid : SV_GroupIndex)
     acc[0].Store<CoopMatMatrixLayout.RowMajor>(y, (group.x * 8 + tid / 32) * 256, 16);
 }
 """
+)
 
 
 # ``mma_smem_<AM>x<AN>``: the same MMAs fed from groupshared memory as ``lib/gemm_coopmat.slang``
@@ -137,25 +145,9 @@ void mma_peak(uint3 group : SV_GroupID, uint tid : SV_GroupIndex)
 # loading AM tiles of x and AN of w per 16 of k and multiplying them into AM x AN accumulators;
 # the stage offsets turn with the iteration so that no load can leave the loop. Between
 # ``mma_peak`` and the GEMM: what the loads from shared memory cost, with no global traffic.
-MMA_SMEM = """// slang-entries: mma_smem_{am}x{an}
-//
-// Subgroup size: 32
-//
-// Bindings:
-//   t0: a       u32, [128] one 16 x 16 tile of f16, as words
-//   u1: y       f32, [groups * 2048] one tile per subgroup
-//   t2: params  (iters, groups, _pad, _pad)
-//
-// Dispatch: (groups, 1) threadgroups of 256.
-using namespace linalg;
-typealias CmA = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixA>;
-typealias CmB = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixB>;
-typealias CmC = CoopMat<float, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixAccumulator>;
-
-[[vk::binding(0)]] StructuredBuffer<uint> a : register(t0);
-[[vk::binding(1)]] RWStructuredBuffer<float> y : register(u1);
-[[vk::binding(2)]] StructuredBuffer<uint4> params : register(t2);
-
+MMA_SMEM = (
+    _mma_head("mma_smem_{am}x{an}", "u32, [128] one 16 x 16 tile of f16, as words", "uint")
+    + """
 static const uint AM = {am};
 static const uint AN = {an};
 static const uint ROW = 9;                 // uint4s a staged row: 64 halves and 8 of padding
@@ -210,13 +202,15 @@ void mma_smem_{am}x{an}(uint3 group : SV_GroupID, uint tid : SV_GroupIndex)
     acc[0][0].Store<CoopMatMatrixLayout.RowMajor>(y, (group.x * 8 + sg) * 256, 16);
 }}
 """
+)
 SMEM_SHAPES = ((4, 2), (4, 4), (2, 4))
 
 # ``gemm_direct``: a probe with no staging at all: each subgroup loads its matrices of x and w
 # straight from the buffers (what other subgroups of the workgroup load again comes from the
 # caches), no shared memory, no barriers. Blocks of 128 x 128 as the library's, 8 subgroups of
 # 64 x 32; shapes multiples of 128 and k of 16 only (no bounds checks); y in f16.
-DIRECT = """// slang-entries: gemm_direct
+DIRECT = (
+    """// slang-entries: gemm_direct
 //
 // Subgroup size: 32
 //
@@ -227,11 +221,9 @@ DIRECT = """// slang-entries: gemm_direct
 //   t3: params  (n, k, tokens, accumulate)
 //
 // Dispatch: (ceil(n / 128), ceil(tokens / 128)) threadgroups of 256.
-using namespace linalg;
-typealias CmA = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixA>;
-typealias CmB = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixB>;
-typealias CmC = CoopMat<float, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixAccumulator>;
-typealias CmH = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixAccumulator>;
+"""
+    + _TYPES
+    + """typealias CmH = CoopMat<half, MemoryScope.Subgroup, 16, 16, CoopMatMatrixUse.MatrixAccumulator>;
 
 [[vk::binding(0)]] StructuredBuffer<half> w : register(t0);
 [[vk::binding(1)]] StructuredBuffer<half> x : register(t1);
@@ -276,6 +268,7 @@ void gemm_direct(uint3 group : SV_GroupID, uint tid : SV_GroupIndex)
             CmH(acc[i][j]).Store<CoopMatMatrixLayout.RowMajor>(y, (m0 + i * 16) * n + n0 + j * 16, n);
 }
 """
+)
 
 
 def _variant(source: str, path: str, macros: dict[str, int]) -> str:
