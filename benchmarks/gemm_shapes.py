@@ -74,17 +74,22 @@ KINDS = ("f16", "q4_0", "q8_0")
 # Timing-only probes of the library's coopmat shape (``probe_*``: f16 at 4096^3 only, results wrong
 # by design, not checked): lib/gemm_coopmat.slang with one part taken out, to see what each costs.
 _LIB_SHAPE = {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, **_B1_2X4}
-_FETCH = "h[i] = Src.load(op, row, k_stage + (c % CM_CPR) * 8, k);"
-_SYNC = "GroupMemoryBarrierWithGroupSync();"
+_SYNC = r"GroupMemoryBarrierWithGroupSync\(\);"
+# name -> [(pattern, replacement)]: regular expressions, each of which must match
 PROBES: dict[str, list[tuple[str, str]]] = {
     # every stage's loads from the same 8 rows and chunks of k (cached near the SM): no L2 traffic
-    "probe_cached_loads": [(_FETCH, "h[i] = Src.load(op, row % 8, (c % CM_CPR) * 8, k);")],
+    "probe_cached_loads": [
+        (
+            re.escape("h[i] = Src.load(op, row, k_stage + (c % CM_CPR) * 8, k);"),
+            "h[i] = Src.load(op, row % 8, (c % CM_CPR) * 8, k);",
+        ),
+    ],
     # no products: the staging alone
-    "probe_no_mma": [("cm_multiply(buf, wm, wn, acc);", "")],
+    "probe_no_mma": [(re.escape("cm_multiply(buf, wm, wn, acc);"), "")],
     # no barriers between the stages (races): what the workgroup's synchronization costs
     "probe_no_sync": [
-        ("    if (CM_BUFFERS == 1)\n        " + _SYNC, ""),
-        ("    " + _SYNC + "\n    if (CM_DEPTH", "    if (CM_DEPTH"),
+        (r"\n *if \(CM_BUFFERS == 1\)\n *" + _SYNC + "[^\n]*", ""),
+        (r"(cm_stage_store<Src>\(tid, CM_BUFFERS == 2 \? buf \^ 1 : 0, h\);\n) *" + _SYNC, r"\1"),
     ],
 }
 SHAPES.update({name: ("coopmat", _LIB_SHAPE) for name in PROBES})
@@ -310,9 +315,9 @@ def build(out: Path, names: list[str]) -> None:
             )
             if name in PROBES:
                 probe = lib
-                for old, new in PROBES[name]:
-                    assert old in probe, (name, old)
-                    probe = probe.replace(old, new)
+                for pattern, repl in PROBES[name]:
+                    probe, count = re.subn(pattern, repl, probe)
+                    assert count, (name, pattern)
                 (shaders / "lib" / f"{name}.slang").write_text(probe, encoding="utf-8")
                 source = source.replace('"lib/gemm_coopmat.slang"', f'"lib/{name}.slang"')
             (shaders / f"{kind}_{name}.slang").write_text(source, encoding="utf-8")
