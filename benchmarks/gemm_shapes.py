@@ -6,11 +6,13 @@
 ``--build`` writes a hatch-slang project into DIR: for each shape below, copies of the library's
 ``gemm_f16``, ``gemm_q4_0`` and ``gemm_q8_0`` with that shape's macros defined first (the
 ``lib/gemm_coopmat.slang`` and ``lib/gemm_cm2.slang`` defaults give way to them, as do the files'
-own) and their Dispatch lines rewritten to match, plus ``mma_peak`` and ``mma_smem_*`` (below);
-then builds it. ``--run`` times ``mma_peak`` and ``mma_smem_*``, then each shape's path on the
-products of benchmarks/gemm.py (torch's matmul in the same process where torch has CUDA, each
-result's largest difference from its result reported, and its largest error on small odd shapes
-against float64 NumPy: ``check``).
+own) and their Dispatch lines rewritten to match, plus ``mma_peak``, ``mma_smem_*`` and
+``gemm_direct`` (below); then builds it. ``--run`` times ``mma_peak``, ``mma_smem_*`` and
+``gemm_direct``, then each shape's path on the products of benchmarks/gemm.py (torch's matmul in
+the same process where torch has CUDA, each result's largest difference from its result
+reported, and its largest error on small odd shapes against float64 NumPy: ``check``). The
+``probe_*`` shapes are the library's path with one part taken out (``PROBES``): timed on f16
+4096^3 only, their results wrong by design.
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
@@ -283,17 +285,16 @@ def _variant(source: str, path: str, macros: dict[str, int]) -> str:
         cm2_line = f"(ceil(n / {bm}), ceil(tokens / {bn})) threadgroups of {threads}."
         source = re.sub(r"(// Dispatch \(\w+_cm2\): ).*", lambda m: m.group(1) + cm2_line, source)
     else:
+        # (all of the path's shape defined: the library files' own give way as a whole)
+        macros = {"CM_TM": 128, "CM_TN": 128, **macros}
         threads = 32 * macros["CM_SG_ROWS"] * macros["CM_SG_COLS"]
-        tm, tn = macros.get("CM_TM", 128), macros.get("CM_TN", 128)
-        line = f"(ceil(n / {tn}), ceil(tokens / {tm})) threadgroups of {threads}."
+        line = f"(ceil(n / {macros['CM_TN']}), ceil(tokens / {macros['CM_TM']})) threadgroups of {threads}."
         entry = re.search(r"void (\w+_coopmat)<", source)
         assert entry is not None
         source = re.sub(r"// Dispatch \(\w+_coopmat\): .*\n", "", source)  # (the file's own, if any)
         source = re.sub(
             r"(// Dispatch: .*\n)", lambda m: f"{m.group(1)}// Dispatch ({entry.group(1)}): {line}\n", source
         )
-    if path == "coopmat":  # (all of the path's shape: the library files' own give way as a whole)
-        macros = {"CM_TM": 128, "CM_TN": 128, **macros}
     defines = "".join(f"#define {k} {v}\n" for k, v in macros.items())
     return source.replace('#include "lib/floats.slang"', defines + '#include "lib/floats.slang"', 1)
 
