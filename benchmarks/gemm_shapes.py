@@ -51,6 +51,8 @@ _B1_4X2 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 4, "CM_SG_COLS": 2}
 _B2_2X4 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}
 _B2_4X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 2}
 _B1_4X4 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
+_B2_4X4 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
+_B2_2X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
 SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_k32_b2_2x4": ("coopmat", {"CM_TK": 32, "CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}),
     "cm_k64_b1_2x4": ("coopmat", {"CM_TK": 64, "CM_BUFFERS": 1, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}),
@@ -64,6 +66,15 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_k64_d2_2x4": ("coopmat", {"CM_TK": 64, "CM_DEPTH": 2, **_B1_2X4}),
     "cm_128x256_k32_d2_2x4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, "CM_TK": 32, "CM_DEPTH": 2, **_B1_2X4}),
     "cm_256x128_k32_d2_4x2": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, "CM_DEPTH": 2, **_B1_4X2}),
+    "cm_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4}),
+    # ws: subgroups that only stage (CM_PRODUCERS, p) beside the block's, which only multiply
+    "ws_k32_2x4_p4": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 4}),
+    "ws_k32_2x4_p8": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 8}),
+    "ws_k32_4x4_p4": ("coopmat", {"CM_TK": 32, **_B2_4X4, "CM_PRODUCERS": 4}),
+    "ws_k32_2x2_p4": ("coopmat", {"CM_TK": 32, **_B2_2X2, "CM_PRODUCERS": 4}),
+    "ws_256x128_k16_4x2_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 16, **_B2_4X2, "CM_PRODUCERS": 4}),
+    "ws_128x256_k16_2x4_p4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, "CM_TK": 16, **_B2_2X4, "CM_PRODUCERS": 4}),
+    "ws_256x128_k16_4x4_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 16, **_B2_4X4, "CM_PRODUCERS": 4}),
     "cm2_128x128_k32_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 256}),
     "cm2_128x128_k64_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 64, "CM2_THREADS": 256}),
     "cm2_128x128_k32_t128": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 128}),
@@ -287,7 +298,7 @@ def _variant(source: str, path: str, macros: dict[str, int]) -> str:
     else:
         # (all of the path's shape defined: the library files' own give way as a whole)
         macros = {"CM_TM": 128, "CM_TN": 128, **macros}
-        threads = 32 * macros["CM_SG_ROWS"] * macros["CM_SG_COLS"]
+        threads = 32 * (macros["CM_SG_ROWS"] * macros["CM_SG_COLS"] + macros.get("CM_PRODUCERS", 0))
         line = f"(ceil(n / {macros['CM_TN']}), ceil(tokens / {macros['CM_TM']})) threadgroups of {threads}."
         entry = re.search(r"void (\w+_coopmat)<", source)
         assert entry is not None
@@ -415,12 +426,13 @@ def direct_rows(th: Torch, reps: int) -> list[dict[str, Any]]:
     return rows
 
 
-def run(out: Path, names: list[str], reps: int) -> list[dict[str, Any]]:
+def run(out: Path, names: list[str], reps: int, micro: bool = True) -> list[dict[str, Any]]:
     sys.path.insert(0, str(out))
     th = Torch(enabled=True)
     results: list[dict[str, Any]] = []
-    results += mma_rows()  # first: the figures that say what bounds every path below
-    results += direct_rows(th, reps)
+    if micro:
+        results += mma_rows()  # first: the figures that say what bounds every path below
+        results += direct_rows(th, reps)
     products = [("f16", (4096, 4096, 4096)), ("f16", (512, 14336, 4096))]
     products += [(k, (512, 14336, 4096)) for k in ("q4_0", "q8_0")]
     for name in names:
@@ -448,11 +460,12 @@ def main() -> int:
     ap.add_argument("--shapes", nargs="*", choices=sorted(SHAPES), default=sorted(SHAPES))
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--no-micro", action="store_true", help="skip mma_peak, mma_smem_* and gemm_direct")
     args = ap.parse_args()
     if args.build:
         build(args.build, args.shapes)
         return 0
-    results = run(args.run, args.shapes, args.reps)
+    results = run(args.run, args.shapes, args.reps, micro=not args.no_micro)
     if args.json:
         header = {"device": slangrt.device().info.name}
         args.json.write_text(json.dumps({**header, "rows": results}, indent=1), encoding="utf-8")
