@@ -53,6 +53,7 @@ _B2_4X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 2}
 _B1_4X4 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
 _B2_4X4 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
 _B2_2X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
+_256X128_K16 = {"CM_TM": 256, "CM_TN": 128, "CM_TK": 16, "CM_PRODUCERS": 4}
 SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_k32_b2_2x4": ("coopmat", {"CM_TK": 32, "CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}),
     "cm_k64_b1_2x4": ("coopmat", {"CM_TK": 64, "CM_BUFFERS": 1, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}),
@@ -72,9 +73,9 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "ws_k32_2x4_p8": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 8}),
     "ws_k32_4x4_p4": ("coopmat", {"CM_TK": 32, **_B2_4X4, "CM_PRODUCERS": 4}),
     "ws_k32_2x2_p4": ("coopmat", {"CM_TK": 32, **_B2_2X2, "CM_PRODUCERS": 4}),
-    "ws_256x128_k16_4x2_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 16, **_B2_4X2, "CM_PRODUCERS": 4}),
-    "ws_128x256_k16_2x4_p4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, "CM_TK": 16, **_B2_2X4, "CM_PRODUCERS": 4}),
-    "ws_256x128_k16_4x4_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 16, **_B2_4X4, "CM_PRODUCERS": 4}),
+    "ws_256x128_k16_4x2_p4": ("coopmat", {**_256X128_K16, **_B2_4X2}),
+    "ws_128x256_k16_2x4_p4": ("coopmat", {**_256X128_K16, "CM_TM": 128, "CM_TN": 256, **_B2_2X4}),
+    "ws_256x128_k16_4x4_p4": ("coopmat", {**_256X128_K16, **_B2_4X4}),
     "cm2_128x128_k32_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 256}),
     "cm2_128x128_k64_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 64, "CM2_THREADS": 256}),
     "cm2_128x128_k32_t128": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 128}),
