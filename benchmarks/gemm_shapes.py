@@ -70,10 +70,12 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4}),
     # ws: subgroups that only stage (CM_PRODUCERS, p) beside the block's, which only multiply
     "ws_k32_2x4_p4": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 4}),
+    "ws_k32_2x4_p4_d2": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 4, "CM_DEPTH": 2}),
     "ws_k32_2x4_p8": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 8}),
     "ws_k32_4x4_p4": ("coopmat", {"CM_TK": 32, **_B2_4X4, "CM_PRODUCERS": 4}),
     "ws_k32_2x2_p4": ("coopmat", {"CM_TK": 32, **_B2_2X2, "CM_PRODUCERS": 4}),
     "ws_256x128_k16_4x2_p4": ("coopmat", {**_256X128_K16, **_B2_4X2}),
+    "ws_256x128_k16_4x2_p4_d2": ("coopmat", {**_256X128_K16, **_B2_4X2, "CM_DEPTH": 2}),
     "ws_128x256_k16_2x4_p4": ("coopmat", {**_256X128_K16, "CM_TM": 128, "CM_TN": 256, **_B2_2X4}),
     "ws_256x128_k16_4x4_p4": ("coopmat", {**_256X128_K16, **_B2_4X4}),
     "cm2_128x128_k32_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 256}),
