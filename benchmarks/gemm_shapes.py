@@ -53,6 +53,8 @@ _B2_4X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 2}
 _B1_4X4 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
 _B2_4X4 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
 _B2_2X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
+_B1_2X2 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
+_LEAN = {"CM_LEAN": 1}
 _256X128_K16 = {"CM_TM": 256, "CM_TN": 128, "CM_TK": 16, "CM_PRODUCERS": 4}
 SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_k32_b2_2x4": ("coopmat", {"CM_TK": 32, "CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}),
@@ -78,6 +80,19 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "ws_256x128_k16_4x2_p4_d2": ("coopmat", {**_256X128_K16, **_B2_4X2, "CM_DEPTH": 2}),
     "ws_128x256_k16_2x4_p4": ("coopmat", {**_256X128_K16, "CM_TM": 128, "CM_TN": 256, **_B2_2X4}),
     "ws_256x128_k16_4x4_p4": ("coopmat", {**_256X128_K16, **_B2_4X4}),
+    # lean: a step's tiles of x loaded one at a time (CM_LEAN), for fewer registers
+    "lean_k64_b1_2x4": ("coopmat", {"CM_TK": 64, **_B1_2X4, "CM_LEAN": 1}),
+    "lean_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4, "CM_LEAN": 1}),
+    "lean_k32_b2_2x4": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_LEAN": 1}),
+    "lean_256x128_k32_b1_4x4": (
+        "coopmat",
+        {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, **_B1_4X4, "CM_LEAN": 1},
+    ),
+    "lean_128x64_k32_b1_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 32, **_B1_2X2, "CM_LEAN": 1}),
+    "lean_128x64_k32_b2_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 32, **_B2_2X2, "CM_LEAN": 1}),
+    "lean_64x128_k32_b1_2x2": ("coopmat", {"CM_TM": 64, "CM_TN": 128, "CM_TK": 32, **_B1_2X2, "CM_LEAN": 1}),
+    "cm_128x64_k32_b1_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 32, **_B1_2X2}),
+    "cm_128x64_k64_b1_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 64, **_B1_2X2}),
     "cm2_128x128_k32_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 256}),
     "cm2_128x128_k64_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 64, "CM2_THREADS": 256}),
     "cm2_128x128_k32_t128": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 128}),
@@ -436,7 +451,7 @@ def run(out: Path, names: list[str], reps: int, micro: bool = True) -> list[dict
     if micro:
         results += mma_rows()  # first: the figures that say what bounds every path below
         results += direct_rows(th, reps)
-    products = [("f16", (4096, 4096, 4096)), ("f16", (512, 14336, 4096))]
+    products = [("f16", (4096, 4096, 4096)), ("f16", (512, 14336, 4096)), ("f16", (512, 4096, 14336))]
     products += [(k, (512, 14336, 4096)) for k in ("q4_0", "q8_0")]
     for name in names:
         path = SHAPES[name][0]
