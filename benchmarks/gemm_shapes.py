@@ -91,6 +91,7 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "lean_128x64_k32_b1_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 32, **_B1_2X2, "CM_LEAN": 1}),
     "lean_128x64_k32_b2_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 32, **_B2_2X2, "CM_LEAN": 1}),
     "lean_64x128_k32_b1_2x2": ("coopmat", {"CM_TM": 64, "CM_TN": 128, "CM_TK": 32, **_B1_2X2, "CM_LEAN": 1}),
+    "cm_k64_b1_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4}),
     "cm_128x64_k32_b1_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 32, **_B1_2X2}),
     "cm_128x64_k64_b1_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 64, **_B1_2X2}),
     "cm2_128x128_k32_t256": ("cm2", {"CM2_BM": 128, "CM2_BN": 128, "CM2_BK": 32, "CM2_THREADS": 256}),
