@@ -38,6 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "runtime")]
 
 import slangrt  # noqa: E402
 
+from benchmarks import pipeline_stats  # noqa: E402
 from benchmarks.gemm import PEAK_TFLOPS, Torch, _weights, row  # noqa: E402
 from benchmarks.kernels import gpu_time_us  # noqa: E402
 
@@ -445,8 +446,12 @@ def direct_rows(th: Torch, reps: int) -> list[dict[str, Any]]:
     return rows
 
 
-def run(out: Path, names: list[str], reps: int, micro: bool = True) -> list[dict[str, Any]]:
+def run(
+    out: Path, names: list[str], reps: int, micro: bool = True, stats: bool = False
+) -> list[dict[str, Any]]:
     sys.path.insert(0, str(out))
+    if stats:
+        pipeline_stats.install()
     th = Torch(enabled=True)
     results: list[dict[str, Any]] = []
     if micro:
@@ -459,8 +464,11 @@ def run(out: Path, names: list[str], reps: int, micro: bool = True) -> list[dict
         for kind, shape in products[:1] if name in PROBES else products:
             module = importlib.import_module(f"{PACKAGE}.kernels.{kind}_{name}")
             fn = getattr(module, f"gemm_{kind}_{path}_f16")
+            pipeline_stats.LABEL[0] = f"{kind}_{name}"
             try:
                 got = {"shape name": name, "kind": kind, **row(th, name, fn, kind, shape, reps, "f16")}
+                if f"{kind}_{name}" in pipeline_stats.STATS:
+                    got.update(pipeline_stats.summary(pipeline_stats.STATS[f"{kind}_{name}"]))
                 if name not in PROBES:
                     got["check"] = check(fn, kind)
             except slangrt.UnsupportedKernelError as e:
@@ -480,11 +488,16 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--no-micro", action="store_true", help="skip mma_peak, mma_smem_* and gemm_direct")
+    ap.add_argument(
+        "--stats",
+        action="store_true",
+        help="each shape's registers, spills and shared memory (pipeline_stats)",
+    )
     args = ap.parse_args()
     if args.build:
         build(args.build, args.shapes)
         return 0
-    results = run(args.run, args.shapes, args.reps, micro=not args.no_micro)
+    results = run(args.run, args.shapes, args.reps, micro=not args.no_micro, stats=args.stats)
     if args.json:
         header = {"device": slangrt.device().info.name}
         args.json.write_text(json.dumps({**header, "rows": results}, indent=1), encoding="utf-8")
