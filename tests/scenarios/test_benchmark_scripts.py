@@ -199,7 +199,7 @@ def test_gemm_shapes_py_builds_each_shape_and_runs_what_the_device_has(tmp_path:
     assert "// Dispatch (gemm_q4_0_cm2): (ceil(n / 128), ceil(tokens / 256)) threadgroups of 128." in source
     out = tmp_path / "shapes.json"
     ran = subprocess.run(
-        [sys.executable, script, "--run", str(project), *shapes, "--reps", "1", "--json", str(out)],
+        [sys.executable, script, "--run", str(project), *shapes, "--reps", "1", "--stats", "--json", out],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -210,6 +210,9 @@ def test_gemm_shapes_py_builds_each_shape_and_runs_what_the_device_has(tmp_path:
     # lavapipe has no cooperative matrices: every row is skipped, naming why.
     assert all(r["us"] > 0 for r in rows), rows
     if not rows:
-        # 2 shapes x 4 products, mma_peak, the 3 mma_smem and gemm_direct
-        assert ran.stdout.count("skipped (kernel") == 2 * 4 + 5, ran.stdout
+        # 2 shapes x 5 products, mma_peak, the 3 mma_smem and gemm_direct
+        assert ran.stdout.count("skipped (kernel") == 2 * 5 + 5, ran.stdout
         assert "mma_smem_4x4: skipped" in ran.stdout, ran.stdout
+    # --stats: each row's registers where the driver reports them, else a line saying it cannot
+    if "has no VK_KHR_pipeline_executable_properties: no statistics" not in ran.stdout:
+        assert all(r["registers"] > 0 for r in rows if r.get("shape name", "direct") != "direct"), rows
