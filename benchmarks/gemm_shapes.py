@@ -2,6 +2,7 @@
 
     python benchmarks/gemm_shapes.py --build DIR            (here: needs slangpy to compile)
     python benchmarks/gemm_shapes.py --run DIR [--json F]   (on the GPU: the runtime and NumPy)
+        [--no-micro] [--stats]
 
 ``--build`` writes a hatch-slang project into DIR: for each shape below, copies of the library's
 ``gemm_f16``, ``gemm_q4_0`` and ``gemm_q8_0`` with that shape's macros defined first (the
@@ -12,7 +13,14 @@ own) and their Dispatch lines rewritten to match, plus ``mma_peak``, ``mma_smem_
 the same process where torch has CUDA, each result's largest difference from its result
 reported, and its largest error on small odd shapes against float64 NumPy: ``check``). The
 ``probe_*`` shapes are the library's path with one part taken out (``PROBES``): timed on f16
-4096^3 only, their results wrong by design.
+4096^3 only, their results wrong by design. ``--no-micro`` skips the microbenchmarks;
+``--stats`` adds each shape's registers a thread, spilled bytes and shared memory as the driver
+compiled it (benchmarks/pipeline_stats.py), where the driver reports them.
+
+Shape names: ``cm_`` the subgroup-matrix path (block tokens x n, 128 x 128 unless named; k per
+stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across), ``ws_`` the
+same with subgroups that only stage (``CM_PRODUCERS``, p), ``lean_`` with a step's tiles of x
+loaded one at a time (``CM_LEAN``), ``cm2_`` workgroup matrices.
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
