@@ -63,7 +63,8 @@ _B1_4X4 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
 _B2_4X4 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
 _B2_2X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
 _B1_2X2 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
-_256X128_K16 = {"CM_TM": 256, "CM_TN": 128, "CM_TK": 16, "CM_PRODUCERS": 4}
+_D2 = {"CM_DEPTH": 2}
+_WS_K16 = {"CM_TK": 16, "CM_PRODUCERS": 4}  # (k 16: two stages of a 256-row block fit 48 KiB)
 SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_k32_b2_2x4": ("coopmat", {"CM_TK": 32, "CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}),
     "cm_k64_b1_2x4": ("coopmat", {"CM_TK": 64, "CM_BUFFERS": 1, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}),
@@ -84,10 +85,10 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "ws_k32_2x4_p8": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 8}),
     "ws_k32_4x4_p4": ("coopmat", {"CM_TK": 32, **_B2_4X4, "CM_PRODUCERS": 4}),
     "ws_k32_2x2_p4": ("coopmat", {"CM_TK": 32, **_B2_2X2, "CM_PRODUCERS": 4}),
-    "ws_256x128_k16_4x2_p4": ("coopmat", {**_256X128_K16, **_B2_4X2}),
-    "ws_256x128_k16_4x2_p4_d2": ("coopmat", {**_256X128_K16, **_B2_4X2, "CM_DEPTH": 2}),
-    "ws_128x256_k16_2x4_p4": ("coopmat", {**_256X128_K16, "CM_TM": 128, "CM_TN": 256, **_B2_2X4}),
-    "ws_256x128_k16_4x4_p4": ("coopmat", {**_256X128_K16, **_B2_4X4}),
+    "ws_256x128_k16_4x2_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, **_WS_K16, **_B2_4X2}),
+    "ws_256x128_k16_4x2_p4_d2": ("coopmat", {"CM_TM": 256, "CM_TN": 128, **_WS_K16, **_B2_4X2} | _D2),
+    "ws_128x256_k16_2x4_p4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, **_WS_K16, **_B2_2X4}),
+    "ws_256x128_k16_4x4_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, **_WS_K16, **_B2_4X4}),
     # lean: a step's tiles of x loaded one at a time (CM_LEAN), for fewer registers
     "lean_k64_b1_2x4": ("coopmat", {"CM_TK": 64, **_B1_2X4, "CM_LEAN": 1}),
     "lean_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4, "CM_LEAN": 1}),
