@@ -19,8 +19,7 @@ compiled it (benchmarks/pipeline_stats.py), where the driver reports them.
 
 Shape names: ``cm_`` the subgroup-matrix path (block tokens x n, 128 x 128 unless named; k per
 stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across), ``ws_`` the
-same with subgroups that only stage (``CM_PRODUCERS``, p), ``lean_`` with a step's tiles of x
-loaded one at a time (``CM_LEAN``), ``cm2_`` workgroup matrices.
+same with subgroups that only stage (``CM_PRODUCERS``, p), ``cm2_`` workgroup matrices.
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
@@ -89,17 +88,6 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "ws_256x128_k16_4x2_p4_d2": ("coopmat", {"CM_TM": 256, "CM_TN": 128, **_WS_K16, **_B2_4X2} | _D2),
     "ws_128x256_k16_2x4_p4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, **_WS_K16, **_B2_2X4}),
     "ws_256x128_k16_4x4_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, **_WS_K16, **_B2_4X4}),
-    # lean: a step's tiles of x loaded one at a time (CM_LEAN), for fewer registers
-    "lean_k64_b1_2x4": ("coopmat", {"CM_TK": 64, **_B1_2X4, "CM_LEAN": 1}),
-    "lean_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4, "CM_LEAN": 1}),
-    "lean_k32_b2_2x4": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_LEAN": 1}),
-    "lean_256x128_k32_b1_4x4": (
-        "coopmat",
-        {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, **_B1_4X4, "CM_LEAN": 1},
-    ),
-    "lean_128x64_k32_b1_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 32, **_B1_2X2, "CM_LEAN": 1}),
-    "lean_128x64_k32_b2_2x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 32, **_B2_2X2, "CM_LEAN": 1}),
-    "lean_64x128_k32_b1_2x2": ("coopmat", {"CM_TM": 64, "CM_TN": 128, "CM_TK": 32, **_B1_2X2, "CM_LEAN": 1}),
     "cm_k64_b1_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4}),
     "cm_k32_b1_4x4": ("coopmat", {"CM_TK": 32, **_B1_4X4}),
     "cm_k32_b2_4x4": ("coopmat", {"CM_TK": 32, **_B2_4X4}),
@@ -119,7 +107,7 @@ KINDS = ("f16", "q4_0", "q8_0")
 
 # Timing-only probes of the library's coopmat shape (``probe_*``: f16 at 4096^3 only, results wrong
 # by design, not checked): lib/gemm_coopmat.slang with one part taken out, to see what each costs.
-_LIB_SHAPE = {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, **_B1_2X4}
+_LIB_SHAPE = {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, **_B1_4X4}
 _SYNC = r"GroupMemoryBarrierWithGroupSync\(\);"
 # name -> [(pattern, replacement)]: regular expressions, each of which must match
 PROBES: dict[str, list[tuple[str, str]]] = {
@@ -258,7 +246,7 @@ SMEM_SHAPES = ((4, 2), (4, 4), (2, 4))
 
 # ``gemm_direct``: a probe with no staging at all: each subgroup loads its matrices of x and w
 # straight from the buffers (what other subgroups of the workgroup load again comes from the
-# caches), no shared memory, no barriers. Blocks of 128 x 128 as the library's, 8 subgroups of
+# caches), no shared memory, no barriers. Blocks of 128 x 128 (the library's), 8 subgroups of
 # 64 x 32; shapes multiples of 128 and k of 16 only (no bounds checks); y in f16.
 DIRECT = (
     """// slang-entries: gemm_direct

@@ -150,13 +150,13 @@ def test_the_staged_words_are_fetch_hs(tmp_path: Path, shader: str) -> None:
             np.testing.assert_array_equal(pairs[:, 1], pairs[:, 0], err_msg=f"{shader}.{name}")
 
 
-# name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): the MoE GEMMs' shape
-# (128 x 128), another, 256 x 128 with 16 subgroups, and 256 x 128 staged by 4 subgroups of their
-# own (CM_PRODUCERS), each probed at a block past the first whose rows run out (clamped) and at a
-# stage past the end of k (the last: the second half of a 32-value block).
+# name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): the library's shape (128 x
+# 128, 16 subgroups), 128 x 256 with 8, 256 x 128 with 16, and 256 x 128 staged by 4 subgroups
+# of their own (CM_PRODUCERS), each probed at a block past the first whose rows run out (clamped)
+# and at a stage past the end of k (the last: the second half of a 32-value block).
 STAGES = {
     "128x128_k64": (
-        {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 2, "CM_SG_COLS": 4},
+        {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 4, "CM_SG_COLS": 4},
         128,
         128,
         200,
