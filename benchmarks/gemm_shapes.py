@@ -89,6 +89,7 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "ws_128x256_k16_2x4_p4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, **_WS_K16, **_B2_2X4}),
     "ws_256x128_k16_4x4_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, **_WS_K16, **_B2_4X4}),
     "cm_k64_b1_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4}),
+    "cm_k64_b1_4x4_k8": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_K8": 1}),
     "cm_k32_b1_4x4": ("coopmat", {"CM_TK": 32, **_B1_4X4}),
     "cm_k32_b2_4x4": ("coopmat", {"CM_TK": 32, **_B2_4X4}),
     "cm_k64_d2_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4, **_D2}),
@@ -109,7 +110,15 @@ KINDS = ("f16", "q4_0", "q8_0")
 # by design, not checked): lib/gemm_coopmat.slang with one part taken out, to see what each costs.
 _LIB_SHAPE = {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, **_B1_4X4}
 _SYNC = r"GroupMemoryBarrierWithGroupSync\(\);"
+_NO_MMA = (re.escape("cm_multiply(buf, wm, wn, acc);"), "")
+# f16's loads without the branch for a k not a multiple of 8 (one value at a time), which the
+# compiler keeps beside each 16-byte load
+_ALIGNED = (
+    r"fetch_f16_bits\((\w+)_8, \w+_1, row \* k_total, k, k_total\)",
+    r"(k < k_total ? \1_8[(row * k_total + k) / 8] : uint4(0))",
+)
 # name -> [(pattern, replacement)]: regular expressions, each of which must match
+# lib/gemm_coopmat.slang or the entry's file
 PROBES: dict[str, list[tuple[str, str]]] = {
     # every stage's loads from the same 8 rows and chunks of k (cached near the SM): no L2 traffic
     "probe_cached_loads": [
@@ -119,7 +128,10 @@ PROBES: dict[str, list[tuple[str, str]]] = {
         ),
     ],
     # no products: the staging alone
-    "probe_no_mma": [(re.escape("cm_multiply(buf, wm, wn, acc);"), "")],
+    "probe_no_mma": [_NO_MMA],
+    # loads of 16 bytes only (k a multiple of 8, as every timed product's is)
+    "probe_aligned": [_ALIGNED],
+    "probe_aligned_no_mma": [_ALIGNED, _NO_MMA],
     # no barriers between the stages (races): what the workgroup's synchronization costs
     "probe_no_sync": [
         (r"\n *if \(CM_BUFFERS == 1\)\n *" + _SYNC + "[^\n]*", ""),
@@ -350,7 +362,8 @@ def build(out: Path, names: list[str]) -> None:
                 probe = lib
                 for pattern, repl in PROBES[name]:
                     probe, count = re.subn(pattern, repl, probe)
-                    assert count, (name, pattern)
+                    source, in_entry = re.subn(pattern, repl, source)
+                    assert count + in_entry, (name, pattern)
                 (shaders / "lib" / f"{name}.slang").write_text(probe, encoding="utf-8")
                 source = source.replace('"lib/gemm_coopmat.slang"', f'"lib/{name}.slang"')
             (shaders / f"{kind}_{name}.slang").write_text(source, encoding="utf-8")
