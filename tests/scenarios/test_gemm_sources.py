@@ -2,7 +2,8 @@
 path stages (``decode(load(...))``, split so that the loads are in flight during a stage's
 products) is bit for bit what ``fetch_h`` gives (the f16 words of ``fetch``'s values, which the
 tiled path's validation covers), for every operand, row and 8-value chunk of k, past the end of
-k included.
+k included. gemm_f16's ``OperandsK8`` (16-byte loads only, for a k that is a multiple of 8) is
+held to the general ``Operands``' ``fetch_h``.
 
 lavapipe has no cooperative matrices, so the coopmat entries themselves run only on a GPU
 (``hatch-slang validate`` there); this checks the part of them that is no tensor-core code. Each
@@ -42,7 +43,7 @@ void {name}(uint3 tid : SV_DispatchThreadID, uniform uint rows_x, uniform uint r
     uint k = (tid.x % chunks) * 8;
     if (op > 1 || row >= (op == 0 ? rows_x : rows_w))
         return;
-    probe_out[2 * tid.x] = {src}.fetch_h(op, row, k, k_total);
+    probe_out[2 * tid.x] = {ref}.fetch_h(op, row, k, k_total);
     probe_out[2 * tid.x + 1] = {src}.decode(op, {src}.load(op, row, k, k_total));
 }}
 """
@@ -71,16 +72,19 @@ void {name}(uint tid : SV_GroupIndex, uniform uint m0, uniform uint n0, uniform 
         uint r = c / CM_CPR - op * CM_TM;
         uint row = op == 0 ? min(m0 + r, rows_x - 1) : min(n0 + r, rows_w - 1);
         uint at = cm_at(0, op, r) + c % CM_CPR;
-        probe_out[CM_STAGE + at] = {src}.fetch_h(op, row, k_stage + (c % CM_CPR) * 8, k_total);
+        probe_out[CM_STAGE + at] = {ref}.fetch_h(op, row, k_stage + (c % CM_CPR) * 8, k_total);
     }}
 }}
 """
 # shader -> (its first free binding, {probe entry: the source it probes})
 SHADERS = {
-    "gemm_f16": (4, {"probe": "Operands"}),
+    "gemm_f16": (4, {"probe": "Operands", "probe_k8": "OperandsK8"}),
     "gemm_q8_0": (5, {"probe_f32": "Operands<f32>", "probe_f16": "Operands<f16>"}),
     "gemm_q4_0": (5, {"probe_f32": "Operands<f32>", "probe_f16": "Operands<f16>"}),
 }
+# probe entry -> the source whose fetch_h it is held to (else its own): OperandsK8 (16-byte loads
+# only, k a multiple of 8) to the general one
+REFERENCE = {"probe_k8": "Operands"}
 
 
 def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Path:
@@ -101,7 +105,7 @@ def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Pat
     text = re.sub(r"^// slang-entries: ", f"// slang-entries: {names}\n// slang-entries: ", text, count=1)
     line = f"//   u{binding}: probe_out  u32, flat[probe_len] each chunk's two f16 words\n"
     dispatch = f"// Dispatch ({', '.join(probes)}): (4) threadgroups of 256.\n"
-    entries = "".join(_ENTRY.format(name=n, src=s) for n, s in probes.items())
+    template = _ENTRY
     if stage is not None:  # the shape's macros first, and one workgroup of its threads
         defines = "".join(f"#define {k} {v}\n" for k, v in stage.items())
         text = text.replace('#include "lib/floats.slang"', defines + '#include "lib/floats.slang"', 1)
@@ -112,7 +116,8 @@ def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Pat
         assert entry is not None
         text = re.sub(r"// Dispatch \(\w+_coopmat\): .*\n", "", text)  # (the file's own, if any)
         dispatch += f"// Dispatch ({entry.group(1)}): {grid}\n"
-        entries = "".join(_STAGE_ENTRY.format(name=n, src=s) for n, s in probes.items())
+        template = _STAGE_ENTRY
+    entries = "".join(template.format(name=n, src=s, ref=REFERENCE.get(n, s)) for n, s in probes.items())
     text = text.replace("//\n// Dispatch: ", line + "//\n" + dispatch + "// Dispatch: ", 1)
     (root / "shaders" / f"{shader}.slang").write_text(text + _PROBE.format(binding=binding, entries=entries))
     return root
