@@ -78,6 +78,20 @@ def test_a_size_the_device_cannot_give_is_refused_and_a_variant_skips_it(built: 
     assert (out == 8).all()
 
 
+def test_an_entry_whose_workgroup_the_device_cannot_hold_is_skipped(built: BuiltPackage) -> None:
+    wide = built.kernels("wide")
+    x = np.arange(5000, dtype=np.float32)
+    y = np.zeros_like(x)
+    wide.wide(x, y)
+    np.testing.assert_array_equal(y, x + 1)
+    info = slangrt.device().info
+    if info.max_invocations >= 2048 and info.max_workgroup_size[0] >= 2048:
+        pytest.skip(f"{info.name} holds workgroups of 2048 threads")
+    assert wide.wide.chosen() == "wide_64"
+    lacks = dict(wide.wide.paths())["wide_2048"]
+    assert any("2048 threads" in p and "maxComputeWorkGroup" in p for p in lacks), lacks
+
+
 def test_the_subgroup_size_option_applies_to_its_shaders(built: BuiltPackage) -> None:
     option = built.kernels("lanes_option")
     assert built.manifest["shaders"]["lanes_option"]["entries"]["lanes_option"]["subgroup_size"] == 8

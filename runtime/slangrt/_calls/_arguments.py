@@ -200,6 +200,23 @@ def subgroup_problems(core: Core, size: int, threads: tuple[int, int, int]) -> l
     ]
 
 
+def group_size_problems(dev: Device, threads: tuple[int, int, int]) -> list[str]:
+    """Why the device cannot run a workgroup of ``threads`` (empty: it can): its limits on each
+    axis and on the whole group."""
+    info = dev.info
+    problems = [
+        f"{t} threads along {axis} in a workgroup (maxComputeWorkGroupSize.{axis} is {limit})"
+        for axis, t, limit in zip("xyz", threads, info.max_workgroup_size, strict=True)
+        if t > limit
+    ]
+    total = threads[0] * threads[1] * threads[2]
+    if total > info.max_invocations:
+        problems.append(
+            f"{total} threads in a workgroup (maxComputeWorkGroupInvocations is {info.max_invocations})"
+        )
+    return problems
+
+
 def _checked_threads(name: str, threads: tuple[int, int, int]) -> tuple[int, int, int]:
     if len(threads) != 3 or any(operator.index(t) < 1 for t in threads):
         raise ValueError(f"kernel {name!r}: threads must be three positive ints, got {threads!r}")
@@ -432,6 +449,7 @@ class Signature:
         if self.push_range > core.max_push_constants:
             limit = core.max_push_constants
             missing.append(f"{self.push_size} bytes of push constants (maxPushConstantsSize is {limit})")
+        missing += group_size_problems(dev, self.threads)
         if self.subgroup_size is not None:
             missing += subgroup_problems(core, self.subgroup_size, self.threads)
         return missing
