@@ -18,8 +18,8 @@ reported, and its largest error on small odd shapes against float64 NumPy: ``che
 compiled it (benchmarks/pipeline_stats.py), where the driver reports them.
 
 Shape names: ``cm_`` the subgroup-matrix path (block tokens x n, 128 x 128 unless named; k per
-stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across), ``ws_`` the
-same with subgroups that only stage (``CM_PRODUCERS``, p), ``cm2_`` workgroup matrices.
+stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across), ``cm2_``
+workgroup matrices.
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
@@ -63,7 +63,6 @@ _B2_4X4 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
 _B2_2X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
 _B1_2X2 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
 _D2 = {"CM_DEPTH": 2}
-_WS_K16 = {"CM_TK": 16, "CM_PRODUCERS": 4}  # (k 16: two stages of a 256-row block fit 48 KiB)
 SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_k32_b2_2x4": ("coopmat", {"CM_TK": 32, "CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}),
     "cm_k64_b1_2x4": ("coopmat", {"CM_TK": 64, "CM_BUFFERS": 1, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}),
@@ -78,16 +77,6 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_128x256_k32_d2_2x4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, "CM_TK": 32, "CM_DEPTH": 2, **_B1_2X4}),
     "cm_256x128_k32_d2_4x2": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, "CM_DEPTH": 2, **_B1_4X2}),
     "cm_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4}),
-    # ws: subgroups that only stage (CM_PRODUCERS, p) beside the block's, which only multiply
-    "ws_k32_2x4_p4": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 4}),
-    "ws_k32_2x4_p4_d2": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 4, "CM_DEPTH": 2}),
-    "ws_k32_2x4_p8": ("coopmat", {"CM_TK": 32, **_B2_2X4, "CM_PRODUCERS": 8}),
-    "ws_k32_4x4_p4": ("coopmat", {"CM_TK": 32, **_B2_4X4, "CM_PRODUCERS": 4}),
-    "ws_k32_2x2_p4": ("coopmat", {"CM_TK": 32, **_B2_2X2, "CM_PRODUCERS": 4}),
-    "ws_256x128_k16_4x2_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, **_WS_K16, **_B2_4X2}),
-    "ws_256x128_k16_4x2_p4_d2": ("coopmat", {"CM_TM": 256, "CM_TN": 128, **_WS_K16, **_B2_4X2} | _D2),
-    "ws_128x256_k16_2x4_p4": ("coopmat", {"CM_TM": 128, "CM_TN": 256, **_WS_K16, **_B2_2X4}),
-    "ws_256x128_k16_4x4_p4": ("coopmat", {"CM_TM": 256, "CM_TN": 128, **_WS_K16, **_B2_4X4}),
     "cm_k64_b1_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4}),
     "cm_k64_b1_4x4_k8": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_K8": 1}),
     "cm_k32_b1_4x4": ("coopmat", {"CM_TK": 32, **_B1_4X4}),
@@ -331,7 +320,7 @@ def _variant(source: str, path: str, macros: dict[str, int]) -> str:
     else:
         # (all of the path's shape defined: the library files' own give way as a whole)
         macros = {"CM_TM": 128, "CM_TN": 128, **macros}
-        threads = 32 * (macros["CM_SG_ROWS"] * macros["CM_SG_COLS"] + macros.get("CM_PRODUCERS", 0))
+        threads = 32 * macros["CM_SG_ROWS"] * macros["CM_SG_COLS"]
         line = f"(ceil(n / {macros['CM_TN']}), ceil(tokens / {macros['CM_TM']})) threadgroups of {threads}."
         entry = re.search(r"void (\w+_coopmat)<", source)
         assert entry is not None

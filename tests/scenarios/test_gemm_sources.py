@@ -57,12 +57,8 @@ void {name}(uint tid : SV_GroupIndex, uniform uint m0, uniform uint n0, uniform 
             uniform uint rows_w, uniform uint k_total, uniform uint k_stage)
 {{
     GemmRaw h[CM_FETCH];
-    uint first = CM_THREADS - CM_STAGERS;  // the first thread that stages (CM_PRODUCERS)
-    if (tid >= first)
-    {{
-        cm_fetch<{src}>(tid - first, m0, n0, rows_x, rows_w, k_stage, k_total, h);
-        cm_stage_store<{src}>(tid - first, 0, h);
-    }}
+    cm_fetch<{src}>(tid, m0, n0, rows_x, rows_w, k_stage, k_total, h);
+    cm_stage_store<{src}>(tid, 0, h);
     GroupMemoryBarrierWithGroupSync();
     for (uint w = tid; w < CM_STAGE; w += CM_THREADS)
         probe_out[w] = cm_tiles[w];
@@ -109,7 +105,7 @@ def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Pat
     if stage is not None:  # the shape's macros first, and one workgroup of its threads
         defines = "".join(f"#define {k} {v}\n" for k, v in stage.items())
         text = text.replace('#include "lib/floats.slang"', defines + '#include "lib/floats.slang"', 1)
-        threads = 32 * (stage["CM_SG_ROWS"] * stage["CM_SG_COLS"] + stage.get("CM_PRODUCERS", 0))
+        threads = 32 * stage["CM_SG_ROWS"] * stage["CM_SG_COLS"]
         dispatch = f"// Dispatch ({', '.join(probes)}): (1) threadgroups of {threads}.\n"
         grid = f"(ceil(n / {stage['CM_TN']}), ceil(tokens / {stage['CM_TM']})) threadgroups of {threads}."
         entry = re.search(r"void (\w+_coopmat)<", text)
@@ -156,9 +152,8 @@ def test_the_staged_words_are_fetch_hs(tmp_path: Path, shader: str) -> None:
 
 
 # name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): the library's shape (128 x
-# 128, 16 subgroups), 128 x 256 with 8, 256 x 128 with 16, and 256 x 128 staged by 4 subgroups
-# of their own (CM_PRODUCERS), each probed at a block past the first whose rows run out (clamped)
-# and at a stage past the end of k (the last: the second half of a 32-value block).
+# 128, 16 subgroups), 128 x 256 with 8 and 256 x 128 with 16, each probed at a block past the
+# first whose rows run out (clamped), the first two also at a stage that runs past the end of k.
 STAGES = {
     "128x128_k64": (
         {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 4, "CM_SG_COLS": 4},
@@ -186,16 +181,6 @@ STAGES = {
         60,
         64,
         32,
-    ),
-    "256x128_k16_p4": (
-        {"CM_TM": 256, "CM_TN": 128, "CM_TK": 16, "CM_SG_ROWS": 4, "CM_SG_COLS": 2}
-        | {"CM_BUFFERS": 2, "CM_PRODUCERS": 4},
-        256,
-        128,
-        300,
-        200,
-        64,
-        48,
     ),
 }
 
