@@ -60,7 +60,6 @@ _B2_2X4 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 4}
 _B2_4X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 2}
 _B1_4X4 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
 _B2_4X4 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 4, "CM_SG_COLS": 4}
-_B2_2X2 = {"CM_BUFFERS": 2, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
 _B1_2X2 = {"CM_BUFFERS": 1, "CM_SG_ROWS": 2, "CM_SG_COLS": 2}
 _D2 = {"CM_DEPTH": 2}
 SHAPES: dict[str, tuple[str, dict[str, int]]] = {
