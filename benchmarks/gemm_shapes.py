@@ -18,8 +18,9 @@ reported, and its largest error on small odd shapes against float64 NumPy: ``che
 compiled it (benchmarks/pipeline_stats.py), where the driver reports them.
 
 Shape names: ``cm_`` the subgroup-matrix path (block tokens x n, 128 x 128 unless named; k per
-stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across), ``cm2_``
-workgroup matrices.
+stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across; e1/e2: a stage's
+f16 words made before the barrier, after or amid its products, ``CM_EARLY``; h: quantized weights
+decoded in f16 arithmetic, ``GEMM_HALF_DECODE``; k8: ``CM_K8``), ``cm2_`` workgroup matrices.
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
@@ -78,6 +79,21 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4}),
     "cm_k64_b1_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4}),
     "cm_k64_b1_4x4_k8": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_K8": 1}),
+    "cm_k64_b1_4x4_e1": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 1}),
+    "cm_k64_b1_4x4_e2": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 2}),
+    "cm_k64_b1_4x4_h": ("coopmat", {"CM_TK": 64, **_B1_4X4, "GEMM_HALF_DECODE": 1}),
+    "cm_k64_b1_4x4_e1_h": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 1, "GEMM_HALF_DECODE": 1}),
+    "cm_k64_b1_4x4_e2_h": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 2, "GEMM_HALF_DECODE": 1}),
+    "cm_k64_b1_4x4_e1_h_k8": (
+        "coopmat",
+        {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 1, "GEMM_HALF_DECODE": 1, "CM_K8": 1},
+    ),
+    "cm_64x128_k64_b1_2x4": ("coopmat", {"CM_TM": 64, "CM_TN": 128, "CM_TK": 64, **_B1_2X4}),
+    "cm_128x64_k64_b1_4x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 64, **_B1_4X2}),
+    "cm_64x128_k64_b1_2x4_e1_h": (
+        "coopmat",
+        {"CM_TM": 64, "CM_TN": 128, "CM_TK": 64, **_B1_2X4, "CM_EARLY": 1, "GEMM_HALF_DECODE": 1},
+    ),
     "cm_k32_b1_4x4": ("coopmat", {"CM_TK": 32, **_B1_4X4}),
     "cm_k32_b2_4x4": ("coopmat", {"CM_TK": 32, **_B2_4X4}),
     "cm_k64_d2_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4, **_D2}),

@@ -47,7 +47,8 @@ void {name}(uint3 tid : SV_DispatchThreadID, uniform uint rows_x, uniform uint r
     probe_out[2 * tid.x + 1] = {src}.decode(op, {src}.load(op, row, k, k_total));
 }}
 """
-# One stage of the cooperative-matrix path's staging (cm_fetch, cm_stage_store: the words of both
+# One stage of the cooperative-matrix path's staging (cm_fetch, then cm_stage_store, or with
+# CM_EARLY cm_decode and cm_store: the words of both
 # operands' tiles, rows clamped, past k zero) and, after it, the same words from fetch_h at the
 # places lib/gemm_coopmat.slang's products read them from (cm_at).
 _STAGE_ENTRY = """
@@ -58,7 +59,13 @@ void {name}(uint tid : SV_GroupIndex, uniform uint m0, uniform uint n0, uniform 
 {{
     GemmRaw h[CM_FETCH];
     cm_fetch<{src}>(tid, m0, n0, rows_x, rows_w, k_stage, k_total, h);
+#if CM_EARLY
+    uint4 u[CM_FETCH];
+    cm_decode<{src}>(h, u);
+    cm_store(tid, 0, u);
+#else
     cm_stage_store<{src}>(tid, 0, h);
+#endif
     GroupMemoryBarrierWithGroupSync();
     for (uint w = tid; w < CM_STAGE; w += CM_THREADS)
         probe_out[w] = cm_tiles[w];
@@ -83,7 +90,9 @@ SHADERS = {
 REFERENCE = {"probe_k8": "Operands"}
 
 
-def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Path:
+def _project(
+    tmp: Path, shader: str, stage: dict[str, int] | None = None, defines: dict[str, int] | None = None
+) -> Path:
     root = tmp / "probe"
     (root / "shaders").mkdir(parents=True)
     (root / "probepkg").mkdir()
@@ -102,6 +111,9 @@ def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Pat
     line = f"//   u{binding}: probe_out  u32, flat[probe_len] each chunk's two f16 words\n"
     dispatch = f"// Dispatch ({', '.join(probes)}): (4) threadgroups of 256.\n"
     template = _ENTRY
+    if defines:
+        first = "".join(f"#define {k} {v}\n" for k, v in defines.items())
+        text = text.replace('#include "lib/floats.slang"', first + '#include "lib/floats.slang"', 1)
     if stage is not None:  # the shape's macros first, and one workgroup of its threads
         defines = "".join(f"#define {k} {v}\n" for k, v in stage.items())
         text = text.replace('#include "lib/floats.slang"', defines + '#include "lib/floats.slang"', 1)
@@ -120,7 +132,13 @@ def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Pat
 
 
 def _inputs(
-    shader: str, rng: np.random.Generator, act: type, rows_x: int = ROWS_X, rows_w: int = ROWS_W, k: int = K
+    shader: str,
+    rng: np.random.Generator,
+    act: type,
+    rows_x: int = ROWS_X,
+    rows_w: int = ROWS_W,
+    k: int = K,
+    wide: bool = False,
 ) -> list[np.ndarray]:
     x = (rng.integers(-2048, 2048, (rows_x, k)) / 256).astype(act)  # (exact in f16: no underflow)
     if shader == "gemm_f16":
@@ -129,31 +147,54 @@ def _inputs(
         x = np.frombuffer(x.tobytes() + bytes(x.nbytes), np.float32).reshape(rows_x, k)
     per_word = 4 if shader == "gemm_q8_0" else 8
     wq = rng.integers(0, 2**32, size=(rows_w, k // per_word), dtype=np.uint32)
-    wd = (
-        rng.uniform(0.001, 0.01, size=(rows_w, k // 32)) * rng.choice([-1, 1], size=(rows_w, k // 32))
-    ).astype(np.float16)
+    size = (rows_w, k // 32)
+    if wide:  # every quant byte, and scales of every binade from 2^-24 (products subnormal) to 2^8
+        wq.reshape(-1)[:64] = np.arange(256, dtype=np.uint8).view(np.uint32)
+        magnitude = np.exp2(rng.uniform(-24, 8, size)) * rng.choice([-1, 1], size=size)
+    else:
+        magnitude = rng.uniform(0.001, 0.01, size) * rng.choice([-1, 1], size=size)
+    with np.errstate(under="ignore"):  # (subnormal scales on purpose)
+        wd = magnitude.astype(np.float16)
     return [wq, wd, x]
 
 
-@pytest.mark.parametrize("shader", list(SHADERS))
-def test_the_staged_words_are_fetch_hs(tmp_path: Path, shader: str) -> None:
+def _check_words(
+    tmp_path: Path, shader: str, defines: dict[str, int] | None = None, rows_w: int = ROWS_W, wide: bool = False
+) -> None:
+    """Each probe's decode(load(...)) against its reference's fetch_h, chunk by chunk."""
     rng = np.random.default_rng(3)
-    with built_package(_project(tmp_path, shader)) as package:
+    with built_package(_project(tmp_path, shader, defines=defines)) as package:
         module = package.kernels(shader)
         for name in SHADERS[shader][1]:
             act = np.float32 if name.endswith("f32") else np.float16
             out = np.zeros((2048, 4), np.uint32)
-            fn = getattr(module, name)
-            fn(*_inputs(shader, rng, act), out, rows_x=ROWS_X, rows_w=ROWS_W, k_total=K)
-            used = 2 * max(ROWS_X, ROWS_W) * CHUNKS
+            args = _inputs(shader, rng, act, rows_w=rows_w, wide=wide)
+            if wide:  # (every quant value, so that each is held to the f32 decode)
+                assert len(np.unique(args[0].view(np.uint8))) == 256
+            getattr(module, name)(*args, out, rows_x=ROWS_X, rows_w=rows_w, k_total=K)
+            used = 2 * max(ROWS_X, rows_w) * CHUNKS
+            assert 2 * used <= len(out)
             pairs = out[: 2 * used].reshape(used, 2, 4)
             assert pairs.any(), name  # (the probe ran)
             np.testing.assert_array_equal(pairs[:, 1], pairs[:, 0], err_msg=f"{shader}.{name}")
 
 
+@pytest.mark.parametrize("shader", list(SHADERS))
+def test_the_staged_words_are_fetch_hs(tmp_path: Path, shader: str) -> None:
+    _check_words(tmp_path, shader)
+
+
+@pytest.mark.parametrize("shader", ["gemm_q4_0", "gemm_q8_0"])
+def test_the_half_decodes_are_the_f32_decodes(tmp_path: Path, shader: str) -> None:
+    """GEMM_HALF_DECODE's weights (f16 arithmetic) are the f32 decode's rounded, bit for bit, for
+    every quant byte and scales from 2^-24 to 2^8, subnormal products included."""
+    _check_words(tmp_path, shader, {"GEMM_HALF_DECODE": 1}, rows_w=32, wide=True)
+
+
 # name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): the library's shape (128 x
-# 128, 16 subgroups), 128 x 256 with 8 and 256 x 128 with 16, each probed at a block past the
-# first whose rows run out (clamped), the first two also at a stage that runs past the end of k.
+# 128, 16 subgroups; and with CM_EARLY's staging and the half decodes), 128 x 256 and 64 x 128 with
+# 8 and 256 x 128 with 16, each probed at a block past the first whose rows run out (clamped), all
+# but the last at a stage that runs past the end of k.
 STAGES = {
     "128x128_k64": (
         {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 4, "CM_SG_COLS": 4},
@@ -167,6 +208,25 @@ STAGES = {
     "128x256_k32": (
         {"CM_TM": 128, "CM_TN": 256, "CM_TK": 32, "CM_SG_ROWS": 2, "CM_SG_COLS": 4},
         0,
+        256,
+        100,
+        300,
+        96,
+        64,
+    ),
+    "128x128_k64_early_half": (
+        {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 4, "CM_SG_COLS": 4, "CM_EARLY": 1,
+         "GEMM_HALF_DECODE": 1},
+        128,
+        0,
+        200,
+        300,
+        96,
+        64,
+    ),
+    "64x128_k64": (
+        {"CM_TM": 64, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 2, "CM_SG_COLS": 4},
+        64,
         256,
         100,
         300,
