@@ -159,7 +159,11 @@ def _inputs(
 
 
 def _check_words(
-    tmp_path: Path, shader: str, defines: dict[str, int] | None = None, rows_w: int = ROWS_W, wide: bool = False
+    tmp_path: Path,
+    shader: str,
+    defines: dict[str, int] | None = None,
+    rows_w: int = ROWS_W,
+    wide: bool = False,
 ) -> None:
     """Each probe's decode(load(...)) against its reference's fetch_h, chunk by chunk."""
     rng = np.random.default_rng(3)
@@ -215,8 +219,15 @@ STAGES = {
         64,
     ),
     "128x128_k64_early_half": (
-        {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 4, "CM_SG_COLS": 4, "CM_EARLY": 1,
-         "GEMM_HALF_DECODE": 1},
+        {
+            "CM_TM": 128,
+            "CM_TN": 128,
+            "CM_TK": 64,
+            "CM_SG_ROWS": 4,
+            "CM_SG_COLS": 4,
+            "CM_EARLY": 1,
+            "GEMM_HALF_DECODE": 1,
+        },
         128,
         0,
         200,
