@@ -13,14 +13,14 @@ own) and their Dispatch lines rewritten to match, plus ``mma_peak``, ``mma_smem_
 the same process where torch has CUDA, each result's largest difference from its result
 reported, and its largest error on small odd shapes against float64 NumPy: ``check``). The
 ``probe_*`` shapes are the library's path with one part taken out (``PROBES``): timed on f16
-4096^3 only, their results wrong by design. ``--no-micro`` skips the microbenchmarks;
+4096^3 only (``probe_q4_0_*``, ``probe_q8_0_*``: that kind at 512 x 14336 x 4096), their results
+wrong by design. ``--no-micro`` skips the microbenchmarks;
 ``--stats`` adds each shape's registers a thread, spilled bytes and shared memory as the driver
 compiled it (benchmarks/pipeline_stats.py), where the driver reports them.
 
 Shape names: ``cm_`` the subgroup-matrix path (block tokens x n, 128 x 128 unless named; k per
-stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across; e1/e2: a stage's
-f16 words made before the barrier, after or amid its products, ``CM_EARLY``; h: quantized weights
-decoded in f16 arithmetic, ``GEMM_HALF_DECODE``; k8: ``CM_K8``), ``cm2_`` workgroup matrices.
+stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across), ``cm2_``
+workgroup matrices.
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
@@ -78,22 +78,8 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_256x128_k32_d2_4x2": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, "CM_DEPTH": 2, **_B1_4X2}),
     "cm_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4}),
     "cm_k64_b1_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4}),
-    "cm_k64_b1_4x4_k8": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_K8": 1}),
-    "cm_k64_b1_4x4_e1": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 1}),
-    "cm_k64_b1_4x4_e2": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 2}),
-    "cm_k64_b1_4x4_h": ("coopmat", {"CM_TK": 64, **_B1_4X4, "GEMM_HALF_DECODE": 1}),
-    "cm_k64_b1_4x4_e1_h": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 1, "GEMM_HALF_DECODE": 1}),
-    "cm_k64_b1_4x4_e2_h": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 2, "GEMM_HALF_DECODE": 1}),
-    "cm_k64_b1_4x4_e1_h_k8": (
-        "coopmat",
-        {"CM_TK": 64, **_B1_4X4, "CM_EARLY": 1, "GEMM_HALF_DECODE": 1, "CM_K8": 1},
-    ),
     "cm_64x128_k64_b1_2x4": ("coopmat", {"CM_TM": 64, "CM_TN": 128, "CM_TK": 64, **_B1_2X4}),
     "cm_128x64_k64_b1_4x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 64, **_B1_4X2}),
-    "cm_64x128_k64_b1_2x4_e1_h": (
-        "coopmat",
-        {"CM_TM": 64, "CM_TN": 128, "CM_TK": 64, **_B1_2X4, "CM_EARLY": 1, "GEMM_HALF_DECODE": 1},
-    ),
     "cm_k32_b1_4x4": ("coopmat", {"CM_TK": 32, **_B1_4X4}),
     "cm_k32_b2_4x4": ("coopmat", {"CM_TK": 32, **_B2_4X4}),
     "cm_k64_d2_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4, **_D2}),
@@ -142,7 +128,23 @@ PROBES: dict[str, list[tuple[str, str]]] = {
         (r"(cm_stage_store<Src>\(tid, CM_BUFFERS == 2 \? buf \^ 1 : 0, h\);\n) *" + _SYNC, r"\1"),
     ],
 }
+# the quantized weights staged as their raw words, not decoded (the kind's entry file patched)
+_RAW_Q4 = (re.escape("return decode_q4_0_h(raw);"), "return raw.a;")
+_RAW_Q8 = (re.escape("return decode_q8_0_h(raw.a.xy, raw.d);"), "return raw.a;")
+PROBES.update(
+    {
+        "probe_q4_0_no_decode": [_RAW_Q4],
+        "probe_q8_0_no_decode": [_RAW_Q8],
+        "probe_q4_0_cached_loads": PROBES["probe_cached_loads"],
+    }
+)
 SHAPES.update({name: ("coopmat", _LIB_SHAPE) for name in PROBES})
+
+
+def probe_kind(name: str) -> str:
+    """The kind a probe runs: f16 unless its name says q4_0 or q8_0."""
+    return next((kind for kind in KINDS if f"_{kind}_" in name), "f16")
+
 
 # The microbenchmarks' matrices: 16 x 16 x 16, f16 operands, f32 sums, subgroup scope.
 _TYPES = """using namespace linalg;
@@ -358,7 +360,7 @@ def build(out: Path, names: list[str]) -> None:
     lib = (shaders / "lib" / "gemm_coopmat.slang").read_text(encoding="utf-8")
     for name in names:
         path, macros = SHAPES[name]
-        for kind in KINDS if name not in PROBES else ("f16",):
+        for kind in KINDS if name not in PROBES else (probe_kind(name),):
             source = _variant(
                 (ROOT / "shaders" / f"gemm_{kind}.slang").read_text(encoding="utf-8"), path, macros
             )
@@ -479,7 +481,8 @@ def run(
     products += [(k, (512, 14336, 4096)) for k in ("q4_0", "q8_0")]
     for name in names:
         path = SHAPES[name][0]
-        for kind, shape in products[:1] if name in PROBES else products:
+        mine = [p for p in products if p[0] == probe_kind(name)][:1] if name in PROBES else products
+        for kind, shape in mine:
             module = importlib.import_module(f"{PACKAGE}.kernels.{kind}_{name}")
             fn = getattr(module, f"gemm_{kind}_{path}_f16")
             pipeline_stats.LABEL[0] = f"{kind}_{name}"

@@ -2,8 +2,8 @@
 path stages (``decode(load(...))``, split so that the loads are in flight during a stage's
 products) is bit for bit what ``fetch_h`` gives (the f16 words of ``fetch``'s values, which the
 tiled path's validation covers), for every operand, row and 8-value chunk of k, past the end of
-k included. gemm_f16's ``OperandsK8`` (16-byte loads only, for a k that is a multiple of 8) is
-held to the general ``Operands``' ``fetch_h``.
+k included. For the quantized weights that is also the half-precision decode (``decode_q4_0_h``,
+``decode_q8_0_h``) held to the f32 one, bit for bit.
 
 lavapipe has no cooperative matrices, so the coopmat entries themselves run only on a GPU
 (``hatch-slang validate`` there); this checks the part of them that is no tensor-core code. Each
@@ -47,8 +47,7 @@ void {name}(uint3 tid : SV_DispatchThreadID, uniform uint rows_x, uniform uint r
     probe_out[2 * tid.x + 1] = {src}.decode(op, {src}.load(op, row, k, k_total));
 }}
 """
-# One stage of the cooperative-matrix path's staging (cm_fetch, then cm_stage_store, or with
-# CM_EARLY cm_decode and cm_store: the words of both
+# One stage of the cooperative-matrix path's staging (cm_fetch, cm_stage_store: the words of both
 # operands' tiles, rows clamped, past k zero) and, after it, the same words from fetch_h at the
 # places lib/gemm_coopmat.slang's products read them from (cm_at).
 _STAGE_ENTRY = """
@@ -59,13 +58,7 @@ void {name}(uint tid : SV_GroupIndex, uniform uint m0, uniform uint n0, uniform 
 {{
     GemmRaw h[CM_FETCH];
     cm_fetch<{src}>(tid, m0, n0, rows_x, rows_w, k_stage, k_total, h);
-#if CM_EARLY
-    uint4 u[CM_FETCH];
-    cm_decode<{src}>(h, u);
-    cm_store(tid, 0, u);
-#else
     cm_stage_store<{src}>(tid, 0, h);
-#endif
     GroupMemoryBarrierWithGroupSync();
     for (uint w = tid; w < CM_STAGE; w += CM_THREADS)
         probe_out[w] = cm_tiles[w];
@@ -81,18 +74,15 @@ void {name}(uint tid : SV_GroupIndex, uniform uint m0, uniform uint n0, uniform 
 """
 # shader -> (its first free binding, {probe entry: the source it probes})
 SHADERS = {
-    "gemm_f16": (4, {"probe": "Operands", "probe_k8": "OperandsK8"}),
+    "gemm_f16": (4, {"probe": "Operands"}),
     "gemm_q8_0": (5, {"probe_f32": "Operands<f32>", "probe_f16": "Operands<f16>"}),
     "gemm_q4_0": (5, {"probe_f32": "Operands<f32>", "probe_f16": "Operands<f16>"}),
 }
-# probe entry -> the source whose fetch_h it is held to (else its own): OperandsK8 (16-byte loads
-# only, k a multiple of 8) to the general one
-REFERENCE = {"probe_k8": "Operands"}
+# probe entry -> the source whose fetch_h it is held to (else its own)
+REFERENCE: dict[str, str] = {}
 
 
-def _project(
-    tmp: Path, shader: str, stage: dict[str, int] | None = None, defines: dict[str, int] | None = None
-) -> Path:
+def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Path:
     root = tmp / "probe"
     (root / "shaders").mkdir(parents=True)
     (root / "probepkg").mkdir()
@@ -111,9 +101,6 @@ def _project(
     line = f"//   u{binding}: probe_out  u32, flat[probe_len] each chunk's two f16 words\n"
     dispatch = f"// Dispatch ({', '.join(probes)}): (4) threadgroups of 256.\n"
     template = _ENTRY
-    if defines:
-        first = "".join(f"#define {k} {v}\n" for k, v in defines.items())
-        text = text.replace('#include "lib/floats.slang"', first + '#include "lib/floats.slang"', 1)
     if stage is not None:  # the shape's macros first, and one workgroup of its threads
         defines = "".join(f"#define {k} {v}\n" for k, v in stage.items())
         text = text.replace('#include "lib/floats.slang"', defines + '#include "lib/floats.slang"', 1)
@@ -161,13 +148,12 @@ def _inputs(
 def _check_words(
     tmp_path: Path,
     shader: str,
-    defines: dict[str, int] | None = None,
     rows_w: int = ROWS_W,
     wide: bool = False,
 ) -> None:
     """Each probe's decode(load(...)) against its reference's fetch_h, chunk by chunk."""
     rng = np.random.default_rng(3)
-    with built_package(_project(tmp_path, shader, defines=defines)) as package:
+    with built_package(_project(tmp_path, shader)) as package:
         module = package.kernels(shader)
         for name in SHADERS[shader][1]:
             act = np.float32 if name.endswith("f32") else np.float16
@@ -190,15 +176,15 @@ def test_the_staged_words_are_fetch_hs(tmp_path: Path, shader: str) -> None:
 
 @pytest.mark.parametrize("shader", ["gemm_q4_0", "gemm_q8_0"])
 def test_the_half_decodes_are_the_f32_decodes(tmp_path: Path, shader: str) -> None:
-    """GEMM_HALF_DECODE's weights (f16 arithmetic) are the f32 decode's rounded, bit for bit, for
-    every quant byte and scales from 2^-24 to 2^8, subnormal products included."""
-    _check_words(tmp_path, shader, {"GEMM_HALF_DECODE": 1}, rows_w=32, wide=True)
+    """The staged weights (decoded in f16 arithmetic) are the f32 decode's rounded, bit for bit,
+    for every quant byte and scales from 2^-24 to 2^8, subnormal products included."""
+    _check_words(tmp_path, shader, rows_w=32, wide=True)
 
 
 # name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): the library's shape (128 x
-# 128, 16 subgroups; and with CM_EARLY's staging and the half decodes), 128 x 256 and 64 x 128 with
-# 8 and 256 x 128 with 16, each probed at a block past the first whose rows run out (clamped), all
-# but the last at a stage that runs past the end of k.
+# 128, 16 subgroups), 128 x 256 and 64 x 128 with 8 and 256 x 128 with 16, each probed at a block
+# past the first whose rows run out (clamped), all but the last at a stage that runs past the end
+# of k.
 STAGES = {
     "128x128_k64": (
         {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 4, "CM_SG_COLS": 4},
@@ -214,23 +200,6 @@ STAGES = {
         0,
         256,
         100,
-        300,
-        96,
-        64,
-    ),
-    "128x128_k64_early_half": (
-        {
-            "CM_TM": 128,
-            "CM_TN": 128,
-            "CM_TK": 64,
-            "CM_SG_ROWS": 4,
-            "CM_SG_COLS": 4,
-            "CM_EARLY": 1,
-            "GEMM_HALF_DECODE": 1,
-        },
-        128,
-        0,
-        200,
         300,
         96,
         64,
