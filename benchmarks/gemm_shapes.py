@@ -19,8 +19,9 @@ wrong by design. ``--no-micro`` skips the microbenchmarks;
 compiled it (benchmarks/pipeline_stats.py), where the driver reports them.
 
 Shape names: ``cm_`` the subgroup-matrix path (block tokens x n, 128 x 128 unless named; k per
-stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across), ``cm2_``
-workgroup matrices.
+stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across; s2/s4: that
+many subgroups a part of the block, each with its share of k, ``CM_KSPLIT``), ``cm2_`` workgroup
+matrices.
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
@@ -78,6 +79,10 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_256x128_k32_d2_4x2": ("coopmat", {"CM_TM": 256, "CM_TN": 128, "CM_TK": 32, "CM_DEPTH": 2, **_B1_4X2}),
     "cm_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4}),
     "cm_k64_b1_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4}),
+    "cm_k64_b1_2x4_s2": ("coopmat", {"CM_TK": 64, **_B1_2X4, "CM_KSPLIT": 2}),
+    "cm_k64_b1_4x2_s2": ("coopmat", {"CM_TK": 64, **_B1_4X2, "CM_KSPLIT": 2}),
+    "cm_k64_b1_2x2_s2": ("coopmat", {"CM_TK": 64, **_B1_2X2, "CM_KSPLIT": 2}),
+    "cm_k64_b1_2x2_s4": ("coopmat", {"CM_TK": 64, **_B1_2X2, "CM_KSPLIT": 4}),
     "cm_64x128_k64_b1_2x4": ("coopmat", {"CM_TM": 64, "CM_TN": 128, "CM_TK": 64, **_B1_2X4}),
     "cm_128x64_k64_b1_4x2": ("coopmat", {"CM_TM": 128, "CM_TN": 64, "CM_TK": 64, **_B1_4X2}),
     "cm_k32_b1_4x4": ("coopmat", {"CM_TK": 32, **_B1_4X4}),
@@ -337,7 +342,7 @@ def _variant(source: str, path: str, macros: dict[str, int]) -> str:
     else:
         # (all of the path's shape defined: the library files' own give way as a whole)
         macros = {"CM_TM": 128, "CM_TN": 128, **macros}
-        threads = 32 * macros["CM_SG_ROWS"] * macros["CM_SG_COLS"]
+        threads = 32 * macros["CM_SG_ROWS"] * macros["CM_SG_COLS"] * macros.get("CM_KSPLIT", 1)
         line = f"(ceil(n / {macros['CM_TN']}), ceil(tokens / {macros['CM_TM']})) threadgroups of {threads}."
         entry = re.search(r"void (\w+_coopmat)<", source)
         assert entry is not None
