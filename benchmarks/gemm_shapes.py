@@ -20,8 +20,8 @@ compiled it (benchmarks/pipeline_stats.py), where the driver reports them.
 
 Shape names: ``cm_`` the subgroup-matrix path (block tokens x n, 128 x 128 unless named; k per
 stage; b1/b2 staging buffers, d2 loads two stages ahead; subgroups down x across; s2/s4: that
-many subgroups a part of the block, each with its share of k, ``CM_KSPLIT``), ``cm2_`` workgroup
-matrices.
+many subgroups a part of the block, each with its share of k, ``CM_KSPLIT``; r: the blocks of
+tokens fastest in the grid, ``CM_RASTER``), ``cm2_`` workgroup matrices.
 
 ``mma_peak``: the throughput VK_KHR_cooperative_matrix gives with no memory traffic at all. Each
 subgroup multiplies the same 16 x 16 f16 tiles into 8 independent f32 accumulators, many times:
@@ -80,6 +80,8 @@ SHAPES: dict[str, tuple[str, dict[str, int]]] = {
     "cm_k32_b1_2x4": ("coopmat", {"CM_TK": 32, **_B1_2X4}),
     "cm_k64_b1_4x4": ("coopmat", {"CM_TK": 64, **_B1_4X4}),
     "cm_k64_b1_2x4_s2": ("coopmat", {"CM_TK": 64, **_B1_2X4, "CM_KSPLIT": 2}),
+    "cm_k64_b1_4x4_r": ("coopmat", {"CM_TK": 64, **_B1_4X4, "CM_RASTER": 1}),
+    "cm_k64_b1_2x4_s2_r": ("coopmat", {"CM_TK": 64, **_B1_2X4, "CM_KSPLIT": 2, "CM_RASTER": 1}),
     "cm_k64_b1_4x2_s2": ("coopmat", {"CM_TK": 64, **_B1_4X2, "CM_KSPLIT": 2}),
     "cm_k64_b1_2x2_s2": ("coopmat", {"CM_TK": 64, **_B1_2X2, "CM_KSPLIT": 2}),
     "cm_k64_b1_2x2_s4": ("coopmat", {"CM_TK": 64, **_B1_2X2, "CM_KSPLIT": 4}),
@@ -341,8 +343,8 @@ def _variant(source: str, path: str, macros: dict[str, int]) -> str:
         source = re.sub(r"(// Dispatch \(\w+_cm2\): ).*", lambda m: m.group(1) + cm2_line, source)
     else:
         # (all of the path's shape defined: the library files' own give way as a whole)
-        macros = {"CM_TM": 128, "CM_TN": 128, **macros}
-        threads = 32 * macros["CM_SG_ROWS"] * macros["CM_SG_COLS"] * macros.get("CM_KSPLIT", 1)
+        macros = {"CM_TM": 128, "CM_TN": 128, "CM_KSPLIT": 1, "CM_RASTER": 0, **macros}
+        threads = 32 * macros["CM_SG_ROWS"] * macros["CM_SG_COLS"] * macros["CM_KSPLIT"]
         line = f"(ceil(n / {macros['CM_TN']}), ceil(tokens / {macros['CM_TM']})) threadgroups of {threads}."
         entry = re.search(r"void (\w+_coopmat)<", source)
         assert entry is not None

@@ -72,6 +72,18 @@ void {name}(uint tid : SV_GroupIndex, uniform uint m0, uniform uint n0, uniform 
     }}
 }}
 """
+# The blocks of y that cm_block gives the workgroups of the grid, in the order of their index:
+# probe_out[index] = (m0, n0).
+_RASTER_ENTRY = """
+[shader("compute")]
+[numthreads(CM_THREADS, 1, 1)]
+void {name}(uint tid : SV_GroupIndex, uniform uint rows_x, uniform uint rows_w)
+{{
+    uint across = (rows_w + CM_TN - 1) / CM_TN;
+    for (uint g = tid; g < across * ((rows_x + CM_TM - 1) / CM_TM); g += CM_THREADS)
+        probe_out[g] = uint4(cm_block(uint3(g % across, g / across, 0), rows_x, rows_w), 0, 0);
+}}
+"""
 # shader -> (its first free binding, {probe entry: the source it probes})
 SHADERS = {
     "gemm_f16": (4, {"probe": "Operands"}),
@@ -82,7 +94,9 @@ SHADERS = {
 REFERENCE: dict[str, str] = {}
 
 
-def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Path:
+def _project(
+    tmp: Path, shader: str, stage: dict[str, int] | None = None, template: str = _STAGE_ENTRY
+) -> Path:
     root = tmp / "probe"
     (root / "shaders").mkdir(parents=True)
     (root / "probepkg").mkdir()
@@ -100,18 +114,19 @@ def _project(tmp: Path, shader: str, stage: dict[str, int] | None = None) -> Pat
     text = re.sub(r"^// slang-entries: ", f"// slang-entries: {names}\n// slang-entries: ", text, count=1)
     line = f"//   u{binding}: probe_out  u32, flat[probe_len] each chunk's two f16 words\n"
     dispatch = f"// Dispatch ({', '.join(probes)}): (4) threadgroups of 256.\n"
-    template = _ENTRY
-    if stage is not None:  # the shape's macros first, and one workgroup of its threads
+    if stage is None:
+        template = _ENTRY
+    else:  # the shape's macros first, and one workgroup of its threads
+        stage = {"CM_KSPLIT": 1, "CM_RASTER": 0, **stage}
         defines = "".join(f"#define {k} {v}\n" for k, v in stage.items())
         text = text.replace('#include "lib/floats.slang"', defines + '#include "lib/floats.slang"', 1)
-        threads = 32 * stage["CM_SG_ROWS"] * stage["CM_SG_COLS"]
+        threads = 32 * stage["CM_SG_ROWS"] * stage["CM_SG_COLS"] * stage["CM_KSPLIT"]
         dispatch = f"// Dispatch ({', '.join(probes)}): (1) threadgroups of {threads}.\n"
         grid = f"(ceil(n / {stage['CM_TN']}), ceil(tokens / {stage['CM_TM']})) threadgroups of {threads}."
         entry = re.search(r"void (\w+_coopmat)<", text)
         assert entry is not None
         text = re.sub(r"// Dispatch \(\w+_coopmat\): .*\n", "", text)  # (the file's own, if any)
         dispatch += f"// Dispatch ({entry.group(1)}): {grid}\n"
-        template = _STAGE_ENTRY
     entries = "".join(template.format(name=n, src=s, ref=REFERENCE.get(n, s)) for n, s in probes.items())
     text = text.replace("//\n// Dispatch: ", line + "//\n" + dispatch + "// Dispatch: ", 1)
     (root / "shaders" / f"{shader}.slang").write_text(text + _PROBE.format(binding=binding, entries=entries))
@@ -245,3 +260,25 @@ def test_a_stage_lands_where_the_products_read_it(tmp_path: Path, shader: str, s
             data = np.arange(stage) % (macros["CM_TK"] // 8 + 1) != macros["CM_TK"] // 8  # (not padding)
             assert expected[data].any(), name  # (the probe ran)
             np.testing.assert_array_equal(staged[data], expected[data], err_msg=f"{shader}.{name} {shape}")
+
+
+@pytest.mark.parametrize("raster", [0, 1])
+def test_every_block_has_one_workgroup(tmp_path: Path, raster: int) -> None:
+    """cm_block maps the grid's workgroups onto the blocks of y one to one; with CM_RASTER, in
+    the order of their index with the blocks of tokens fastest (the workgroups that run together
+    share w's rows)."""
+    macros = {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 4, "CM_SG_COLS": 4, "CM_RASTER": raster}
+    with built_package(_project(tmp_path, "gemm_f16", macros, _RASTER_ENTRY)) as package:
+        probe = package.kernels("gemm_f16").probe
+        for tokens, n in ((512, 14336), (300, 1000), (1, 129), (4096, 4096)):
+            across, down = -(-n // 128), -(-tokens // 128)
+            out = np.full((2048, 4), 7, np.uint32)
+            probe(out, rows_x=tokens, rows_w=n)
+            got = out[: across * down, :2] // 128
+            ids = np.arange(across * down)
+            if raster:
+                want = np.stack([ids % down, ids // down], axis=1)
+            else:
+                want = np.stack([ids // across, ids % across], axis=1)
+            np.testing.assert_array_equal(got, want, err_msg=f"{tokens} x {n}")
+            assert len({tuple(b) for b in got}) == across * down  # (each block once)
