@@ -72,7 +72,7 @@ void {name}(uint tid : SV_GroupIndex, uniform uint m0, uniform uint n0, uniform 
     }}
 }}
 """
-# The blocks of y that cm_block gives the workgroups of the grid, in the order of their index:
+# The blocks of y that cm_m0 and cm_n0 give the workgroups of the grid, in the order of their index:
 # probe_out[index] = (m0, n0).
 _RASTER_ENTRY = """
 [shader("compute")]
@@ -80,8 +80,12 @@ _RASTER_ENTRY = """
 void {name}(uint tid : SV_GroupIndex, uniform uint rows_x, uniform uint rows_w)
 {{
     uint across = (rows_w + CM_TN - 1) / CM_TN;
+    uint4 p = uint4(rows_w, 0, rows_x, 0);  // (an entry's params: n, k, tokens, accumulate)
     for (uint g = tid; g < across * ((rows_x + CM_TM - 1) / CM_TM); g += CM_THREADS)
-        probe_out[g] = uint4(cm_block(uint3(g % across, g / across, 0), rows_x, rows_w), 0, 0);
+    {{
+        uint3 group = uint3(g % across, g / across, 0);
+        probe_out[g] = uint4(cm_m0(group, p), cm_n0(group, p), 0, 0);
+    }}
 }}
 """
 # shader -> (its first free binding, {probe entry: the source it probes})
@@ -264,7 +268,7 @@ def test_a_stage_lands_where_the_products_read_it(tmp_path: Path, shader: str, s
 
 @pytest.mark.parametrize("raster", [0, 1])
 def test_every_block_has_one_workgroup(tmp_path: Path, raster: int) -> None:
-    """cm_block maps the grid's workgroups onto the blocks of y one to one; with CM_RASTER, in
+    """cm_m0 and cm_n0 map the grid's workgroups onto the blocks of y one to one; with CM_RASTER, in
     the order of their index with the blocks of tokens fastest (the workgroups that run together
     share w's rows)."""
     macros = {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 4, "CM_SG_COLS": 4, "CM_RASTER": raster}
