@@ -43,7 +43,7 @@ void {name}(uint3 tid : SV_DispatchThreadID, uniform uint rows_x, uniform uint r
     uint k = (tid.x % chunks) * 8;
     if (op > 1 || row >= (op == 0 ? rows_x : rows_w))
         return;
-    probe_out[2 * tid.x] = {ref}.fetch_h(op, row, k, k_total);
+    probe_out[2 * tid.x] = {src}.fetch_h(op, row, k, k_total);
     probe_out[2 * tid.x + 1] = {src}.decode(op, {src}.load(op, row, k, k_total));
 }}
 """
@@ -68,7 +68,7 @@ void {name}(uint tid : SV_GroupIndex, uniform uint m0, uniform uint n0, uniform 
         uint r = c / CM_CPR - op * CM_TM;
         uint row = op == 0 ? min(m0 + r, rows_x - 1) : min(n0 + r, rows_w - 1);
         uint at = cm_at(0, op, r) + c % CM_CPR;
-        probe_out[CM_STAGE + at] = {ref}.fetch_h(op, row, k_stage + (c % CM_CPR) * 8, k_total);
+        probe_out[CM_STAGE + at] = {src}.fetch_h(op, row, k_stage + (c % CM_CPR) * 8, k_total);
     }}
 }}
 """
@@ -94,8 +94,6 @@ SHADERS = {
     "gemm_q8_0": (5, {"probe_f32": "Operands<f32>", "probe_f16": "Operands<f16>"}),
     "gemm_q4_0": (5, {"probe_f32": "Operands<f32>", "probe_f16": "Operands<f16>"}),
 }
-# probe entry -> the source whose fetch_h it is held to (else its own)
-REFERENCE: dict[str, str] = {}
 
 
 def _project(
@@ -131,7 +129,7 @@ def _project(
         assert entry is not None
         text = re.sub(r"// Dispatch \(\w+_coopmat\): .*\n", "", text)  # (the file's own, if any)
         dispatch += f"// Dispatch ({entry.group(1)}): {grid}\n"
-    entries = "".join(template.format(name=n, src=s, ref=REFERENCE.get(n, s)) for n, s in probes.items())
+    entries = "".join(template.format(name=n, src=s) for n, s in probes.items())
     text = text.replace("//\n// Dispatch: ", line + "//\n" + dispatch + "// Dispatch: ", 1)
     (root / "shaders" / f"{shader}.slang").write_text(text + _PROBE.format(binding=binding, entries=entries))
     return root
