@@ -205,14 +205,15 @@ def group_size_problems(dev: Device, threads: tuple[int, int, int]) -> list[str]
     axis and on the whole group."""
     info = dev.info
     problems = [
-        f"{t} threads along {axis} in a workgroup (maxComputeWorkGroupSize.{axis} is {limit})"
+        f"numthreads {axis} = {t} exceeds the device limit of {limit} (maxComputeWorkGroupSize.{axis})"
         for axis, t, limit in zip("xyz", threads, info.max_workgroup_size, strict=True)
         if t > limit
     ]
     total = threads[0] * threads[1] * threads[2]
     if total > info.max_invocations:
         problems.append(
-            f"{total} threads in a workgroup (maxComputeWorkGroupInvocations is {info.max_invocations})"
+            f"{total} threads in a workgroup exceed the device limit of {info.max_invocations} "
+            "(maxComputeWorkGroupInvocations)"
         )
     return problems
 

@@ -35,7 +35,7 @@ from .._vulkan._core import Core
 from ..spirv._constants import local_size_ids, spec_constants
 from ..spirv._format import parse
 from . import _images, _indirect
-from ._arguments import Packed, Signature, required_subgroup
+from ._arguments import Packed, Signature, group_size_problems, required_subgroup
 from ._indirect import IndirectGrid
 from ._specialize import Specialization, specialize
 
@@ -758,19 +758,9 @@ class Kernel:
         with self._lock:
             if self._state is not None:
                 return self._state
-            info = dev.info
-            for axis, t, limit in zip("xyz", self.threads, info.max_workgroup_size, strict=True):
-                if t > limit:
-                    raise ValueError(
-                        f"kernel {self.name!r}: numthreads {axis} = {t} exceeds the device limit "
-                        f"of {limit} on {info.name}"
-                    )
-            total = self.threads[0] * self.threads[1] * self.threads[2]
-            if total > info.max_invocations:
-                raise ValueError(
-                    f"kernel {self.name!r}: {total} threads per workgroup exceed the device limit of "
-                    f"{info.max_invocations} on {info.name}"
-                )
+            too_big = group_size_problems(dev, self.threads)
+            if too_big:
+                raise ValueError(f"kernel {self.name!r} on {dev.info.name}: {'; '.join(too_big)}")
             parts = dev.parts
             core = parts.core
             with core.pipelines_lock:
