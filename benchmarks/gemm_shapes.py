@@ -105,9 +105,9 @@ KINDS = ("f16", "q4_0", "q8_0")
 
 # Timing-only probes of the library's coopmat shape (``probe_*``: f16 at 4096^3 only, results wrong
 # by design, not checked): lib/gemm_coopmat.slang with one part taken out, to see what each costs.
-_LIB_SHAPE = {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, **_B1_4X4}
+_LIB_SHAPE = {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, **_B1_2X4, "CM_KSPLIT": 2, "CM_RASTER": 1}
 _SYNC = r"GroupMemoryBarrierWithGroupSync\(\);"
-_NO_MMA = (re.escape("cm_multiply(buf, wm, wn, acc);"), "")
+_NO_MMA = (r"cm_multiply(_part)?\(buf, wm, wn, (kh, )?acc\);", "")
 # f16's loads without the branch for a k not a multiple of 8 (one value at a time), which the
 # compiler keeps beside each 16-byte load
 _ALIGNED = (
@@ -122,6 +122,15 @@ PROBES: dict[str, list[tuple[str, str]]] = {
         (
             re.escape("h[i] = Src.load(op, row, k_stage + (c % CM_CPR) * 8, k);"),
             "h[i] = Src.load(op, row % 8, (c % CM_CPR) * 8, k);",
+        ),
+    ],
+    # no loads from memory (one kept behind a k no product has, so that the buffers stay bound):
+    # each thread stages words made from its indices; the staging, barriers and products remain
+    "probe_no_loads": [
+        (
+            re.escape("h[i] = Src.load(op, row, k_stage + (c % CM_CPR) * 8, k);"),
+            "h[i] = k == 0xFFFFFFFFu ? Src.load(op, row, k_stage, k)"
+            " : gemm_raw(uint4(row, k_stage, c, tid));",
         ),
     ],
     # no products: the staging alone
@@ -143,6 +152,10 @@ PROBES.update(
         "probe_q4_0_no_decode": [_RAW_Q4],
         "probe_q8_0_no_decode": [_RAW_Q8],
         "probe_q4_0_cached_loads": PROBES["probe_cached_loads"],
+        "probe_q4_0_no_loads": PROBES["probe_no_loads"],
+        "probe_q8_0_no_loads": PROBES["probe_no_loads"],
+        # neither loads nor barriers: the stores to shared memory and the products alone
+        "probe_no_loads_no_sync": PROBES["probe_no_loads"] + PROBES["probe_no_sync"],
     }
 )
 SHAPES.update({name: ("coopmat", _LIB_SHAPE) for name in PROBES})

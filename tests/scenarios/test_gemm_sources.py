@@ -198,10 +198,10 @@ def test_the_half_decodes_are_the_f32_decodes(tmp_path: Path, shader: str) -> No
     _check_words(tmp_path, shader, rows_w=32, wide=True)
 
 
-# name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): the library's shape (128 x
-# 128, 16 subgroups), 128 x 256 and 64 x 128 with 8 and 256 x 128 with 16, each probed at a block
-# past the first whose rows run out (clamped), all but the last at a stage that runs past the end
-# of k.
+# name -> (the path's macros, m0, n0, rows of x and of w, k, k_stage): 128 x 128 with 16 subgroups
+# one to a part and two to a part (the library's: split k, the grid's order), 128 x 256 and 64 x
+# 128 with 8 and 256 x 128 with 16, each probed at a block past the first whose rows run out
+# (clamped), all but the last at a stage that runs past the end of k.
 STAGES = {
     "128x128_k64": (
         {"CM_TM": 128, "CM_TN": 128, "CM_TK": 64, "CM_SG_ROWS": 4, "CM_SG_COLS": 4},
@@ -211,6 +211,23 @@ STAGES = {
         300,
         96,
         64,
+    ),
+    "128x128_k64_s2": (
+        {
+            "CM_TM": 128,
+            "CM_TN": 128,
+            "CM_TK": 64,
+            "CM_SG_ROWS": 2,
+            "CM_SG_COLS": 4,
+            "CM_KSPLIT": 2,
+            "CM_RASTER": 1,
+        },
+        0,
+        128,
+        140,
+        200,
+        224,
+        192,
     ),
     "128x256_k32": (
         {"CM_TM": 128, "CM_TN": 256, "CM_TK": 32, "CM_SG_ROWS": 2, "CM_SG_COLS": 4},
